@@ -1,0 +1,34 @@
+"""attn_helpers: the helper package of the attention notebook series.
+
+The top level is numpy only: importing it never imports matplotlib or ipywidgets.
+Figures live in :mod:`attn_helpers.plotting`, widgets in :mod:`attn_helpers.widgets`,
+exercise checkers in :mod:`attn_helpers.checks`.
+"""
+
+from .core import (
+    attention_scores,
+    causal_mask,
+    cosine_similarity,
+    entropy,
+    padding_mask,
+    positional_encoding,
+    scaled_dot_product_attention,
+    softmax,
+)
+from .multihead import merge_heads, multi_head_attention, split_heads
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "attention_scores",
+    "causal_mask",
+    "cosine_similarity",
+    "entropy",
+    "merge_heads",
+    "multi_head_attention",
+    "padding_mask",
+    "positional_encoding",
+    "scaled_dot_product_attention",
+    "softmax",
+    "split_heads",
+]

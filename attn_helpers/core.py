@@ -1,0 +1,344 @@
+"""The numpy core of attention: softmax, scores, scaled dot-product attention, masks.
+
+Conventions (see notebook 00): row vectors, one token per row; ``weights[..., i, j]``
+is how much query ``i`` attends to key ``j``, each row sums to 1; masks are boolean
+with ``True`` = may attend; every function acts on the last axes, so the same code
+serves ``(T, d)``, ``(B, T, d)`` and ``(B, h, T, d_h)``. float32 in, float32 out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._kernel import attention_, softmax_rows_
+from ._validate import as_bool_mask, as_float_array, as_positive_int, result_float_dtype
+
+__all__ = [
+    "softmax",
+    "attention_scores",
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "padding_mask",
+    "positional_encoding",
+    "cosine_similarity",
+    "entropy",
+]
+
+
+def softmax(x, axis=-1, temperature=1.0):
+    r"""Numerically stable softmax along ``axis``.
+
+    .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j / \tau}}{\sum_k e^{x_k / \tau}}
+
+    computed as :math:`e^{(x_j - \max x)/\tau}` normalised, which is the same number
+    and never overflows. Entries equal to ``-inf`` (masked scores) get weight 0; a
+    slice that is all ``-inf`` gets all zeros, never NaN.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, ...)
+        Scores (logits). NaN and ``+inf`` are rejected.
+    axis : int, default -1
+        The axis that sums to 1 (for attention weights, the key axis ``-1``).
+    temperature : float, default 1.0
+        ``> 1`` flattens the distribution, ``< 1`` sharpens it; must be ``> 0``.
+
+    Returns
+    -------
+    weights : ndarray, shape like ``x``
+        Non-negative, summing to 1 along ``axis``; same float dtype as ``x``.
+
+    Examples
+    --------
+    >>> softmax([1000.0, 1000.0])
+    array([0.5, 0.5])
+    >>> softmax([[0.0, np.log(3.0)]]).round(4)
+    array([[0.25, 0.75]])
+    >>> softmax([1.0, 2.0], temperature=1e-3)
+    array([0., 1.])
+    """
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise TypeError(f"temperature must be a positive number; got {type(temperature).__name__} {temperature!r}")
+    if not temperature > 0 or not np.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
+    arr = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
+    if arr.ndim == 0:
+        raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {arr.shape}")
+    out = np.moveaxis(arr, axis, -1).copy()  # always a new array: never modify the caller's scores
+    if temperature != 1:
+        out /= np.asarray(temperature, dtype=out.dtype)
+    softmax_rows_(out)
+    return np.moveaxis(out, -1, axis)
+
+
+def _check_last_axis(a_name, a, b_name, b, a_axis, b_axis, what):
+    if a.shape[a_axis] != b.shape[b_axis]:
+        raise ValueError(
+            f"{what}: {a_name} has shape {a.shape} and {b_name} has shape {b.shape}; "
+            f"expected {a_name}.shape[{a_axis}] == {b_name}.shape[{b_axis}]"
+        )
+
+
+def _batch_shape(what, **arrays):
+    """Broadcast the leading (batch) axes of several arrays, with a clear error."""
+    try:
+        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        raise ValueError(f"{what}: the leading (batch) axes do not broadcast: {shapes}") from None
+
+
+def attention_scores(queries, keys):
+    r"""Raw dot-product scores :math:`S = Q K^\top` over the last two axes.
+
+    Parameters
+    ----------
+    queries : array_like, shape (..., T_q, d_k)
+    keys : array_like, shape (..., T_k, d_k)
+
+    Returns
+    -------
+    scores : ndarray, shape (..., T_q, T_k)
+        ``scores[..., i, j]`` is the dot product of query ``i`` with key ``j``.
+
+    Examples
+    --------
+    >>> attention_scores([[1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [3.0, 0.0], [0.0, 1.0]])
+    array([[1., 3., 0.],
+           [2., 0., 2.]])
+    """
+    q = as_float_array(queries, "queries", min_ndim=2)
+    k = as_float_array(keys, "keys", min_ndim=2)
+    _check_last_axis("queries", q, "keys", k, -1, -1, "queries and keys need the same d_k")
+    _batch_shape("attention_scores", queries=q, keys=k)
+    return q @ np.swapaxes(k, -1, -2)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+
+
+def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
+    r"""Scaled dot-product attention, returning the context vectors and the weights.
+
+    .. math:: \mathrm{weights} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right),
+              \qquad \mathrm{context} = \mathrm{weights}\, V
+
+    Masked scores are set to :math:`-\infty` before the softmax. A query row whose
+    mask allows no key gets all-zero weights and a zero context row (never NaN).
+
+    Parameters
+    ----------
+    queries : array_like, shape (..., T_q, d_k)
+    keys : array_like, shape (..., T_k, d_k)
+    values : array_like, shape (..., T_k, d_v)
+    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
+        ``True`` = query ``i`` may attend to key ``j``. ``None`` allows everything.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d_k)``. ``scale=1`` gives the
+        unscaled attention of notebook 04.
+
+    Returns
+    -------
+    context : ndarray, shape (..., T_q, d_v)
+    weights : ndarray, shape (..., T_q, T_k)
+        Each row sums to 1 (or is all 0 when fully masked).
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> context, weights = scaled_dot_product_attention(x, x, x, scale=np.log(3.0))
+    >>> weights
+    array([[0.75, 0.25],
+           [0.25, 0.75]], dtype=float32)
+    >>> context, weights = scaled_dot_product_attention(x, x, x, mask=causal_mask(2))
+    >>> weights.round(4)
+    array([[1.    , 0.    ],
+           [0.3302, 0.6698]], dtype=float32)
+    """
+    q = as_float_array(queries, "queries", min_ndim=2)
+    k = as_float_array(keys, "keys", min_ndim=2)
+    v = as_float_array(values, "values", min_ndim=2)
+    _check_last_axis("queries", q, "keys", k, -1, -1, "queries and keys need the same d_k")
+    _check_last_axis("keys", k, "values", v, -2, -2, "keys and values need the same T_k (one value per key)")
+    arrays = {"queries": q, "keys": k, "values": v}
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    if mask is not None:
+        m = as_bool_mask(mask)
+        if m.ndim < 2:
+            m = m.reshape((1,) * (2 - m.ndim) + m.shape)
+        if not (m.shape[-2] in (1, t_q) and m.shape[-1] in (1, t_k)):
+            raise ValueError(
+                f"mask of shape {np.shape(mask)} does not broadcast to the scores' shape (..., T_q, T_k) = "
+                f"(..., {t_q}, {t_k}); expected its last two axes to be ({t_q} or 1, {t_k} or 1)"
+            )
+        arrays["mask"] = m
+    batch = _batch_shape("scaled_dot_product_attention", **arrays)
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
+    elif isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"scale must be a number; got {type(scale).__name__} {scale!r}")
+    elif not np.isfinite(scale):
+        raise ValueError(f"scale must be finite; got {scale!r}")
+
+    dtype = result_float_dtype(q, k, v)
+    n = int(np.prod(batch, dtype=np.int64))
+
+    def flat(a, name):  # (..., T, d) -> (N, T, d), a view when no broadcasting is needed
+        a = a.astype(dtype, copy=False)
+        if a.shape[:-2] != batch:
+            a = np.broadcast_to(a, batch + a.shape[-2:])
+        return a.reshape((n,) + a.shape[-2:])
+
+    context = np.empty((n, t_q, v.shape[-1]), dtype=dtype)
+    weights = np.empty((n, t_q, t_k), dtype=dtype)
+    flat_mask = None
+    if mask is not None:
+        flat_mask = np.broadcast_to(arrays["mask"], batch + arrays["mask"].shape[-2:]).reshape((n,) + arrays["mask"].shape[-2:])
+    if n and t_q and t_k:
+        attention_(flat(q, "queries"), flat(k, "keys"), flat(v, "values"), flat_mask, scale, context, weights)
+    else:  # empty sequences: nothing to attend to
+        context.fill(0)
+        weights.fill(0)
+    return context.reshape(batch + (t_q, v.shape[-1])), weights.reshape(batch + (t_q, t_k))
+
+
+def causal_mask(T):
+    """Boolean ``(T, T)`` mask, True on and below the diagonal: query ``i`` may see keys ``j <= i``.
+
+    Parameters
+    ----------
+    T : int
+        Number of tokens.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (T, T)
+
+    Examples
+    --------
+    >>> causal_mask(3)
+    array([[ True, False, False],
+           [ True,  True, False],
+           [ True,  True,  True]])
+    """
+    T = as_positive_int(T, "T", allow_zero=True)
+    return np.tri(T, T, dtype=bool)
+
+
+def padding_mask(lengths, T):
+    """Key-padding masks for a batch of sequences padded to length ``T``.
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (B,)
+        The true length of each sequence; keys at positions ``>= length`` are padding.
+    T : int
+        The padded length.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (B, 1, T)
+        ``True`` where the key is a real token; broadcasts against scores ``(B, T_q, T)``.
+
+    Examples
+    --------
+    >>> padding_mask([3, 1], 3)
+    array([[[ True,  True,  True]],
+    <BLANKLINE>
+           [[ True, False, False]]])
+    """
+    T = as_positive_int(T, "T", allow_zero=True)
+    lengths = np.asarray(lengths)
+    if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
+        raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
+    if (lengths < 0).any() or (lengths > T).any():
+        raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
+    return (np.arange(T) < lengths[:, None])[:, None, :]  # (B, 1, T)
+
+
+def positional_encoding(T, d_model, dtype=np.float32):
+    r"""Sinusoidal positional encoding of "Attention Is All You Need".
+
+    .. math:: PE_{(pos, 2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad
+              PE_{(pos, 2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)
+
+    Parameters
+    ----------
+    T : int
+        Number of positions (0 .. T-1).
+    d_model : int
+        Number of features; sin on even features, cos on odd ones.
+    dtype : numpy dtype, default float32
+
+    Returns
+    -------
+    pe : ndarray, shape (T, d_model)
+
+    Examples
+    --------
+    >>> positional_encoding(2, 4).round(4)
+    array([[0.    , 1.    , 0.    , 1.    ],
+           [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
+    """
+    T = as_positive_int(T, "T", allow_zero=True)
+    d_model = as_positive_int(d_model, "d_model")
+    position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
+    pair = np.arange(0, d_model, 2, dtype=np.float64)  # 2i for each sin/cos pair
+    angle = position / 10000.0 ** (pair / d_model)  # (T, ceil(d_model / 2))
+    pe = np.empty((T, d_model), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
+    return pe.astype(dtype)
+
+
+def cosine_similarity(a, b):
+    r"""Cosine of the angle between vectors, over the last axis (with broadcasting).
+
+    .. math:: \cos\theta = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}
+
+    A zero vector has similarity 0 with everything (not NaN).
+
+    Parameters
+    ----------
+    a : array_like, shape (..., d)
+    b : array_like, shape (..., d)
+
+    Returns
+    -------
+    similarity : ndarray, shape (...)
+        Values in [-1, 1].
+
+    Examples
+    --------
+    >>> cosine_similarity([1.0, 0.0], [[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]])
+    array([ 1.,  0., -1.])
+    """
+    a = as_float_array(a, "a")
+    b = as_float_array(b, "b")
+    _check_last_axis("a", a, "b", b, -1, -1, "a and b need the same number of features")
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
+    dot = np.einsum("...d,...d->...", a, b)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    out = np.zeros(np.shape(dot), dtype=np.result_type(dot, norms))
+    np.divide(dot, norms, out=out, where=norms > 0)
+    return np.clip(out, -1.0, 1.0)
+
+
+def entropy(weights, axis=-1):
+    r"""Shannon entropy (in nats) of probability distributions along ``axis``.
+
+    .. math:: H(p) = -\sum_j p_j \log p_j \quad (0 \log 0 = 0)
+
+    Examples
+    --------
+    >>> float(entropy([0.5, 0.5]).round(4))
+    0.6931
+    >>> float(entropy([1.0, 0.0]))
+    0.0
+    """
+    p = as_float_array(weights, "weights")
+    logp = np.zeros_like(p)
+    np.log(p, out=logp, where=p > 0)
+    return -(p * logp).sum(axis=axis)

@@ -1,0 +1,152 @@
+"""Multi-head bookkeeping: split ``d_model`` into heads, attend per head, merge back.
+
+All heads run at once as one batched computation: the head axis is just another
+leading batch axis for :func:`scaled_dot_product_attention`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_bool_mask, as_float_array, as_positive_int, result_float_dtype
+from .core import scaled_dot_product_attention
+
+__all__ = ["split_heads", "merge_heads", "multi_head_attention"]
+
+
+def split_heads(x, num_heads):
+    """Split the feature axis into heads: ``(..., T, d_model) -> (..., h, T, d_h)``.
+
+    Head ``i`` takes features ``[i * d_h : (i + 1) * d_h]``, with ``d_h = d_model / h``.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., T, d_model)
+    num_heads : int
+        ``h``; must divide ``d_model``.
+
+    Returns
+    -------
+    heads : ndarray, shape (..., h, T, d_h)
+        A view of ``x`` where possible.
+
+    Examples
+    --------
+    >>> x = np.arange(8.0).reshape(2, 4)      # T=2 tokens, d_model=4
+    >>> split_heads(x, 2)                      # h=2 heads of d_h=2
+    array([[[0., 1.],
+            [4., 5.]],
+    <BLANKLINE>
+           [[2., 3.],
+            [6., 7.]]])
+    """
+    x = as_float_array(x, "x", min_ndim=2)
+    num_heads = as_positive_int(num_heads, "num_heads")
+    *batch, T, d_model = x.shape
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model must be divisible by num_heads: x has shape {x.shape} (d_model={d_model}) "
+            f"and num_heads={num_heads}; expected d_model % num_heads == 0"
+        )
+    head_dim = d_model // num_heads
+    x = x.reshape(*batch, T, num_heads, head_dim)  # (..., T, h, d_h)
+    return np.swapaxes(x, -2, -3)  # (..., h, T, d_h)
+
+
+def merge_heads(x):
+    """Concatenate heads back: ``(..., h, T, d_h) -> (..., T, h * d_h)``; inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., h, T, d_h)
+
+    Returns
+    -------
+    merged : ndarray, shape (..., T, h * d_h)
+
+    Examples
+    --------
+    >>> x = np.arange(8.0).reshape(2, 4)
+    >>> np.array_equal(merge_heads(split_heads(x, 2)), x)
+    True
+    """
+    x = as_float_array(x, "x", min_ndim=3)
+    *batch, num_heads, T, head_dim = x.shape
+    x = np.swapaxes(x, -2, -3)  # (..., T, h, d_h)
+    return x.reshape(*batch, T, num_heads * head_dim)  # (..., T, h * d_h)
+
+
+def _check_weight(name, w, d_in):
+    if w.ndim != 2:
+        raise ValueError(f"{name} must be a matrix of shape (d_in, d_out); got shape {w.shape}")
+    if w.shape[0] != d_in:
+        raise ValueError(f"{name} has shape {w.shape}; expected ({d_in}, d_out) to match the {d_in} input features")
+
+
+def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    r"""Multi-head self-attention without biases.
+
+    .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(i)}, X W_v^{(i)}), \qquad
+              \mathrm{out} = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_o
+
+    where :math:`W_q^{(i)}` is the block of columns ``[i * d_h : (i + 1) * d_h]`` of ``w_q``.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., T, d_model)
+    w_q, w_k : array_like, shape (d_model, h * d_h)
+    w_v : array_like, shape (d_model, h * d_v)
+    w_o : array_like, shape (h * d_v, d_out)
+    num_heads : int
+        ``h``; must divide the output width of every projection.
+    mask : array_like of bool, broadcastable to (..., T, T), optional
+        ``True`` = may attend; shared by every head.
+
+    Returns
+    -------
+    out : ndarray, shape (..., T, d_out)
+    weights : ndarray, shape (..., h, T, T)
+        The attention weights of every head.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((5, 8), dtype=np.float32)
+    >>> w_q, w_k, w_v, w_o = rng.standard_normal((4, 8, 8), dtype=np.float32)
+    >>> out, weights = multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads=2, mask=causal_mask(5))
+    >>> out.shape, weights.shape, out.dtype
+    ((5, 8), (2, 5, 5), dtype('float32'))
+    """
+    x = as_float_array(x, "x", min_ndim=2)
+    d_model = x.shape[-1]
+    num_heads = as_positive_int(num_heads, "num_heads")
+    w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        _check_weight(name, w, d_model)
+        if w.shape[1] % num_heads:
+            raise ValueError(
+                f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by num_heads={num_heads}"
+            )
+    if w_k.shape[1] != w_q.shape[1]:
+        raise ValueError(f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width")
+    _check_weight("w_o", w_o, w_v.shape[1])
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        if mask.ndim >= 2:
+            mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
+    dtype = result_float_dtype(x, w_q, w_k, w_v, w_o)
+    x = x.astype(dtype, copy=False)
+
+    # 1. Project: one matrix product for Q, K and V together.
+    d_qk, d_vv = w_q.shape[1], w_v.shape[1]
+    w_qkv = np.concatenate([w_q, w_k, w_v], axis=1).astype(dtype, copy=False)  # (d_model, 2 d_qk + d_vv)
+    qkv = x @ w_qkv  # (..., T, d_model) @ (d_model, 2 d_qk + d_vv) -> (..., T, 2 d_qk + d_vv)
+    # 2. Split into heads: (..., T, h * d_h) -> (..., h, T, d_h).
+    queries = split_heads(qkv[..., :d_qk], num_heads)
+    keys = split_heads(qkv[..., d_qk : 2 * d_qk], num_heads)
+    values = split_heads(qkv[..., 2 * d_qk :], num_heads)
+    # 3. Attend, every head at once: the head axis is a batch axis.
+    context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)  # (..., h, T, d_v)
+    # 4. Concatenate heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
+    out = merge_heads(context) @ w_o.astype(dtype, copy=False)
+    return out, weights

@@ -1,0 +1,154 @@
+"""Figures shared by the notebooks (matplotlib; kept apart from the numpy core).
+
+Every figure is legible on a projector (large fonts), labels its axes with token
+names, and uses colour-blind-safe colormaps (viridis for weights, a diverging
+PuOr for signed scores).
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Rectangle
+
+__all__ = ["setup_style", "heatmap", "heatmap_grid", "bar_weights", "MASKED_COLOUR"]
+
+#: Colour of masked cells: visibly different from any weight, even 0.
+MASKED_COLOUR = "#d9d9d9"
+
+_STYLE = {
+    "figure.dpi": 90,
+    "savefig.dpi": 90,
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "image.cmap": "viridis",
+}
+
+
+def setup_style():
+    """Apply the series' figure style (projector-friendly font sizes, viridis)."""
+    mpl.rcParams.update(_STYLE)
+
+
+def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cmap=None, vmin=None, vmax=None,
+            annotate=True, fmt="{:.2f}", mask=None, colorbar=True, xlabel="key (attended to)",
+            ylabel="query (attending)", cbar_label=None):
+    """Draw a labelled heatmap of ``matrix[i, j]`` (row i = query, column j = key).
+
+    Cells where ``mask`` is False are drawn hatched grey with no number, so a masked
+    cell never looks like a small weight.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (R, C)
+    row_labels, col_labels : sequence of str, optional
+    ax : matplotlib Axes, optional
+    mask : array_like of bool, shape (R, C), optional
+        ``True`` = allowed; ``False`` cells are shown as masked.
+
+    Returns
+    -------
+    image : matplotlib AxesImage
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix must be 2-D; got shape {matrix.shape}")
+    ax = ax or plt.gca()
+    signed = matrix.min() < 0
+    if cmap is None:
+        cmap = "PuOr_r" if signed else "viridis"
+    if signed and vmin is None and vmax is None:
+        lim = float(np.abs(matrix).max()) or 1.0
+        vmin, vmax = -lim, lim
+    shown = np.ma.masked_array(matrix, mask=None if mask is None else ~np.broadcast_to(np.asarray(mask, bool), matrix.shape))
+    colormap = mpl.colormaps[cmap].copy() if isinstance(cmap, str) else cmap
+    colormap.set_bad(MASKED_COLOUR)
+    image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    rows, cols = matrix.shape
+    if mask is not None:
+        for i, j in zip(*np.nonzero(np.ma.getmaskarray(shown))):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#969696", linewidth=0))
+    if annotate and rows * cols <= 144:
+        norm = image.norm
+        for i in range(rows):
+            for j in range(cols):
+                if np.ma.is_masked(shown[i, j]):
+                    continue
+                level = norm(matrix[i, j])
+                dark = level < 0.55 if not signed else abs(level - 0.5) > 0.3
+                ax.text(j, i, fmt.format(matrix[i, j]), ha="center", va="center", fontsize=10 if cols > 6 else 11,
+                        color="white" if dark else "black")
+    col_labels = [str(c) for c in col_labels] if col_labels is not None else [str(c) for c in range(cols)]
+    long_labels = max(map(len, col_labels)) > 3
+    ax.set_xticks(range(cols), labels=col_labels, rotation=45 if long_labels else 0,
+                  ha="right" if long_labels else "center", rotation_mode="anchor")
+    ax.set_yticks(range(rows), labels=list(row_labels) if row_labels is not None else range(rows))
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.spines[:].set_visible(False)
+    if colorbar:
+        bar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        if cbar_label:
+            bar.set_label(cbar_label)
+    return image
+
+
+def heatmap_grid(matrices, titles=None, row_labels=None, col_labels=None, *, ncols=4, size=2.6, vmin=0.0, vmax=1.0,
+                 cbar_label="attention weight", annotate=False, suptitle=None):
+    """A grid of heatmaps with shared axes and one colorbar (one panel per head, say).
+
+    Parameters
+    ----------
+    matrices : array_like, shape (n, R, C)
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    """
+    matrices = np.asarray(matrices, dtype=float)
+    n = matrices.shape[0]
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.6), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
+    image = None
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_visible(False)
+            continue
+        image = heatmap(matrices[k], row_labels, col_labels, ax=ax, vmin=vmin, vmax=vmax, colorbar=False,
+                        annotate=annotate, title=None if titles is None else titles[k],
+                        xlabel="key" if k // ncols == nrows - 1 else None, ylabel="query" if k % ncols == 0 else None)
+    fig.colorbar(image, ax=axes, shrink=0.8, label=cbar_label)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def bar_weights(weights, labels, *, ax=None, title=None, highlight=None, ylim=(0, 1), ylabel="attention weight"):
+    """Bar chart of one query's weights over the keys, with the values printed on the bars."""
+    weights = np.asarray(weights, dtype=float)
+    ax = ax or plt.gca()
+    colours = ["#5ab4ac"] * len(weights)
+    if highlight is not None:
+        colours[highlight] = "#d8b365"
+    bars = ax.bar(range(len(weights)), weights, color=colours)
+    ax.bar_label(bars, labels=[f"{w:.2f}" for w in weights], fontsize=10)
+    ax.set_xticks(range(len(weights)), labels=list(labels))
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return bars

@@ -1,0 +1,131 @@
+"""Interactive explorers (ipywidgets), kept apart from the numpy core.
+
+An :class:`Explorer` joins a few controls to a drawing function. The same drawing
+function gives the static fallback figure (``explorer.figure()``), so a notebook
+still teaches when read without a kernel, and the benchmark can time exactly what a
+slider move costs (``explorer.render_png()``).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Callable
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+__all__ = ["Explorer", "slider", "dropdown", "toggle", "LABEL_STYLE"]
+
+#: Wide labels, so "temperature" or "query token" is never cut off.
+LABEL_STYLE = {"description_width": "initial"}
+
+
+def slider(description, value, min, max, step, *, integer=False, readout_format=None, **kwargs):  # noqa: A002
+    """A labelled slider that redraws only when released (``continuous_update=False``)."""
+    cls = widgets.IntSlider if integer else widgets.FloatSlider
+    extra = {} if integer or readout_format is None else {"readout_format": readout_format}
+    return cls(value=value, min=min, max=max, step=step, description=description, continuous_update=False,
+               style=LABEL_STYLE, layout=widgets.Layout(width="420px"), **extra, **kwargs)
+
+
+def dropdown(description, options, value=None, **kwargs):
+    """A labelled dropdown (token picker, metric picker, ...)."""
+    options = list(options)
+    return widgets.Dropdown(options=options, value=options[0] if value is None else value, description=description,
+                            style=LABEL_STYLE, **kwargs)
+
+
+def toggle(description, value=False, **kwargs):
+    """A labelled on/off checkbox."""
+    return widgets.Checkbox(value=value, description=description, style=LABEL_STYLE, indent=False, **kwargs)
+
+
+def _plain(note: str) -> str:
+    """A note without its HTML tags, for the static (text) fallback."""
+    import re
+
+    return re.sub(r"<[^>]+>", "", note.replace("<br>", "\n"))
+
+
+class Explorer:
+    """Controls plus a figure that is redrawn whenever a control changes.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(fig, **values)`` draws on an empty figure; ``values`` maps each control's
+        name to its value. It may return a string, shown under the figure.
+    controls : dict of str -> ipywidgets.ValueWidget
+    figsize : (float, float)
+        The figure size in inches.
+
+    Notes
+    -----
+    The callback never raises: an exception in ``draw`` is shown as a short message
+    in the output area, so a slider combination can never leave a traceback behind.
+    """
+
+    def __init__(self, draw: Callable[..., str | None], controls: dict, figsize=(8, 4), layout="column"):
+        self.draw = draw
+        self.controls = dict(controls)
+        self.figsize = figsize
+        self.output = widgets.Output(layout=widgets.Layout(min_height=f"{int(figsize[1] * 90) + 20}px"))
+        self.text = widgets.HTML()
+        boxes = list(self.controls.values())
+        panel = widgets.HBox(boxes) if layout == "row" else widgets.VBox(boxes)
+        self.widget = widgets.VBox([panel, self.output, self.text])
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+        self.renders = 0
+
+    @property
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def figure(self, **overrides):
+        """Draw the figure for the current values (updated with ``overrides``) and return it."""
+        values = {**self.values, **overrides}
+        fig = plt.figure(figsize=self.figsize, layout="constrained")
+        note = self.draw(fig, **values)
+        fig.note = note or ""
+        return fig
+
+    def render_png(self, **overrides) -> bytes:
+        """What one control change costs: draw the figure and encode it as the PNG the browser gets."""
+        fig = self.figure(**overrides)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        plt.close(fig)
+        return buffer.getvalue()
+
+    def static(self, **overrides):
+        """Show the figure once, without controls: the fallback that GitHub and print can show."""
+        fig = self.figure(**overrides)
+        display(fig)
+        plt.close(fig)
+        if fig.note:
+            print(_plain(fig.note))
+
+    def refresh(self):
+        """Redraw into the output area (called on every control change)."""
+        self.renders += 1
+        self.output.clear_output(wait=True)
+        with self.output:
+            try:
+                fig = self.figure()
+            except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
+                print(f"Could not draw this combination: {type(err).__name__}: {err}")
+                return
+            display(fig)
+            plt.close(fig)
+        self.text.value = f"<div style='font-size:1.05em'>{fig.note}</div>" if fig.note else ""
+
+    def _on_change(self, change):
+        self.refresh()
+
+    def show(self):
+        """Display the controls and draw the first figure."""
+        self.refresh()
+        display(self.widget)
+        return None

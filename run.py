@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Set up everything, then open the series or run the tests. Needs only Python >= 3.10.
+
+    python3 run.py lab     # create .venv, install, open notebook 00 in JupyterLab
+    python3 run.py test    # create .venv, install, run the whole test suite
+
+The virtual environment lives in ``.venv`` beside this file and is reinstalled only
+when ``requirements*.txt`` or ``pyproject.toml`` change. Extra arguments after
+``test`` go to pytest (``python3 run.py test -k softmax``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def say(message: str) -> None:
+    print(f"[run.py] {message}", flush=True)
+
+
+def ensure_env(requirements: str) -> None:
+    """Create ``.venv`` if needed and install ``requirements`` plus the package (editable)."""
+    if sys.version_info < (3, 10):
+        sys.exit(f"[run.py] Python >= 3.10 is needed; this is {sys.version.split()[0]}")
+    files = [ROOT / requirements, ROOT / "requirements.txt", ROOT / "pyproject.toml"]
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+    stamp = VENV / f".installed-{requirements}-{digest}"
+    if stamp.exists() and PYTHON.exists():
+        return
+    if not PYTHON.exists():
+        say(f"creating a virtual environment in {VENV.name}/")
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    say(f"installing {requirements} and attn_helpers (a few minutes the first time)")
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "-r", str(ROOT / requirements), "-e", str(ROOT)], check=True)
+    for old in VENV.glob(f".installed-{requirements}-*"):
+        old.unlink()
+    stamp.touch()
+
+
+def lab(args: list[str]) -> int:
+    ensure_env("requirements.txt")
+    say("opening JupyterLab; stop it with Ctrl+C")
+    return subprocess.call([str(PYTHON), "-m", "jupyter", "lab", "notebooks/00_start_here.ipynb", *args], cwd=ROOT)
+
+
+def browser_available() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test(args: list[str]) -> int:
+    ensure_env("requirements-test.txt")
+    if browser_available():
+        say("Chromium found: the browser tests (tests/browser) run too")
+    else:
+        say("Chromium NOT found: the browser tests will be SKIPPED (install it: apt-get install chromium)")
+    return subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
+
+
+def main(argv: list[str]) -> int:
+    commands = {"lab": lab, "test": test}
+    if not argv or argv[0] not in commands:
+        print(__doc__)
+        return 2
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
