@@ -75,6 +75,7 @@ class Explorer:
         boxes = list(self.controls.values())
         panel = widgets.HBox(boxes) if layout == "row" else widgets.VBox(boxes)
         self.widget = widgets.VBox([panel, self.output, self.text])
+        self.widget.add_class("attn-explorer")  # lets the browser tests find the live widget
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self.renders = 0

@@ -9,7 +9,7 @@ from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..plotting import heatmap
 from . import Explorer, dropdown
 
-__all__ = ["row_explorer", "draw_row"]
+__all__ = ["row_explorer", "draw_row", "EXPLORERS"]
 
 
 def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
@@ -32,3 +32,7 @@ def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
 def row_explorer():
     """Pick a token, see its row of X."""
     return Explorer(draw_row, {"token": dropdown("token", JOURNEY_TOKENS, "journey")}, figsize=(9, 3.6))
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"row_explorer": row_explorer}
