@@ -1,0 +1,111 @@
+"""Every bad input gets a clear error that names the argument and the shapes involved."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attn_helpers as A
+
+rng = np.random.default_rng(0)
+Q = rng.standard_normal((4, 8), dtype=np.float32)
+K = rng.standard_normal((5, 8), dtype=np.float32)
+V = rng.standard_normal((5, 3), dtype=np.float32)
+W = rng.standard_normal((8, 8), dtype=np.float32)
+
+
+@pytest.mark.parametrize("temperature", [0, -1.0, 0.0, float("nan"), float("inf")])
+def test_softmax_bad_temperature(temperature):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
+        A.softmax([1.0, 2.0], temperature=temperature)
+
+
+def test_softmax_temperature_not_a_number():
+    with pytest.raises(TypeError, match="temperature must be a positive number; got str"):
+        A.softmax([1.0, 2.0], temperature="hot")
+
+
+def test_dk_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"queries has shape \(4, 8\) and keys has shape \(5, 7\)") as info:
+        A.scaled_dot_product_attention(Q, K[:, :7], V)
+    assert "same d_k" in str(info.value)
+    with pytest.raises(ValueError, match=r"queries has shape \(4, 8\) and keys has shape \(5, 7\)"):
+        A.attention_scores(Q, K[:, :7])
+
+
+def test_tk_mismatch_between_keys_and_values():
+    with pytest.raises(ValueError, match=r"keys has shape \(5, 8\) and values has shape \(4, 3\)") as info:
+        A.scaled_dot_product_attention(Q, K, V[:4])
+    assert "same T_k" in str(info.value)
+
+
+def test_d_model_not_divisible_by_num_heads():
+    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*\(4, 8\).*num_heads=3"):
+        A.split_heads(Q, 3)
+    with pytest.raises(ValueError, match=r"w_q has shape \(8, 8\).*divisible by num_heads=3"):
+        A.multi_head_attention(Q, W, W, W, W, num_heads=3)
+
+
+def test_mask_that_does_not_broadcast():
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast.*\(\.\.\., 4, 5\)"):
+        A.scaled_dot_product_attention(Q, K, V, mask=np.ones((4, 4), bool))
+    with pytest.raises(ValueError, match=r"leading \(batch\) axes do not broadcast.*mask \(3, 4, 5\)"):
+        A.scaled_dot_product_attention(Q[None].repeat(2, 0), K, V, mask=np.ones((3, 4, 5), bool))
+
+
+def test_mask_must_be_boolean():
+    with pytest.raises(TypeError, match="mask must be boolean with True = may attend; got dtype float64"):
+        A.scaled_dot_product_attention(Q, K, V, mask=np.ones((4, 5)))
+
+
+@pytest.mark.parametrize("name", ["queries", "keys", "values"])
+def test_nan_input(name):
+    args = {"queries": Q.copy(), "keys": K.copy(), "values": V.copy()}
+    args[name][0, 0] = np.nan
+    with pytest.raises(ValueError, match=f"{name} contains NaN"):
+        A.scaled_dot_product_attention(**args)
+
+
+def test_nan_in_softmax_and_mha():
+    with pytest.raises(ValueError, match="x contains NaN"):
+        A.softmax([1.0, np.nan])
+    x = Q.copy()
+    x[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"x contains NaN \(shape \(4, 8\)\)"):
+        A.multi_head_attention(x, W, W, W, W, num_heads=2)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", [["a", "b"]], {"x": 1}, np.array([True, False])])
+def test_non_numeric_input_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="must be numeric"):
+        A.softmax(bad)
+    with pytest.raises(TypeError, match="queries must be numeric"):
+        A.scaled_dot_product_attention(bad, K, V)
+
+
+def test_ragged_input():
+    with pytest.raises(ValueError, match="x must be a rectangular array of numbers"):
+        A.softmax([[1.0, 2.0], [3.0]])
+
+
+def test_too_few_axes():
+    with pytest.raises(ValueError, match=r"queries must have shape \(\.\.\., T, d\); got shape \(8,\)"):
+        A.scaled_dot_product_attention(Q[0], K, V)
+
+
+def test_weight_shapes_in_multi_head_attention():
+    with pytest.raises(ValueError, match=r"w_k has shape \(7, 8\); expected \(8, d_out\)"):
+        A.multi_head_attention(Q, W, W[:7], W, W, num_heads=2)
+    with pytest.raises(ValueError, match=r"w_o has shape \(8, 8\); expected \(4, d_out\)"):
+        A.multi_head_attention(Q, W, W, W[:, :4], W, num_heads=2)
+
+
+def test_bad_integers():
+    with pytest.raises(TypeError, match="T must be an integer; got float"):
+        A.causal_mask(3.0)
+    with pytest.raises(ValueError, match="T must be >= 0; got -1"):
+        A.causal_mask(-1)
+    with pytest.raises(ValueError, match="num_heads must be >= 1; got 0"):
+        A.split_heads(Q, 0)
+    with pytest.raises(ValueError, match="lengths must lie in"):
+        A.padding_mask([5], 3)
