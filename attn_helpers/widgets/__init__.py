@@ -13,7 +13,7 @@ from typing import Callable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Image, display
 
 __all__ = ["Explorer", "slider", "dropdown", "toggle", "LABEL_STYLE"]
 
@@ -92,13 +92,17 @@ class Explorer:
         fig.note = note or ""
         return fig
 
-    def render_png(self, **overrides) -> bytes:
-        """What one control change costs: draw the figure and encode it as the PNG the browser gets."""
+    def render(self, **overrides) -> tuple[bytes, str]:
+        """Draw the figure and encode it as PNG: what one control change costs. Returns (png, note)."""
         fig = self.figure(**overrides)
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
+        fig.savefig(buffer, format="png")  # no bbox_inches="tight": that would draw everything twice
         plt.close(fig)
-        return buffer.getvalue()
+        return buffer.getvalue(), fig.note
+
+    def render_png(self, **overrides) -> bytes:
+        """The PNG bytes of :meth:`render` (the latency benchmark times this)."""
+        return self.render(**overrides)[0]
 
     def static(self, **overrides):
         """Show the figure once, without controls: the fallback that GitHub and print can show."""
@@ -111,16 +115,15 @@ class Explorer:
     def refresh(self):
         """Redraw into the output area (called on every control change)."""
         self.renders += 1
+        try:
+            png, note = self.render()
+        except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
+            png, note = None, f"Could not draw this combination: {type(err).__name__}: {err}"
         self.output.clear_output(wait=True)
         with self.output:
-            try:
-                fig = self.figure()
-            except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
-                print(f"Could not draw this combination: {type(err).__name__}: {err}")
-                return
-            display(fig)
-            plt.close(fig)
-        self.text.value = f"<div style='font-size:1.05em'>{fig.note}</div>" if fig.note else ""
+            if png is not None:
+                display(Image(data=png, format="png"))
+        self.text.value = f"<div style='font-size:1.05em'>{note}</div>" if note else ""
 
     def _on_change(self, change):
         self.refresh()
