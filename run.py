@@ -42,7 +42,7 @@ def ensure_env(requirements: str) -> None:
         say(f"creating a virtual environment in {VENV.name}/")
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     say(f"installing {requirements} and attn_helpers (a few minutes the first time)")
-    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-qq"]
     subprocess.run([*pip, "-r", str(ROOT / requirements), "-e", str(ROOT)], check=True)
     for old in VENV.glob(f".installed-{requirements}-*"):
         old.unlink()
