@@ -1,0 +1,313 @@
+"""Notebook 08: multi-head attention. Which features each head gets, and what each head contributes.
+
+Two explorers:
+
+- :func:`grouping_explorer`: colour every number of the projected ``(T, d_model)`` matrix by the
+  head it lands in, for the right split (``split_heads``: reshape, then swap axes) and for two
+  plausible wrong ones. The right split gives vertical stripes (every head sees every token); a
+  bare reshape to ``(h, T, d_h)`` gives horizontal bands (each head gets whole tokens).
+- :func:`head_explorer`: pick a head of the creature sentence; see its attention pattern and
+  its share of each token's output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Polygon
+
+from ..core import causal_mask, positional_encoding
+from ..examples import CREATURE_TOKENS, SEED
+from ..multihead import multi_head_attention
+from ..plotting import MASKED_COLOUR, heatmap
+from . import Explorer, dropdown, slider, toggle
+
+__all__ = ["HEAD_COLOURS", "SPLITS", "creature_example", "head_assignment", "head_contributions", "head_shares",
+           "draw_grouping", "grouping_explorer", "draw_head", "head_explorer", "EXPLORERS"]
+
+#: Okabe-Ito colours (colour-blind safe), one per head.
+HEAD_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442", "#999999")
+
+#: The ways to cut ``(T, d_model)`` into heads that the grouping explorer offers (label -> key).
+SPLITS = {
+    "split_heads: reshape (T, h, d_h), then swap axes": "right",
+    "reshape straight to (h, T, d_h)  [wrong]": "reshape",
+    "reshape (T, d_h, h), heads last  [wrong]": "strided",
+}
+
+#: Head counts the explorers offer (all divide d_model = 16).
+HEAD_CHOICES = (1, 2, 4, 8)
+
+
+def creature_example(d_model=16, weight_std=0.4, seed=SEED):
+    """The notebook's example: the creature sentence and four random projection matrices.
+
+    Draws, from a fresh ``np.random.default_rng(seed)`` and in this order: the token embeddings
+    ``(T, d_model)`` (standard normal), then ``W_q, W_k, W_v, W_o`` ``(d_model, d_model)`` each
+    (normal with standard deviation ``weight_std``). ``X`` is embeddings plus positional encoding.
+
+    Returns
+    -------
+    example : dict
+        ``X`` (T, d_model), ``W_q``, ``W_k``, ``W_v``, ``W_o`` (d_model, d_model), all float32.
+
+    Examples
+    --------
+    >>> ex = creature_example()
+    >>> ex["X"].shape, ex["W_o"].shape, ex["X"].dtype
+    ((8, 16), (16, 16), dtype('float32'))
+    """
+    rng = np.random.default_rng(seed)
+    T = len(CREATURE_TOKENS)
+    embeddings = rng.standard_normal((T, d_model)).astype(np.float32)
+    weights = (weight_std * rng.standard_normal((4, d_model, d_model))).astype(np.float32)
+    example = {"X": embeddings + positional_encoding(T, d_model)}
+    example.update(zip(("W_q", "W_k", "W_v", "W_o"), weights, strict=True))
+    return example
+
+
+def head_assignment(T, d_model, num_heads, split="right"):
+    """Which head each number of a ``(T, d_model)`` matrix lands in, for a given way of splitting.
+
+    Parameters
+    ----------
+    T, d_model, num_heads : int
+        ``num_heads`` must divide ``d_model``.
+    split : {"right", "reshape", "strided"}
+        ``"right"``: ``reshape(T, h, d_h)`` then swap the first two axes (what ``split_heads`` does);
+        ``"reshape"``: ``reshape(h, T, d_h)`` with no transpose; ``"strided"``: ``reshape(T, d_h, h)``
+        with the head axis last, moved to the front.
+
+    Returns
+    -------
+    head : ndarray of int, shape (T, d_model)
+        ``head[t, f]`` is the head that receives feature ``f`` of token ``t``.
+
+    Examples
+    --------
+    >>> head_assignment(2, 4, 2)
+    array([[0, 0, 1, 1],
+           [0, 0, 1, 1]])
+    >>> head_assignment(2, 4, 2, "reshape")
+    array([[0, 0, 0, 0],
+           [1, 1, 1, 1]])
+    """
+    head_dim = d_model // num_heads
+    index = np.arange(T * d_model).reshape(T, d_model)
+    if split == "reshape":
+        heads = index.reshape(num_heads, T, head_dim)
+    elif split == "strided":
+        heads = index.reshape(T, head_dim, num_heads).transpose(2, 0, 1)
+    else:
+        heads = index.reshape(T, num_heads, head_dim).transpose(1, 0, 2)
+    owner = np.empty(T * d_model, dtype=int)
+    for i in range(num_heads):
+        owner[heads[i].ravel()] = i
+    return owner.reshape(T, d_model)
+
+
+def head_contributions(context, w_o):
+    r"""Each head's part of the output: :math:`\mathrm{head}_i\, W_o^{(i)}`, which sum to the output.
+
+    :math:`\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_o = \sum_i \mathrm{head}_i W_o^{(i)}`
+    where :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``.
+
+    Parameters
+    ----------
+    context : array_like, shape (h, T, d_h)
+        The per-head context vectors.
+    w_o : array_like, shape (h * d_h, d_out)
+
+    Returns
+    -------
+    parts : ndarray, shape (h, T, d_out)
+        ``parts.sum(axis=0)`` equals ``merge_heads(context) @ w_o``.
+
+    Examples
+    --------
+    >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
+    >>> w_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
+    >>> head_contributions(context, w_o)[1]
+    array([[0., 2.],
+           [0., 2.],
+           [0., 2.]])
+    """
+    context = np.asarray(context)
+    w_o = np.asarray(w_o)
+    num_heads, _, head_dim = context.shape
+    w_o_heads = w_o.reshape(num_heads, head_dim, w_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
+
+
+def head_shares(parts):
+    """Each head's share of each token's output: the norm of its part over the sum of all heads' norms.
+
+    Parameters
+    ----------
+    parts : array_like, shape (h, T, d_out)
+        From :func:`head_contributions`.
+
+    Returns
+    -------
+    shares : ndarray, shape (h, T)
+        Non-negative; each column sums to 1. (Norms do not add up: parts can point in opposite
+        directions. So this is "how much does each head push", not an exact decomposition.)
+
+    Examples
+    --------
+    >>> head_shares(np.array([[[3.0, 4.0]], [[0.0, 5.0]]]))   # norms 5 and 5
+    array([[0.5],
+           [0.5]])
+    """
+    norms = np.linalg.norm(np.asarray(parts, dtype=np.float64), axis=-1)  # (h, T)
+    total = norms.sum(axis=0, keepdims=True)
+    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorer 1: which numbers go to which head
+
+
+def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
+    """Colour the projected ``(T, d_model)`` matrix by the head each number goes to."""
+    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
+    split = SPLITS.get(split, split)
+    split = split if split in ("right", "reshape", "strided") else "right"
+    T = len(tokens)
+    head_dim = d_model // num_heads
+    owner = head_assignment(T, d_model, num_heads, split)
+    fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
+    ax = fig.add_axes((0.14, 0.2, 0.7, 0.62))
+    ax.imshow(owner, cmap=ListedColormap(HEAD_COLOURS[:num_heads]), vmin=-0.5, vmax=num_heads - 0.5,
+              aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(d_model), labels=[str(f) for f in range(d_model)], fontsize=9)
+    ax.set_yticks(range(T), labels=list(tokens))
+    ax.set_xlabel("feature of Q (column)")
+    ax.set_ylabel("token (row)")
+    ax.spines[:].set_visible(False)
+    ax.hlines(np.arange(0.5, T - 1), -0.5, d_model - 0.5, color="white", linewidth=0.8)  # cell borders
+    ax.vlines(np.arange(0.5, d_model - 1), -0.5, T - 0.5, color="white", linewidth=0.8)
+    titles = {"right": "split_heads", "reshape": "reshape straight to (h, T, d_h)",
+              "strided": "reshape (T, d_h, h), heads last"}
+    ax.set_title(f"Q of shape ({T}, {d_model}), h = {num_heads}: colour = the head that receives each number\n"
+                 f"[{titles[split]}]", fontsize=12)
+    legend = fig.add_axes((0.87, 0.2, 0.03, 0.62))
+    legend.imshow(np.arange(num_heads)[:, None], cmap=ListedColormap(HEAD_COLOURS[:num_heads]), aspect="auto")
+    legend.set_xticks([])
+    legend.set_yticks(range(num_heads), labels=[f"head {i}" for i in range(num_heads)], fontsize=10)
+    legend.yaxis.tick_right()
+    legend.spines[:].set_visible(False)
+
+    head0_tokens = sorted({tokens[t] for t in range(T) if (owner[t] == 0).any()}, key=list(tokens).index)
+    head0_features = sorted(set(np.nonzero((owner == 0).any(axis=0))[0].tolist()))
+    if num_heads == 1:
+        return "With one head every split is the same: a test with h = 1 cannot catch a wrong split."
+    if split == "right":
+        return (f"Right: head 0 gets features {head0_features[0]}..{head0_features[-1]} (d_h = {head_dim}) of "
+                f"<b>every</b> token: each head compares all {T} tokens with each other.")
+    if split == "reshape":
+        return (f"Wrong: head 0 gets only {', '.join(head0_tokens)}. Each of its {T} 'token rows' is a "
+                f"{head_dim}-feature piece of one of them, and it never sees the other {T - len(head0_tokens)} tokens.")
+    return (f"Wrong: every head sees every token, but head 0 gets the strided features "
+            f"{', '.join(map(str, head0_features))}: not the block [0 : {head_dim}] that W_q's columns "
+            f"for head 0 produce.")
+
+
+def grouping_explorer():
+    """Pick the number of heads and a way to split; see which head gets which number."""
+    controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
+                "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
+    return Explorer(draw_grouping, controls, figsize=(9.5, 4.6))
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorer 2: one head's pattern and its share of the output
+
+
+def _hatch_future(ax, T):
+    """Cover the masked cells above the diagonal with one hatched grey staircase (as plotting.heatmap draws masks).
+
+    One polygon instead of one patch per masked cell keeps the slider callback fast.
+    """
+    if T < 2:
+        return
+    corners = [(0.5, -0.5), (T - 0.5, -0.5), (T - 0.5, T - 1.5)]  # top edge, then down the right edge
+    for k in range(T - 2, -1, -1):  # staircase back up along the diagonal
+        corners += [(k + 0.5, k + 0.5), (k + 0.5, k - 0.5)]
+    ax.add_patch(Polygon(corners, closed=True, facecolor=MASKED_COLOUR, hatch="///", edgecolor="#969696",
+                         linewidth=0))
+
+
+def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
+    """Left: the chosen head's attention weights; right: each head's share of each token's output."""
+    example = creature_example() if example is None else example
+    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
+    requested = int(head)
+    head = min(max(requested, 0), num_heads - 1)
+    T = len(tokens)
+    mask = causal_mask(T) if causal else None
+    X = example["X"]
+    out, weights = multi_head_attention(X, example["W_q"], example["W_k"], example["W_v"], example["W_o"],
+                                        num_heads, mask=mask)
+    head_dim = X.shape[-1] // num_heads
+    values = X @ example["W_v"]  # (T, d_model) @ (d_model, d_model) -> (T, d_model)
+    values = values.reshape(T, num_heads, head_dim).transpose(1, 0, 2)  # (h, T, d_h)
+    context = weights @ values  # (h, T, T) @ (h, T, d_h) -> (h, T, d_h)
+    shares = head_shares(head_contributions(context, example["W_o"]))  # (h, T)
+
+    fig.set_layout_engine("none")
+    left = fig.add_axes((0.1, 0.24, 0.33, 0.62))
+    bar_ax = fig.add_axes((0.47, 0.24, 0.012, 0.62))
+    right = fig.add_axes((0.64, 0.24, 0.33, 0.62))
+    image = heatmap(weights[head], tokens, tokens, ax=left, vmin=0, vmax=1, colorbar=False, annotate=False,
+                    title=f"head {head} of {num_heads} (d_h = {head_dim})")
+    if causal:
+        _hatch_future(left, T)
+    fig.colorbar(image, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
+
+    others = 1.0 - shares[head]
+    right.barh(range(T), shares[head], color=HEAD_COLOURS[head], label=f"head {head}")
+    right.barh(range(T), others, left=shares[head], color="#d9d9d9", label="other heads")
+    for t in range(T):
+        right.text(shares[head, t] / 2, t, f"{shares[head, t]:.0%}", ha="center", va="center", fontsize=9,
+                   color="white" if head in (4, 5) else "black")
+    right.axvline(1 / num_heads, color="black", linestyle="--", linewidth=1)
+    right.set_xlim(0, 1)
+    right.set_xticks([0, 0.25, 0.5, 0.75, 1], labels=["0", "", "50%", "", "100%"])
+    right.set_yticks(range(T), labels=list(tokens))
+    right.invert_yaxis()
+    right.set_xlabel("share of the output norm")
+    right.set_title(f"head {head}'s share of each token's output\n(grey: the other {num_heads - 1} heads)", fontsize=12)
+    note = (f"Head {head} gives on average {shares[head].mean():.0%} of the output norm "
+            f"(dashed line: an equal share, 1/h = {1 / num_heads:.0%}). Largest weight of its rows: "
+            f"{weights[head].max(axis=-1).mean():.2f} on average.")
+    if requested != head:
+        note = f"There are only {num_heads} heads (0..{num_heads - 1}): showing head {head}. " + note
+    return note
+
+
+def head_explorer(example=None, tokens=CREATURE_TOKENS):
+    """Pick the number of heads, a head and the mask; see the head's pattern and its share of the output.
+
+    ``example`` is a dict ``X, W_q, W_k, W_v, W_o`` (default: :func:`creature_example`). The same
+    four weight matrices serve every number of heads: only the way they are cut changes.
+    """
+    example = creature_example() if example is None else example
+    heads = slider("head", 0, 0, max(HEAD_CHOICES) - 1, 1, integer=True)
+    num_heads = dropdown("number of heads h", HEAD_CHOICES, 4)
+    heads.max = num_heads.value - 1
+
+    def follow(change):  # keep the head slider inside 0 .. h-1
+        heads.max = change["new"] - 1
+
+    num_heads.observe(follow, names="value")
+    controls = {"num_heads": num_heads, "head": heads, "causal": toggle("causal mask", False)}
+
+    def draw(fig, **values):
+        return draw_head(fig, tokens=tokens, example=example, **values)
+
+    return Explorer(draw, controls, figsize=(10, 4.4))
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"grouping_explorer": grouping_explorer, "head_explorer": head_explorer}

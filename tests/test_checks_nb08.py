@@ -1,0 +1,206 @@
+"""Notebook 08 checkers (split/merge heads, parameter count) and the notebook's widget helpers."""
+
+import numpy as np
+import pytest
+
+from attn_helpers import merge_heads, multi_head_attention, split_heads
+from attn_helpers.checks import Verdict, check_merge_heads, check_parameter_count, check_split_heads
+from attn_helpers.checks.nb08 import my_merge_heads, my_split_heads, parameter_count_with_biases
+from attn_helpers.widgets import nb08
+
+
+def _crash(*args):
+    raise RuntimeError("boom")
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
+           lambda *a: np.zeros((1, 1)), lambda *a: np.full((2, 3, 2), np.nan), lambda *a: [[1, 2], [3]], Ellipsis]
+
+
+# --- split heads -----------------------------------------------------------------------------
+
+
+def test_split_solution_and_helper_pass():
+    assert check_split_heads(my_split_heads).passed
+    assert check_split_heads(split_heads).passed
+    assert "refused" in check_split_heads(my_split_heads).message
+
+
+def test_split_alternative_correct_answers_pass():
+    assert check_split_heads(lambda x, h: np.stack(np.split(x, h, axis=1))).passed
+    assert check_split_heads(lambda x, h: np.swapaxes(x.reshape(x.shape[0], h, -1), 0, 1)).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, h: x.reshape(h, x.shape[0], x.shape[1] // h), "whole tokens"),
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1] // h), "move the head axis to the front"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1] // h, h).transpose(2, 0, 1), "strided"),
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1] // h).transpose(1, 2, 0), "transposed"),
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1] / h), "integer division"),
+])
+def test_split_wrong_answers_get_specific_hints(wrong, hint):
+    verdict = check_split_heads(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint
+
+
+def test_split_that_does_not_refuse_non_divisible_d_model():
+    def forgiving(x, h):
+        if x.shape[1] % h:
+            return np.zeros((h, x.shape[0], 1))
+        return my_split_heads(x, h)
+
+    verdict = check_split_heads(forgiving)
+    assert not verdict.passed and "d_model % num_heads" in verdict.hint
+
+    def ragged(x, h):
+        return np.array_split(x, h, axis=1) if x.shape[1] % h else my_split_heads(x, h)
+
+    verdict = check_split_heads(ragged)
+    assert not verdict.passed and "instead of refusing" in verdict.message
+
+
+def test_split_not_implemented_and_crash():
+    assert "not implemented yet" in check_split_heads(_stub).message
+    assert "raised RuntimeError" in check_split_heads(_crash).message
+
+
+# --- merge heads -----------------------------------------------------------------------------
+
+
+def test_merge_solution_and_helper_pass():
+    assert check_merge_heads(my_merge_heads).passed
+    assert check_merge_heads(merge_heads).passed
+    assert check_merge_heads(lambda x: np.concatenate(list(x), axis=-1)).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x: x.reshape(x.shape[1], -1), "Swap the first two axes back"),
+    (lambda x: x.transpose(1, 0, 2), "not yet glued"),
+    (lambda x: x.transpose(1, 2, 0).reshape(x.shape[1], -1), "interleaved"),
+    (lambda x: np.concatenate(list(x), axis=0), "under each other"),
+    (lambda x: x.sum(axis=0), "you added the heads"),
+    (lambda x: x.mean(axis=0), "you averaged the heads"),
+])
+def test_merge_wrong_answers_get_specific_hints(wrong, hint):
+    verdict = check_merge_heads(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint
+
+
+# --- parameter count -------------------------------------------------------------------------
+
+
+def test_parameter_count_solution_and_independent_count():
+    d_model = 512
+    shapes = [(d_model, d_model)] * 4 + [(d_model,)] * 4  # W_q, W_k, W_v, W_o and their biases
+    independent = sum(int(np.prod(s)) for s in shapes)
+    assert parameter_count_with_biases() == independent == 1_050_624
+    assert check_parameter_count(independent).passed
+    assert check_parameter_count(float(independent)).passed
+    assert check_parameter_count(np.int64(independent)).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (4 * 512**2, "weights only"),
+    (4 * 512**2 + 3 * 512, "W_o has a bias too"),
+    (3 * 512**2 + 3 * 512, "left out the output projection"),
+    (8 * (4 * 512**2 + 4 * 512), "multiplied by h"),
+    (4 * 512 * 64 + 4 * 512, "one head"),
+    (4 * 512**2 + 4 * 64, "one number per output feature"),
+])
+def test_parameter_count_wrong_values_get_hints(wrong, hint):
+    verdict = check_parameter_count(wrong)
+    assert not verdict.passed and hint in verdict.hint
+
+
+def test_parameter_count_near_miss_is_not_accepted():
+    assert not check_parameter_count(1_050_624 + 1).passed
+    assert "not filled in" in check_parameter_count(...).message
+
+
+# --- garbage never raises --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checker", [check_split_heads, check_merge_heads, check_parameter_count])
+def test_checkers_never_raise_on_garbage(checker):
+    for garbage in GARBAGE:
+        verdict = checker(garbage)
+        assert isinstance(verdict, Verdict)
+        assert not verdict.passed and verdict.message
+
+
+# --- widget helpers, against independent computations ----------------------------------------
+
+
+def test_head_assignment_matches_split_heads():
+    T, d_model = 8, 16
+    index = np.arange(T * d_model, dtype=float).reshape(T, d_model)
+    for num_heads in nb08.HEAD_CHOICES:
+        owner = nb08.head_assignment(T, d_model, num_heads)
+        heads = split_heads(index, num_heads)  # (h, T, d_h) of flat indices
+        for i in range(num_heads):
+            assert (owner.ravel()[heads[i].astype(int).ravel()] == i).all()
+        head_dim = d_model // num_heads
+        assert (owner == np.arange(d_model)[None, :] // head_dim).all()  # column blocks
+        wrong = nb08.head_assignment(T, d_model, num_heads, "reshape")
+        assert (wrong == np.arange(T)[:, None] // (T // num_heads)).all()  # whole token rows
+        strided = nb08.head_assignment(T, d_model, num_heads, "strided")
+        assert (strided == np.arange(d_model)[None, :] % num_heads).all()
+
+
+def test_head_contributions_sum_to_the_output():
+    ex = nb08.creature_example()
+    for num_heads in nb08.HEAD_CHOICES:
+        out, weights = multi_head_attention(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"], ex["W_o"], num_heads)
+        values = split_heads(ex["X"] @ ex["W_v"], num_heads)
+        parts = nb08.head_contributions(weights @ values, ex["W_o"])
+        np.testing.assert_allclose(parts.sum(axis=0), out, rtol=1e-4, atol=1e-5)
+        # independently: head i's context times rows [i*d_h:(i+1)*d_h] of W_o
+        head_dim = 16 // num_heads
+        context = weights @ values
+        for i in range(num_heads):
+            expected = context[i] @ ex["W_o"][i * head_dim:(i + 1) * head_dim]
+            np.testing.assert_allclose(parts[i], expected, rtol=1e-5, atol=1e-6)
+        shares = nb08.head_shares(parts)
+        assert shares.shape == (num_heads, 8) and (shares >= 0).all()
+        np.testing.assert_allclose(shares.sum(axis=0), 1.0, rtol=1e-12)
+
+
+def test_head_shares_of_zero_parts_are_zero_not_nan():
+    assert (nb08.head_shares(np.zeros((2, 3, 4))) == 0).all()
+
+
+def test_creature_example_is_deterministic():
+    a, b = nb08.creature_example(), nb08.creature_example()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+
+
+# plotting.heatmap calls Colormap.set_bad, which matplotlib >= 3.11 flags as pending deprecation (shared file).
+@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
+@pytest.mark.parametrize("name", sorted(nb08.EXPLORERS))
+def test_explorers_draw_every_control_combination(name):
+    explorer = nb08.EXPLORERS[name]()
+    if name == "head_explorer":
+        combos = [dict(num_heads=h, head=k, causal=c) for h in nb08.HEAD_CHOICES for k in (0, 3, 7)
+                  for c in (False, True)]
+    else:
+        combos = [dict(num_heads=h, split=s) for h in nb08.HEAD_CHOICES for s in nb08.SPLITS]
+    for combo in combos:
+        png, note = explorer.render(**combo)
+        assert png[:4] == b"\x89PNG" and note
+
+
+@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
+def test_head_slider_follows_the_number_of_heads():
+    explorer = nb08.head_explorer()
+    explorer.controls["num_heads"].value = 8
+    assert explorer.controls["head"].max == 7
+    explorer.controls["head"].value = 6
+    explorer.controls["num_heads"].value = 2
+    assert explorer.controls["head"].max == 1 and explorer.controls["head"].value == 1
