@@ -68,8 +68,7 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
         lim = float(np.abs(matrix).max()) or 1.0
         vmin, vmax = -lim, lim
     shown = np.ma.masked_array(matrix, mask=None if mask is None else ~np.broadcast_to(np.asarray(mask, bool), matrix.shape))
-    colormap = mpl.colormaps[cmap].copy() if isinstance(cmap, str) else cmap
-    colormap.set_bad(MASKED_COLOUR)
+    colormap = (mpl.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED_COLOUR)
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     rows, cols = matrix.shape
     if mask is not None:
