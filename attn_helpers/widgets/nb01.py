@@ -1,0 +1,225 @@
+"""Notebook 01: explore real word vectors (GloVe 6B, 50d): nearest neighbours and analogies."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..glove import load_glove, most_similar, pca_2d, word_to_index
+from . import Explorer, dropdown, slider
+
+__all__ = [
+    "NEIGHBOUR_WORDS",
+    "ANALOGY_WORDS",
+    "draw_neighbours",
+    "draw_analogy",
+    "neighbour_explorer",
+    "analogy_explorer",
+    "place_labels",
+    "EXPLORERS",
+]
+
+#: Words offered by the neighbour explorer: some with one clear meaning, some with several.
+NEIGHBOUR_WORDS = (
+    "apple", "king", "frog", "paris", "computer", "music", "happy", "river",
+    "bank", "bass", "mouse", "python", "jaguar", "java", "amazon", "orange",
+)
+
+#: Words offered by the analogy explorer ("a is to b as c is to ?"), in related groups.
+ANALOGY_WORDS = (
+    "man", "woman", "king", "queen", "boy", "girl", "brother", "sister", "uncle", "aunt",
+    "france", "paris", "germany", "berlin", "italy", "rome", "japan", "tokyo",
+    "big", "bigger", "small", "good", "better", "bad", "walk", "walked", "swim", "go", "went",
+    "doctor", "nurse",
+)
+
+_COLOURS = {"cosine": "#5e3c99", "dot": "#e66101", "length": "#b2abd2", "target": "#1b7837"}
+
+
+@lru_cache(maxsize=1)
+def _median_length():
+    _, vectors = load_glove()
+    return float(np.median(np.linalg.norm(vectors, axis=1)))  # over all N words
+
+
+def draw_neighbours(fig, word="apple", metric="cosine", k=10):
+    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them."""
+    words, vectors = load_glove()
+    index = word_to_index()
+    k = int(max(1, min(k, 30)))
+    i = index[word]
+    rows, scores = most_similar(vectors[i], vectors, k=k, metric=metric, exclude=[i])
+    lengths = np.linalg.norm(vectors[rows], axis=1)  # (k,)
+    median_length = _median_length()
+    word_length = float(np.linalg.norm(vectors[i]))
+    labels = [words[r] for r in rows]
+    left, right = fig.subplots(1, 2, width_ratios=[1.3, 1], sharey=True)
+    y = np.arange(k)
+    left.barh(y, scores, color=_COLOURS[metric])
+    left.set_yticks(y, labels)
+    left.invert_yaxis()  # best match on top
+    left.set_xlabel("cosine similarity" if metric == "cosine" else "dot product")
+    left.set_title(f"{k} nearest words to {word!r} by {metric}")
+    if metric == "cosine":
+        left.set_xlim(0, 1)
+    for yy, score in zip(y, scores, strict=True):
+        left.text(score, yy, f" {score:.2f}" if metric == "cosine" else f" {score:.1f}", va="center", fontsize=10)
+    right.barh(y, lengths, color=_COLOURS["length"])
+    right.axvline(median_length, color="k", linestyle="--", linewidth=1.2, label=f"median of all ({median_length:.1f})")
+    right.axvline(word_length, color=_COLOURS["target"], linewidth=2, label=f"{word!r} ({word_length:.1f})")
+    right.set_xlabel("vector length ‖v‖")
+    right.set_title("their lengths")
+    right.set_xlim(0, max(10.0, float(lengths.max()) * 1.05))
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=10, ncol=2, frameon=False,
+                 handlelength=1.2, columnspacing=1.0)
+    return (f"Mean length of these {k} neighbours: <b>{lengths.mean():.2f}</b> "
+            f"(median over all {len(words):,} words: {median_length:.2f}). "
+            "The dot product rewards long vectors; cosine ignores length.")
+
+
+def draw_analogy(fig, a="man", b="king", c="woman", k=8):
+    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points)."""
+    words, vectors = load_glove()
+    index = word_to_index()
+    ia, ib, ic = index[a], index[b], index[c]
+    target = vectors[ib] - vectors[ia] + vectors[ic]  # (50,)
+    rows, scores = most_similar(target, vectors, k=k, metric="cosine", exclude=[ia, ib, ic])
+    answer = words[rows[0]]
+    left, right = fig.subplots(1, 2, width_ratios=[1, 1.15])
+    y = np.arange(len(rows))
+    left.barh(y, scores, color=[_COLOURS["target"]] + [_COLOURS["cosine"]] * (len(rows) - 1))
+    left.set_yticks(y, [words[r] for r in rows])
+    left.invert_yaxis()
+    left.set_xlim(0, 1)
+    left.set_xlabel(f"cosine with {b} − {a} + {c}")
+    left.set_title(f"{a} : {b} = {c} : ?")
+    for yy, score in zip(y, scores, strict=True):
+        left.text(score, yy, f" {score:.2f}", va="center", fontsize=10)
+
+    points = np.stack([vectors[ia], vectors[ib], vectors[ic], target, vectors[rows[0]]])  # (5, 50)
+    coords, _ = pca_2d(points)  # (5, 2)
+    pa, pb, pc, pt, pd = coords
+    arrow = {"arrowstyle": "-|>", "mutation_scale": 18, "linewidth": 2}
+    right.annotate("", xy=pb, xytext=pa, arrowprops={**arrow, "color": "#5e3c99"})
+    right.annotate("", xy=pt, xytext=pc, arrowprops={**arrow, "color": "#5e3c99", "linestyle": "--"})
+    right.scatter(*coords[[0, 1, 2]].T, s=60, color="#5e3c99", zorder=3)
+    right.scatter(*pt, s=90, marker="x", color="k", zorder=3)
+    right.scatter(*pd, s=90, marker="*", color=_COLOURS["target"], zorder=3)
+    for (x, yy), label in zip(coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):  # the × is named in the title
+        right.annotate(label, (x, yy), textcoords="offset points", xytext=(6, 6), fontsize=11)
+    span = np.ptp(coords, axis=0).max() or 1.0
+    centre = (coords.max(axis=0) + coords.min(axis=0)) / 2
+    right.set_xlim(centre[0] - 0.65 * span, centre[0] + 0.75 * span)
+    right.set_ylim(centre[1] - 0.65 * span, centre[1] + 0.65 * span)
+    right.set_xlabel("principal component 1")
+    right.set_ylabel("principal component 2")
+    right.set_title(f"2-D projection; × = {b} − {a} + {c}", fontsize=12)
+    return (f"<b>{b} − {a} + {c} ≈ {answer}</b> (cosine {scores[0]:.2f}). "
+            "The dashed arrow is the solid one moved to start at c; the star is the nearest real word.")
+
+
+# Where a label may go relative to its point: (offset in points, horizontal and vertical alignment).
+# The first ring hugs the point; the second, farther out, gets a thin leader line.
+_RING = (
+    ((5, 3), "left", "bottom"), ((5, -3), "left", "top"), ((-5, 3), "right", "bottom"), ((-5, -3), "right", "top"),
+    ((0, 7), "center", "bottom"), ((0, -7), "center", "top"), ((8, 0), "left", "center"), ((-8, 0), "right", "center"),
+)
+_LABEL_SPOTS = _RING + tuple(((3 * dx, 3 * dy), ha, va) for (dx, dy), ha, va in _RING)
+
+
+def _overlap(box, boxes):
+    """Total overlap area of ``box`` (x0, y0, x1, y1) with each row of ``boxes`` (n, 4)."""
+    boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
+    width = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
+    height = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
+    return float(np.sum(np.clip(width, 0, None) * np.clip(height, 0, None)))
+
+
+def place_labels(ax, xy, labels, colours=None, fontsize=10, **text_kwargs):
+    """Label points without (most) overlaps: each label takes the first spot around its point that is free.
+
+    A greedy placement: for each point in turn, try eight spots around it (then eight farther out, with
+    a leader line) and keep the first one that overlaps no label placed before, no other point and not
+    the edge of the axes (else the least bad one). Call it after the axis limits are set.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    xy : array_like, shape (n, 2)
+        The points, in data coordinates.
+    labels : sequence of str, length n
+    colours : sequence of colours, length n, optional
+
+    Returns
+    -------
+    texts : list of matplotlib Annotation
+    """
+    fig = ax.figure
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)  # settle the layout first, so that pixel positions are (nearly) final
+    renderer = fig.canvas.get_renderer()
+    xy = np.asarray(xy, dtype=float)
+    pixels = ax.transData.transform(xy)  # (n, 2)
+    points = np.hstack([pixels - 4, pixels + 4])  # (n, 4): a small box around each marker
+    frame = ax.get_window_extent(renderer).extents  # (x0, y0, x1, y1)
+    per_point = fig.dpi / 72.0
+    placed, texts = [], []
+    for k, (point, label) in enumerate(zip(xy, labels, strict=True)):
+        probe = ax.text(0, 0, label, fontsize=fontsize, **text_kwargs)
+        size = probe.get_window_extent(renderer)
+        probe.remove()
+        width, height = size.width + 6, size.height + 6  # 3 pixels of padding on each side
+        others = np.delete(points, k, axis=0)
+        best = None
+        for spot, ((dx, dy), ha, va) in enumerate(_LABEL_SPOTS):
+            x0 = pixels[k, 0] + dx * per_point - {"left": 3.0, "center": width / 2, "right": width - 3}[ha]
+            y0 = pixels[k, 1] + dy * per_point - {"bottom": 3.0, "center": height / 2, "top": height - 3}[va]
+            box = (x0, y0, x0 + width, y0 + height)
+            outside = width * height - _overlap(box, frame)
+            cost = _overlap(box, placed) + _overlap(box, others) + 3 * outside
+            if best is None or cost < best[0]:
+                best = (cost, spot, box)
+            if cost == 0:
+                break
+        _, spot, box = best
+        (dx, dy), ha, va = _LABEL_SPOTS[spot]
+        leader = {} if spot < len(_RING) else {"arrowprops": {"arrowstyle": "-", "color": "0.55", "linewidth": 0.8,
+                                                              "shrinkA": 1, "shrinkB": 4}}
+        texts.append(ax.annotate(label, point, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                                 fontsize=fontsize, color=None if colours is None else colours[k], **leader,
+                                 **text_kwargs))
+        placed.append(box)
+    return texts
+
+
+def neighbour_explorer():
+    """Pick a word and a similarity: see its nearest neighbours and how long their vectors are."""
+    return Explorer(
+        draw_neighbours,
+        {
+            "word": dropdown("word", NEIGHBOUR_WORDS, "apple"),
+            "metric": dropdown("similarity", ["cosine", "dot"], "cosine"),
+            "k": slider("neighbours k", 10, 5, 15, 1, integer=True),
+        },
+        figsize=(9.5, 4.2),
+    )
+
+
+def analogy_explorer():
+    """a is to b as c is to ?: the words nearest to b - a + c."""
+    return Explorer(
+        draw_analogy,
+        {
+            "a": dropdown("a", ANALOGY_WORDS, "man"),
+            "b": dropdown("is to b", ANALOGY_WORDS, "king"),
+            "c": dropdown("as c is to ?", ANALOGY_WORDS, "woman"),
+        },
+        figsize=(9.5, 4.0),
+        layout="row",
+    )
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"neighbour_explorer": neighbour_explorer, "analogy_explorer": analogy_explorer}
