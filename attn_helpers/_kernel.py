@@ -291,9 +291,8 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
                 np.copyto(row, 1, where=row == 0)  # fully masked row: 0 / 1 = 0, not 0 / 0
             np.reciprocal(row, out=row)
             np.multiply(block, row, out=block)  # each row now sums to 1: the weights
-            np.matmul(
-                block, values[first:last], out=context[first:last, start:stop]
-            )  # (g, r, T_k) @ (g, T_k, d_v) -> (g, r, d_v)
+            out = context[first:last, start:stop]
+            np.matmul(block, values[first:last], out=out)  # (g, r, T_k) @ (g, T_k, d_v) -> (g, r, d_v)
 
     iter_blocks = iter(blocks)
     workers = min(_THREADS, len(blocks))
