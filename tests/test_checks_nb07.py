@@ -1,0 +1,187 @@
+"""Notebook 07 (causal masking): its checkers, and the helpers behind its explorer."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from reference import attention_ref  # noqa: E402
+
+from attn_helpers import scaled_dot_product_attention  # noqa: E402
+from attn_helpers.checks import check_causal_mask, check_masked_attention, solution  # noqa: E402
+from attn_helpers.checks.nb07 import _cases, _fully_masked_case, build_causal_mask, masked_attention  # noqa: E402
+from attn_helpers.examples import CREATURE_TOKENS, SEED  # noqa: E402
+from attn_helpers.widgets.nb07 import EXPLORERS, combined_mask, creature_example, draw_masking  # noqa: E402
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+GARBAGE = [None, [1, 2, 3], "mask", np.zeros(3), 42, stub, lambda *a: 1 / 0, lambda *a: None, lambda *a: "text",
+           lambda *a: (1, 2), lambda *a: np.full((2, 2), np.nan), lambda *a: [[1, 2], [3]], lambda: 0,
+           lambda *a: object(), Ellipsis, lambda *a: (None, None), lambda *a: (np.zeros(2), "x")]
+
+
+@pytest.mark.parametrize("checker", [check_causal_mask, check_masked_attention])
+def test_garbage_never_raises_and_never_passes(checker):
+    for garbage in GARBAGE:
+        verdict = checker(garbage)
+        assert not verdict.passed, garbage
+        assert verdict.message
+
+
+# --- Exercise 07.1: build_causal_mask ---------------------------------------------------------------
+
+
+def test_causal_mask_solution_passes():
+    assert check_causal_mask(build_causal_mask).passed
+    assert check_causal_mask(lambda T: np.arange(T)[None, :] <= np.arange(T)[:, None]).passed
+    assert check_causal_mask(lambda T: np.tri(T, dtype=bool)).passed
+
+
+def test_causal_mask_reference_against_a_loop():
+    for T in (1, 3, 8):
+        loop = np.array([[j <= i for j in range(T)] for i in range(T)])
+        np.testing.assert_array_equal(build_causal_mask(T), loop)
+        assert build_causal_mask(T).dtype == np.bool_
+
+
+@pytest.mark.parametrize("wrong, expected_hint", [
+    (lambda T: np.triu(np.ones((T, T), dtype=bool)), "upper triangle"),
+    (lambda T: np.tril(np.ones((T, T), dtype=bool), k=-1), "diagonal is missing"),
+    (lambda T: np.triu(np.ones((T, T), dtype=bool), k=1), "positions to BLOCK"),
+    (lambda T: np.ones((T, T), dtype=bool), "no mask at all"),
+    (lambda T: np.eye(T, dtype=bool), "only the diagonal"),
+    (lambda T: np.tril(np.ones((T, T))), "dtype is float64"),
+    (lambda T: np.tri(T, dtype=int), "dtype is int"),
+    (lambda T: np.tril(np.ones((T + 1, T + 1), dtype=bool)), "shape (T, T)"),
+])
+def test_causal_mask_common_mistakes(wrong, expected_hint):
+    verdict = check_causal_mask(wrong)
+    assert not verdict.passed
+    assert expected_hint in verdict.message + verdict.hint
+
+
+# --- Exercise 07.2: masked_attention ----------------------------------------------------------------
+
+
+def _naive_nan(q, k, v, m):
+    """Right everywhere except on fully masked rows, where the stable softmax gives NaN."""
+    scores = np.where(m, q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -np.inf)
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = exps / exps.sum(axis=-1, keepdims=True)
+    return weights @ v, weights
+
+
+def _with_weights(weights_fn):
+    def fn(q, k, v, m):
+        weights = weights_fn(q, k, v, m)
+        return weights @ v, weights
+
+    return fn
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _scores(q, k):
+    return q @ np.swapaxes(k, -1, -2)
+
+
+def test_masked_attention_solution_passes():
+    assert check_masked_attention(masked_attention).passed
+    assert check_masked_attention(scaled_dot_product_attention).passed
+    assert check_masked_attention(lambda q, k, v, m: list(masked_attention(q, k, v, m))).passed
+
+
+def test_masked_attention_reference_against_the_loop_reference():
+    for case in [*_cases(), _fully_masked_case()]:
+        q, k, v, m = case.args
+        context, weights = masked_attention(q, k, v, m)
+        mask = np.broadcast_to(m, weights.shape)
+        if q.ndim == 2:  # one sequence: treat it as a batch of one
+            q, k, v, mask, weights, context = (a[None] for a in (q, k, v, mask, weights, context))
+        for b in range(q.shape[0]):
+            ref_context, ref_weights = attention_ref(q[b], k[b], v[b], mask=mask[b])
+            np.testing.assert_allclose(weights[b], ref_weights, atol=1e-12)
+            np.testing.assert_allclose(context[b], ref_context, atol=1e-12)
+    _, weights = masked_attention(*_fully_masked_case().args)
+    assert not np.isnan(weights).any()
+    np.testing.assert_array_equal(weights[1, 2:], 0.0)
+
+
+def test_masked_attention_nan_on_fully_masked_rows_gets_specific_hint():
+    verdict = check_masked_attention(_naive_nan)
+    assert not verdict.passed
+    assert "NaN exactly on the fully masked rows" in verdict.message
+    assert "-inf - (-inf) = NaN" in verdict.hint
+
+
+@pytest.mark.parametrize("wrong, expected_hint", [
+    (_with_weights(lambda q, k, v, m: _softmax(_scores(q, k) / np.sqrt(q.shape[-1]))), "the mask is not applied"),
+    (_with_weights(lambda q, k, v, m: np.where(m, _softmax(_scores(q, k) / np.sqrt(q.shape[-1])), 0.0)),
+     "AFTER the softmax"),
+    (lambda q, k, v, m: masked_attention(q, k, v, ~m), "inverted"),
+    (lambda q, k, v, m: masked_attention(q * np.sqrt(q.shape[-1]), k, v, m), "forgot to scale"),
+    (lambda q, k, v, m: masked_attention(q * q.shape[-1], k, v, m), "multiplied the scores by sqrt(d_k)"),
+    (lambda q, k, v, m: masked_attention(q / np.sqrt(q.shape[-1]), k, v, m), "divided by d_k"),
+    (_with_weights(lambda q, k, v, m: _softmax(np.where(m, _scores(q, k) / np.sqrt(q.shape[-1]), -1e9))), "-1e9"),
+    (lambda q, k, v, m: masked_attention(q, k, v, m)[1], "return context, weights"),
+    (lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], "shape"),
+    (lambda q, k, v, m: (np.swapaxes(masked_attention(q, k, v, m)[0], -1, -2), masked_attention(q, k, v, m)[1]),
+     "transposed"),
+])
+def test_masked_attention_common_mistakes(wrong, expected_hint):
+    verdict = check_masked_attention(wrong)
+    assert not verdict.passed
+    assert expected_hint in verdict.message + verdict.hint, verdict
+
+
+def test_solutions_are_hidden_but_readable():
+    for name in ("build_causal_mask", "masked_attention"):
+        shown = solution(name)
+        assert "hidden" in repr(shown) and "def " in shown.source
+    assert "-1e9" not in solution("masked_attention").source
+
+
+# --- The explorer and its helpers --------------------------------------------------------------------
+
+
+def test_creature_example_is_the_notebook_recipe():
+    example = creature_example()
+    rng = np.random.default_rng(SEED)
+    X = rng.standard_normal((8, 16))
+    np.testing.assert_array_equal(example["X"], X)
+    for name in ("W_q", "W_k", "W_v"):
+        np.testing.assert_array_equal(example[name], rng.standard_normal((16, 16)) / 4.0)
+    assert len(CREATURE_TOKENS) == example["X"].shape[0] == 8
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("length", [0, 1, 5, 8, 12, None])
+def test_combined_mask_against_a_loop(causal, length):
+    T = 8
+    real = T if length is None else min(length, T)
+    loop = np.array([[(j <= i or not causal) and j < real for j in range(T)] for i in range(T)])
+    mask = combined_mask(T, causal=causal, length=length)
+    assert mask.dtype == np.bool_ and mask.flags.writeable
+    np.testing.assert_array_equal(mask, loop)
+
+
+# plotting.heatmap (a shared module) calls Colormap.set_bad, which matplotlib 3.11 flags as pending deprecation
+@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
+def test_explorer_draws_odd_combinations_without_raising():
+    assert set(EXPLORERS) == {"mask_explorer"}
+    for causal, query, length in ((True, "a", 1), (False, "forest", 8), (True, "forest", 3), (True, "nope", 8)):
+        fig = plt.figure()
+        note = draw_masking(fig, causal=causal, query=query, length=length)
+        plt.close(fig)
+        assert "may attend" in note
+    explorer = EXPLORERS["mask_explorer"]()
+    png, note = explorer.render(causal=False, query="creature", length=8)
+    assert png[:4] == b"\x89PNG" and "copy the word" in note
