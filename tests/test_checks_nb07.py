@@ -173,8 +173,6 @@ def test_combined_mask_against_a_loop(causal, length):
     np.testing.assert_array_equal(mask, loop)
 
 
-# plotting.heatmap (a shared module) calls Colormap.set_bad, which matplotlib 3.11 flags as pending deprecation
-@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
 def test_explorer_draws_odd_combinations_without_raising():
     assert set(EXPLORERS) == {"mask_explorer"}
     for causal, query, length in ((True, "a", 1), (False, "forest", 8), (True, "forest", 3), (True, "nope", 8)):
