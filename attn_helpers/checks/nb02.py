@@ -1,0 +1,100 @@
+"""Checkers for notebook 02 (dot-product scores)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..examples import JOURNEY_TOKENS, journey_embeddings
+from ._grader import Case, Wrong, grade_function, register_solution
+
+__all__ = ["check_dot_score", "check_score_matrix"]
+
+
+@register_solution("dot_score")
+def dot_score(query, key):
+    """The score of one query with one key: the sum of the products of their features."""
+    total = 0.0
+    for q_k, k_k in zip(query, key, strict=True):  # one term per feature
+        total += q_k * k_k
+    return total  # the same number as query @ key
+
+
+@register_solution("score_matrix")
+def score_matrix(X):
+    """Every score at once: row i, column j is the dot product of token i with token j."""
+    return X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
+
+
+def _dot_cases():
+    X = journey_embeddings(np.float64)
+    rng = np.random.default_rng(2)
+    at = JOURNEY_TOKENS.index
+    return [
+        Case((X[at("journey")], X[at("with")]), label="query 'journey', key 'with'"),
+        Case((np.array([1.0, -2.0, 3.0]), np.array([4.0, 5.0, -6.0])),
+             label="[1, -2, 3] and [4, 5, -6] (negative entries)"),
+        Case((np.array([3.0, 4.0]), np.array([3.0, 4.0])), label="[3, 4] with itself"),
+        Case((rng.standard_normal(5), rng.standard_normal(5)), label="two random vectors of length 5"),
+    ]
+
+
+def _norm_product(a, b):
+    return np.linalg.norm(a) * np.linalg.norm(b)
+
+
+def _cosine(a, b):
+    return (a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
+
+
+def check_dot_score(fn):
+    """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number)."""
+    return grade_function(
+        fn, dot_score, _dot_cases(), what="dot_score",
+        wrongs=[
+            Wrong(lambda a, b: a * b, "that is the elementwise product, one number per feature; add the products up "
+                                      "to get a single score"),
+            Wrong(_cosine, "you divided by the lengths: that is the cosine similarity. The score is the plain dot "
+                           "product, which also grows with the lengths of the vectors"),
+            Wrong(_norm_product, "that is |query| * |key|, the dot product without the cos(angle) factor: multiply "
+                                 "feature by feature, then sum"),
+            Wrong(lambda a, b: np.sum(a) * np.sum(b), "you multiplied the two sums; sum the products of matching "
+                                                      "features instead: query[0]*key[0] + query[1]*key[1] + ..."),
+            Wrong(lambda a, b: np.sum(a + b), "you added the vectors; a dot product multiplies matching features, "
+                                              "then sums"),
+        ],
+        shape_hint="a score is one number: sum the products of matching features",
+        success="a score is one number: the sum over the features of query[k] * key[k].",
+    )
+
+
+def _matrix_cases():
+    rng = np.random.default_rng(3)
+    return [
+        Case((journey_embeddings(np.float64),), label="the 'journey' sentence, X of shape (6, 3)"),
+        Case((np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]),), label="X = [[1, 0], [0, 2], [1, 1]], shape (3, 2)"),
+        Case((rng.standard_normal((4, 4)),), label="a square X of shape (4, 4)"),
+        Case((rng.standard_normal((2, 5)),), label="X of shape (2, 5): more features than tokens"),
+    ]
+
+
+def check_score_matrix(fn):
+    """Grade ``fn(X) -> scores`` of shape ``(T, T)`` with ``scores[i, j] = X[i] @ X[j]``."""
+    return grade_function(
+        fn, score_matrix, _matrix_cases(), what="score_matrix",
+        wrongs=[
+            Wrong(lambda X: X.T @ X, "you computed X.T @ X, of shape (d_model, d_model): it compares features, not "
+                                     "tokens. Rows are tokens, so the product of every row with every row is X @ X.T, "
+                                     "of shape (T, T)"),
+            Wrong(lambda X: X * X, "X * X multiplies elementwise (shape (T, d_model)); you need a matrix product: "
+                                   "X @ X.T, of shape (T, T)"),
+            Wrong(lambda X: (X * X).sum(axis=1), "that is only the diagonal: each token with itself. The matrix "
+                                                 "product X @ X.T pairs every token with every other token"),
+            Wrong(lambda X: (X * X).sum(axis=0), "you summed over the tokens (axis=0). A score pairs two tokens and "
+                                                 "sums over the features; use X @ X.T"),
+            Wrong(lambda X: np.sum(X * X), "np.sum added everything into one number; use the matrix product "
+                                           "X @ X.T"),
+        ],
+        shape_hint="the result should have one score per (query, key) pair: shape (T, T). Print X.shape and your "
+                   "result's shape",
+        success="X @ X.T puts the dot product of token i with token j at row i, column j.",
+    )

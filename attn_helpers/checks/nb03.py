@@ -1,0 +1,113 @@
+"""Checkers for notebook 03 (softmax)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import softmax
+from ..examples import journey_embeddings
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+
+__all__ = ["check_softmax_any_axis"]
+
+#: Label of the case whose rows live on very different scales (catches a max over the whole array).
+_MIXED_LABEL = "a (2, 3) array whose row 0 is in the 1000s and row 1 near 0, axis=-1"
+
+
+@register_solution("softmax_any_axis")
+def softmax_any_axis(x, axis=-1):
+    """Stable softmax along ``axis`` for an array of any shape."""
+    x = np.asarray(x, dtype=float)
+    shifted = x - x.max(axis=axis, keepdims=True)  # each slice's own max; keepdims so it broadcasts against x
+    exps = np.exp(shifted)  # every exponent is <= 0, so every exp is in (0, 1]: no overflow
+    return exps / exps.sum(axis=axis, keepdims=True)  # each slice along axis sums to 1
+
+
+def _reference(x, axis=-1):
+    return softmax(np.asarray(x, dtype=np.float64), axis=axis)
+
+
+def _cases():
+    rng = np.random.default_rng(4)
+    X = journey_embeddings(np.float64)
+    scores = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
+    return [
+        Case((np.array([1.0, 2.0, 3.0]),), label="the 1-D scores [1, 2, 3] (default axis)"),
+        Case((scores,), label="the (6, 6) 'journey' score matrix (default axis)"),
+        Case((rng.standard_normal((3, 4)),), {"axis": -1}, label="a (3, 4) array, axis=-1"),
+        Case((rng.standard_normal((3, 4)),), {"axis": 0}, label="a (3, 4) array, axis=0"),
+        Case((rng.standard_normal((3, 3)),), {"axis": 0}, label="a square (3, 3) array, axis=0"),
+        Case((rng.standard_normal((2, 3, 4)),), {"axis": -1}, label="a batch of shape (2, 3, 4), axis=-1"),
+        Case((rng.standard_normal((2, 3, 4)),), {"axis": 1}, label="a batch of shape (2, 3, 4), axis=1"),
+        Case((np.array([1000.0, 1001.0, 1002.0]),), label="large scores [1000, 1001, 1002]"),
+        Case((np.array([-1000.0, -1001.0, -1002.0]),), label="large negative scores [-1000, -1001, -1002]"),
+        Case((np.array([[1000.0, 1001.0, 1002.0], [0.0, 1.0, 2.0]]),), {"axis": -1}, label=_MIXED_LABEL),
+        Case((np.array([[1000.0, 2000.0, 3000.0], [1.0, 2.0, 3.0]]),), {"axis": 0},
+             label="a (2, 3) array in the 1000s, axis=0"),
+    ]
+
+
+def _other_axis(axis):
+    return 0 if axis in (-1, 1) else -1
+
+
+def _no_keepdims(on_max, on_sum):
+    """A softmax that forgets keepdims=True on the max, on the sum, or on both."""
+
+    def wrong(x, axis=-1):
+        exps = np.exp(x - x.max(axis=axis, keepdims=on_max))
+        return exps / exps.sum(axis=axis, keepdims=on_sum)
+
+    return wrong
+
+
+def _keepdims_hint():
+    return ("forgot keepdims=True? x.max(axis=axis) and exps.sum(axis=axis) drop that axis, so they no longer line "
+            "up with x. Use x.max(axis=axis, keepdims=True) and exps.sum(axis=axis, keepdims=True)")
+
+
+def _wrongs():
+    axis_hint = ("the slices don't sum to 1 along the axis you were asked for: you normalised over another axis. "
+                 "Pass the axis argument to both the max and the sum")
+    return [
+        Wrong(lambda x, axis=-1: _reference(x, axis=-1), axis_hint + " (your function always uses axis=-1)"),
+        Wrong(lambda x, axis=-1: _reference(x, axis=0), axis_hint + " (your function always uses axis=0)"),
+        Wrong(lambda x, axis=-1: _reference(x, axis=_other_axis(axis)), axis_hint),
+        Wrong(_no_keepdims(False, False), _keepdims_hint()),
+        Wrong(_no_keepdims(True, False), _keepdims_hint()),
+        Wrong(_no_keepdims(False, True), _keepdims_hint()),
+        Wrong(lambda x, axis=-1: np.exp(x - x.max(axis=axis, keepdims=True)),
+              "you stopped after the exponential: divide by the sum along the axis so that each slice sums to 1"),
+        Wrong(lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+              "you divided by the sum of the WHOLE array: sum along the axis, with keepdims=True"),
+        Wrong(lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True),
+              "you divided the scores by their sum; softmax exponentiates first: exp(x - max) / sum(exp(x - max))"),
+    ]
+
+
+def _refine(verdict: Verdict) -> Verdict:
+    """Replace the grader's generic hints by softmax-specific ones."""
+    if verdict.passed:
+        return verdict
+    message = verdict.message
+    if "NaN or inf" in message:
+        if _MIXED_LABEL in message:
+            return Verdict(False, message, "one row is in the 1000s and the other near 0: you subtracted the max of "
+                                           "the whole array, so every exp() of the small row underflows to 0 and "
+                                           "0/0 = NaN. Subtract each slice's own max: x.max(axis=axis, keepdims=True)")
+        return Verdict(False, message, "exp() of scores in the 1000s overflows to inf (and inf/inf = NaN), or every "
+                                       "exp() of scores in the -1000s underflows to 0 (and 0/0 = NaN). Subtract the "
+                                       "max along the axis before exp(): the largest exponent becomes 0")
+    if "could not be broadcast" in message:
+        return Verdict(False, message, _keepdims_hint())
+    return verdict
+
+
+def check_softmax_any_axis(fn):
+    """Grade ``fn(x, axis=-1)``: a stable softmax for any shape and axis (1-D, 2-D, batches, values in the 1000s)."""
+    return _refine(grade_function(
+        fn, _reference, _cases(), what="softmax_any_axis", wrongs=_wrongs(),
+        shape_hint="a softmax returns an array of the same shape as its input: did a max or a sum drop an axis?",
+        success="a stable softmax over any axis: each slice along `axis` is positive and sums to 1, even for "
+                "scores in the 1000s.",
+    ))

@@ -1,0 +1,128 @@
+"""Notebook 02: dot-product scores as lengths and angles, and the score matrix row by row."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from ..core import cosine_similarity
+from ..examples import JOURNEY_TOKENS, journey_embeddings
+from ..plotting import bar_weights, heatmap
+from . import Explorer, dropdown
+
+__all__ = ["TOKEN_COLOURS", "angles_degrees", "draw_arrows_3d", "draw_geometry", "draw_scores", "score_explorer",
+           "EXPLORERS"]
+
+#: One colour per token (Okabe-Ito, colour-blind safe; no yellow, which vanishes on white).
+TOKEN_COLOURS = ("#0072B2", "#D55E00", "#CC79A7", "#009E73", "#E69F00", "#56B4E9", "#000000", "#999999")
+
+#: Colour of the outline that marks the chosen query row.
+QUERY_COLOUR = "#D55E00"
+
+METRICS = ("dot product", "cosine similarity")
+
+
+def angles_degrees(query, keys):
+    """Angle in degrees between ``query`` and each row of ``keys``.
+
+    Parameters
+    ----------
+    query : array_like, shape (d,)
+    keys : array_like, shape (T, d)
+
+    Returns
+    -------
+    angles : ndarray, shape (T,)
+        In [0, 180]; a zero vector counts as perpendicular (90 degrees).
+
+    Examples
+    --------
+    >>> angles_degrees([1.0, 0.0], [[2.0, 0.0], [1.0, 1.0], [0.0, 3.0], [-1.0, 0.0]]).round(1)
+    array([  0.,  45.,  90., 180.])
+    """
+    return np.degrees(np.arccos(cosine_similarity(np.asarray(query, dtype=float), np.asarray(keys, dtype=float))))
+
+
+def _colour(j):
+    return TOKEN_COLOURS[j % len(TOKEN_COLOURS)]
+
+
+def draw_arrows_3d(ax, X, tokens, query=None):
+    """The rows of ``X`` (shape (T, 3)) as arrows from the origin on a 3-D Axes; the query's arrow is thicker."""
+    X = np.asarray(X, dtype=float)
+    lim = max(1.0, float(np.abs(X).max()) * 1.05)
+    placed = []
+    for j, (token, row) in enumerate(zip(tokens, X, strict=False)):  # extra labels are ignored
+        is_query = token == query
+        ax.quiver(0, 0, 0, *row, color=_colour(j), linewidth=3.5 if is_query else 1.8, arrow_length_ratio=0.08)
+        tip = row * 1.06
+        if any(np.linalg.norm(tip - other) < 0.15 for other in placed):  # a near-twin: put its label below and aside
+            tip = tip + np.array([0.12, 0.0, -0.12])
+        placed.append(tip)
+        ax.text(*tip, token, color=_colour(j), fontsize=11, fontweight="bold" if is_query else "normal",
+                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 0.5})
+    ax.set(xlim=(0, lim), ylim=(0, lim), zlim=(0, lim), xlabel="feature 0", ylabel="feature 1", zlabel="feature 2")
+    ax.view_init(elev=20, azim=-140)
+
+
+def draw_geometry(fig, X=None, tokens=JOURNEY_TOKENS, query="journey"):
+    """Left: the token vectors as 3-D arrows; right: the angle between the query and every key."""
+    X = journey_embeddings() if X is None else np.asarray(X)
+    q = list(tokens).index(query)
+    arrows = fig.add_subplot(1, 2, 1, projection="3d")
+    draw_arrows_3d(arrows, X, tokens, query=query)
+    arrows.set_title("one arrow per token")
+    bars_ax = fig.add_subplot(1, 2, 2)
+    angles = angles_degrees(X[q], X)
+    bars = bars_ax.bar(range(len(tokens)), angles, color=[_colour(j) for j in range(len(tokens))])
+    bars_ax.bar_label(bars, labels=[f"{a:.1f}°" for a in angles], fontsize=10)
+    bars_ax.set_xticks(range(len(tokens)), labels=list(tokens), rotation=30, ha="right", rotation_mode="anchor")
+    bars_ax.set_ylim(0, max(10.0, float(angles.max()) * 1.15))
+    bars_ax.set_xlabel("key")
+    bars_ax.set_ylabel("angle to the query (degrees)")
+    bars_ax.set_title(f"angle between {query!r} and each key")
+    return angles
+
+
+def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKENS, X=None):
+    """Left: the score matrix with the query's row outlined; right: that row as bars."""
+    X = journey_embeddings() if X is None else np.asarray(X)
+    tokens = list(tokens)
+    i = tokens.index(query) if query in tokens else 0
+    query = tokens[i]
+    cosine = metric == "cosine similarity"
+    if cosine:
+        matrix = cosine_similarity(X[:, None, :], X[None, :, :])  # (T, 1, d) with (1, T, d) -> (T, T)
+        vmin, vmax, name = min(0.0, float(matrix.min())), 1.0, "cosine"
+    else:
+        matrix = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
+        vmin, vmax, name = min(0.0, float(matrix.min())), float(matrix.max()), "score"
+    left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
+    image = heatmap(matrix, tokens, tokens, ax=left, vmin=vmin, vmax=vmax, cmap="viridis", annotate=False,
+                    title="cosine similarities" if cosine else "scores = X @ X.T", cbar_label=name)
+    left.add_patch(Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor=QUERY_COLOUR, linewidth=3.5))
+    for j, value in enumerate(matrix[i]):  # numbers on the chosen row only: 36 texts would double the redraw time
+        dark = image.norm(value) < 0.55
+        left.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11, color="white" if dark else "black")
+    row = matrix[i]
+    top = float(np.abs(row).max()) or 1.0
+    bar_weights(row, tokens, ax=right, highlight=i, ylim=(min(0.0, float(row.min()) * 1.15), top * 1.15),
+                ylabel=name, title=f"row {i}: query {query!r}")
+    right.set_xlabel("key")
+    order = np.argsort(-row, kind="stable")
+    ranking = ", ".join(f"{tokens[j]!r}" for j in order)
+    best, worst = order[0], order[-1]
+    return (f"Query {query!r}: highest {name} with {tokens[best]!r} ({row[best]:.4f}), lowest with "
+            f"{tokens[worst]!r} ({row[worst]:.4f}).<br>Ranking: {ranking}.")
+
+
+def score_explorer(X=None, tokens=JOURNEY_TOKENS):
+    """Choose a query token (and dot product or cosine): see its row of the score matrix."""
+    controls = {"query": dropdown("query token", tokens, "journey" if "journey" in tokens else None),
+                "metric": dropdown("measure", METRICS, "dot product")}
+    return Explorer(lambda fig, **values: draw_scores(fig, tokens=tokens, X=X, **values), controls,
+                    figsize=(11, 4.2), layout="row")
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"score_explorer": score_explorer}

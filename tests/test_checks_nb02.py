@@ -1,0 +1,151 @@
+"""Notebook 02: the checkers (right answers pass, typical mistakes get their hint) and the widget helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_helpers.checks import Verdict, check_dot_score, check_score_matrix
+from attn_helpers.checks.nb02 import dot_score, score_matrix
+from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings
+from attn_helpers.widgets.nb02 import EXPLORERS, METRICS, angles_degrees, score_explorer
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+# ---- check_dot_score -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [dot_score, lambda q, k: q @ k, lambda q, k: np.dot(q, k),
+                                    lambda q, k: float(np.sum(q * k)),
+                                    lambda q, k: sum(a * b for a, b in zip(q, k, strict=True))])
+def test_dot_score_right_answers_pass(answer):
+    assert check_dot_score(answer).passed
+
+
+def test_dot_score_solution_matches_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(7), rng.standard_normal(7)
+    assert dot_score(a, b) == pytest.approx(float(a @ b))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k: q * k, "elementwise product"),
+    (lambda q, k: (q @ k) / (np.linalg.norm(q) * np.linalg.norm(k)), "cosine similarity"),
+    (lambda q, k: np.linalg.norm(q) * np.linalg.norm(k), "cos(angle)"),
+    (lambda q, k: q.sum() * k.sum(), "multiplied the two sums"),
+    (lambda q, k: (q + k).sum(), "added the vectors"),
+])
+def test_dot_score_typical_mistakes_get_their_hint(wrong, hint):
+    verdict = check_dot_score(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint
+
+
+def test_dot_score_other_failures():
+    assert "not implemented yet" in check_dot_score(_stub).message
+    assert "returned None" in check_dot_score(lambda q, k: None).message
+    assert "values differ" in check_dot_score(lambda q, k: q @ k + 1).message
+    assert "raised ValueError" in check_dot_score(lambda q, k: np.dot(q[:2], k)).message
+    assert "without calling it" in check_dot_score(1.0).hint
+
+
+# ---- check_score_matrix ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [score_matrix, lambda X: X @ X.T, lambda X: np.dot(X, X.T),
+                                    lambda X: np.einsum("id,jd->ij", X, X)])
+def test_score_matrix_right_answers_pass(answer):
+    assert check_score_matrix(answer).passed
+
+
+def test_score_matrix_solution_matches_double_loop():
+    X = journey_embeddings(np.float64)
+    T = len(X)
+    loop = np.array([[sum(a * b for a, b in zip(X[i], X[j], strict=True)) for j in range(T)] for i in range(T)])
+    np.testing.assert_allclose(score_matrix(X), loop, rtol=1e-12)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda X: X.T @ X, "X.T @ X"),
+    (lambda X: X * X, "elementwise"),
+    (lambda X: (X * X).sum(axis=1), "only the diagonal"),
+    (lambda X: (X * X).sum(axis=0), "summed over the tokens"),
+    (lambda X: np.sum(X * X), "one number"),
+    (lambda X: np.dot(X, X), "missing .T"),
+])
+def test_score_matrix_typical_mistakes_get_their_hint(wrong, hint):
+    verdict = check_score_matrix(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint, verdict
+
+
+def test_score_matrix_square_input_catches_the_wrong_order():
+    """On a square X both orders have shape (T, T): the wrong order must still be caught, by value."""
+    calls = []
+
+    def only_wrong_on_square(X):
+        calls.append(X.shape)
+        return X.T @ X if X.shape[0] == X.shape[1] else X @ X.T
+
+    verdict = check_score_matrix(only_wrong_on_square)
+    assert not verdict.passed and "X.T @ X" in verdict.hint
+
+
+def test_score_matrix_other_failures():
+    assert "not implemented yet" in check_score_matrix(_stub).message
+    assert "shape (3, 3)" in check_score_matrix(lambda X: np.zeros((3, 3))).message
+    assert "NaN" in check_score_matrix(lambda X: np.full((X.shape[0],) * 2, np.nan)).message
+
+
+@pytest.mark.parametrize("checker", [check_dot_score, check_score_matrix])
+@pytest.mark.parametrize("garbage", [None, 3, "text", [1, 2], np.zeros(3), Ellipsis, lambda *a: "x",
+                                     lambda *a: [[1, 2], [3]], lambda *a: (1, 2), lambda *a: 1 / 0,
+                                     lambda *a: {"a": 1}, lambda *a: np.inf])
+def test_checkers_never_raise_on_garbage(checker, garbage):
+    verdict = checker(garbage)
+    assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
+
+
+# ---- widget helpers --------------------------------------------------------------------------
+
+
+def test_angles_degrees_against_independent_formula():
+    rng = np.random.default_rng(1)
+    query, keys = rng.standard_normal(4), rng.standard_normal((5, 4))
+    expected = [np.degrees(np.arccos(np.dot(query, k) / np.sqrt(np.dot(query, query) * np.dot(k, k)))) for k in keys]
+    np.testing.assert_allclose(angles_degrees(query, keys), expected, rtol=1e-9)
+
+
+def test_angles_degrees_edge_cases():
+    X = journey_embeddings()
+    assert angles_degrees(X[1], X[1:2])[0] == pytest.approx(0.0, abs=0.1)  # rounding: cos may exceed 1 in float32
+    np.testing.assert_allclose(angles_degrees([1.0, 0.0], [[0.0, 0.0], [-2.0, 0.0]]), [90.0, 180.0])
+
+
+def test_registry():
+    assert set(EXPLORERS) == {"score_explorer"}
+
+
+@pytest.mark.parametrize("query", JOURNEY_TOKENS)
+@pytest.mark.parametrize("metric", METRICS)
+def test_score_explorer_draws_every_combination(query, metric):
+    png, note = score_explorer().render(query=query, metric=metric)
+    assert png.startswith(b"\x89PNG")
+    assert repr(query) in note
+
+
+def test_score_explorer_note_ranks_the_row():
+    _, note = score_explorer().render(query="journey", metric="dot product")
+    assert "highest score with 'journey' (1.4950)" in note and "lowest with 'one' (0.7070)" in note
+
+
+def test_score_explorer_tolerates_unknown_query_and_other_data():
+    png, _ = score_explorer().render(query="no-such-token")
+    assert png.startswith(b"\x89PNG")
+    rng = np.random.default_rng(2)
+    explorer = score_explorer(X=rng.standard_normal((4, 5)), tokens=("a", "b", "c", "d"))
+    for metric in METRICS:
+        assert explorer.render_png(query="c", metric=metric).startswith(b"\x89PNG")

@@ -1,0 +1,145 @@
+"""Notebook 03: the softmax checker (right answers pass, typical mistakes get their hint) and the widget helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_helpers import softmax
+from attn_helpers.checks import Verdict, check_softmax_any_axis
+from attn_helpers.checks.nb03 import softmax_any_axis
+from attn_helpers.examples import JOURNEY_TOKENS
+from attn_helpers.widgets.nb03 import EXPLORERS, TEMPERATURES, entropy_curve, temperature_explorer, temperature_slider
+
+
+def _stub(x, axis=-1):
+    raise NotImplementedError
+
+
+def _via_logsumexp(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    return np.exp(x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)))
+
+
+def _moveaxis_version(x, axis=-1):
+    moved = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    exps = np.exp(moved - moved.max(axis=-1)[..., None])
+    return np.moveaxis(exps / exps.sum(axis=-1)[..., None], -1, axis)
+
+
+@pytest.mark.parametrize("answer", [softmax_any_axis, _via_logsumexp, _moveaxis_version,
+                                    lambda x, axis=-1: softmax(x, axis=axis)])
+def test_right_answers_pass(answer):
+    assert check_softmax_any_axis(answer).passed
+
+
+def test_solution_against_independent_loop():
+    """The solution, slice by slice, against the 1-D formula written with a Python loop (shift by the slice max)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4)) * 50
+    for axis in (0, 1, 2, -1):
+        got = softmax_any_axis(x, axis=axis)
+        moved, out = np.moveaxis(x, axis, -1), np.moveaxis(got, axis, -1)
+        for index in np.ndindex(moved.shape[:-1]):
+            row = moved[index]
+            exps = [np.exp(v - max(row)) for v in row]
+            np.testing.assert_allclose(out[index], [e / sum(exps) for e in exps], rtol=1e-12)
+    assert np.allclose(softmax_any_axis(np.array([1000.0, 1000.0])), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, axis=-1: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "overflows to inf"),
+    (lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(axis=axis, keepdims=True),
+     "max of the whole array"),
+    (lambda x, axis=-1: softmax(x, axis=-1), "always uses axis=-1"),
+    (lambda x, axis=-1: softmax(x, axis=0), "normalised over another axis"),
+    (lambda x, axis=-1: softmax(x, axis=0 if axis == -1 else -1), "normalised over another axis"),
+    (lambda x, axis=-1: np.exp(x - x.max(axis=axis)) / np.exp(x - x.max(axis=axis)).sum(axis=axis), "keepdims"),
+    (lambda x, axis=-1: (lambda e: e / e.sum(axis=axis))(np.exp(x - x.max(axis=axis, keepdims=True))), "keepdims"),
+    (lambda x, axis=-1: np.exp(x - x.max(axis=axis, keepdims=True)), "stopped after the exponential"),
+    (lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), "WHOLE array"),
+    (lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True), "divided the scores by their sum"),
+])
+def test_typical_mistakes_get_their_hint(wrong, hint):
+    verdict = check_softmax_any_axis(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint, verdict
+
+
+def test_only_1d_support_is_caught():
+    def one_d_only(x, axis=-1):
+        exps = np.exp(x - x.max())
+        return exps / exps.sum()
+
+    verdict = check_softmax_any_axis(one_d_only)
+    assert not verdict.passed and "(6, 6)" in verdict.message
+
+
+def test_other_failures():
+    assert "not implemented yet" in check_softmax_any_axis(_stub).message
+    assert "returned None" in check_softmax_any_axis(lambda x, axis=-1: None).message
+    no_axis = check_softmax_any_axis(lambda x: softmax(x))
+    assert not no_axis.passed and "axis" in no_axis.message
+    transposed = check_softmax_any_axis(lambda x, axis=-1: softmax(x, axis=axis).T)
+    assert not transposed.passed
+
+
+@pytest.mark.parametrize("garbage", [None, 3, "text", [1, 2], np.zeros(3), Ellipsis, lambda *a, **k: "x",
+                                     lambda *a, **k: [[1, 2], [3]], lambda *a, **k: (1, 2), lambda *a, **k: 1 / 0,
+                                     lambda *a, **k: {"a": 1}, lambda *a, **k: np.full(3, np.nan)])
+def test_checker_never_raises_on_garbage(garbage):
+    verdict = check_softmax_any_axis(garbage)
+    assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
+
+
+# ---- widget helpers --------------------------------------------------------------------------
+
+
+def test_entropy_curve_against_independent_loop():
+    scores = np.array([0.5, -1.0, 2.0, 0.0])
+    temperatures = [0.1, 1.0, 7.0]
+    expected = []
+    for tau in temperatures:
+        exps = np.exp((scores - scores.max()) / tau)
+        p = exps / exps.sum()
+        expected.append(-sum(v * np.log(v) for v in p if v > 0))
+    np.testing.assert_allclose(entropy_curve(scores, temperatures), expected, rtol=1e-10)
+
+
+def test_entropy_curve_limits():
+    scores = np.array([3.0, 1.0, 0.0, -2.0])
+    low, high = entropy_curve(scores, [1e-3, 1e4])
+    assert low == pytest.approx(0.0, abs=1e-6)
+    assert high == pytest.approx(np.log(4), abs=1e-4)
+    assert np.all(np.diff(entropy_curve(scores, np.geomspace(0.01, 100, 30))) >= -1e-12)  # flatter with larger τ
+
+
+def test_temperature_slider_is_log_spaced_and_snaps():
+    slider = temperature_slider(0.9)
+    assert slider.value == 1.0 and not slider.continuous_update
+    assert all(v > 0 for _, v in slider.options)
+    ratios = np.diff(np.log(TEMPERATURES))
+    assert ratios.min() > 0 and ratios.max() < np.log(2.1)
+
+
+def test_registry():
+    assert set(EXPLORERS) == {"temperature_explorer"}
+
+
+@pytest.mark.parametrize("query", JOURNEY_TOKENS)
+def test_temperature_explorer_draws_every_query(query):
+    explorer = temperature_explorer()
+    for temperature in (TEMPERATURES[0], 1.0, TEMPERATURES[-1]):
+        png, note = explorer.render(query=query, temperature=temperature)
+        assert png.startswith(b"\x89PNG") and f"τ = {temperature:g}" in note
+
+
+@pytest.mark.parametrize("temperature", [0.0, -1.0, float("nan"), None, "hot"])
+def test_temperature_explorer_never_raises(temperature):
+    png, note = temperature_explorer().render(query="nobody", temperature=temperature)
+    assert png.startswith(b"\x89PNG") and "τ = 1" in note
+
+
+def test_temperature_explorer_note():
+    _, note = temperature_explorer().render(query="journey", temperature=1.0)
+    assert "H = 1.7460" in note and "ln 6 = 1.7918" in note and "0.2379" in note
