@@ -4,6 +4,15 @@ An :class:`Explorer` joins a few controls to a drawing function. The same drawin
 function gives the static fallback figure (``explorer.figure()``), so a notebook
 still teaches when read without a kernel, and the benchmark can time exactly what a
 slider move costs (``explorer.render_png()``).
+
+Fast updates. Drawing a whole matplotlib figure costs a few hundred milliseconds on a
+small machine; most of that is axes, ticks and labels that a control change does not
+touch. An explorer may therefore pass ``update``: the first frame is drawn in full by
+``draw``, which lists the artists that change in ``fig.dynamic`` (and may keep handles
+in ``fig.handles``); every later change calls ``update(fig, **values)``, which edits
+those artists only, and the explorer redraws just them over a cached background
+(matplotlib's blitting). ``update`` may raise :class:`FullRedraw` when a change needs a
+new figure (different axes, limits or tick labels).
 """
 
 from __future__ import annotations
@@ -14,9 +23,15 @@ from typing import Callable
 import ipywidgets as widgets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from IPython.display import Image, display
+import numpy as np
+from IPython.display import display
+from PIL import Image as PILImage
 
-__all__ = ["Explorer", "slider", "dropdown", "toggle", "LABEL_STYLE"]
+__all__ = ["Explorer", "FullRedraw", "slider", "dropdown", "toggle", "LABEL_STYLE"]
+
+
+class FullRedraw(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by an ``update`` function when the change needs the whole figure drawn again."""
 
 #: Wide labels, so "temperature" or "query token" is never cut off.
 LABEL_STYLE = {"description_width": "initial"}
@@ -67,20 +82,24 @@ class Explorer:
     in the output area, so a slider combination can never leave a traceback behind.
     """
 
-    def __init__(self, draw: Callable[..., str | None], controls: dict, figsize=(8, 4), layout="column"):
+    def __init__(self, draw: Callable[..., str | None], controls: dict, figsize=(8, 4), layout="column",
+                 update: Callable[..., str | None] | None = None):
         self.draw = draw
+        self.update = update
         self.controls = dict(controls)
         self.figsize = figsize
-        self.output = widgets.Output(layout=widgets.Layout(min_height=f"{int(figsize[1] * 90) + 20}px"))
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        self.output = self.image  # the area the figure is shown in (subclasses lay it out)
         self.text = widgets.HTML()
         boxes = list(self.controls.values())
         panel = widgets.HBox(boxes) if layout == "row" else widgets.VBox(boxes)
-        self.widget = widgets.VBox([panel, self.output, self.text])
+        self.widget = widgets.VBox([panel, self.image, self.text])
         self.widget.add_class("attn-explorer")  # lets the browser tests find the live widget
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self.renders = 0
         self._live = None  # the reused figure of the live widget
+        self._background = None  # its cached background, when it has an update function
         self._positions = {}  # solved layouts, by figure structure
 
     @property
@@ -92,23 +111,36 @@ class Explorer:
         values = {**self.values, **overrides}
         fig = Figure(figsize=self.figsize, layout="constrained")
         FigureCanvasAgg(fig)
+        fig.dynamic, fig.handles = [], {}
         fig.note = self.draw(fig, **values) or ""
         return fig
 
     def render(self, **overrides) -> tuple[bytes, str]:
-        """Draw the figure and encode it as PNG: what one control change costs. Returns (png, note).
+        """Draw the live figure for the current values and encode it as PNG. Returns (png, note).
 
-        The live figure is drawn on one reused canvas, and the constrained layout is solved
-        once per figure structure (the same axes) and then reused: on this project's
-        2-core machine that halves the cost of a control change.
+        This is what one control change costs (the latency benchmark times it). With an
+        ``update`` function only the dynamic artists are redrawn over a cached background;
+        otherwise the whole figure is drawn again, on a reused canvas, with its constrained
+        layout solved once per figure structure.
         """
         values = {**self.values, **overrides}
+        if self.update is not None and self._background is not None:
+            try:
+                note = self.update(self._live, **values) or ""
+            except FullRedraw:
+                pass
+            else:
+                return self._blit(), note
+        return self._draw_live(values)
+
+    def _draw_live(self, values) -> tuple[bytes, str]:
         fig = self._live
         if fig is None:
             fig = self._live = Figure(figsize=self.figsize)
             FigureCanvasAgg(fig)
         else:
             fig.clear()
+        fig.dynamic, fig.handles = [], {}
         note = self.draw(fig, **values) or ""
         structure = tuple((type(ax).__name__, ax.get_label()) for ax in fig.axes)
         positions = self._positions.get(structure)
@@ -119,10 +151,26 @@ class Explorer:
         if len(positions) == len(fig.axes):
             for ax, position in zip(fig.axes, positions):
                 ax.set_position(position)
+        self._background = None
+        if self.update is not None:  # draw everything but the dynamic artists, keep it as background
+            for artist in fig.dynamic:
+                artist.set_animated(True)
+            fig.canvas.draw()
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)
+            return self._blit(), note
         buffer = io.BytesIO()
         # no bbox_inches="tight" (it would draw everything twice); fast PNG compression
         fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue(), note
+
+    def _blit(self) -> bytes:
+        fig, canvas = self._live, self._live.canvas
+        canvas.restore_region(self._background)
+        for artist in fig.dynamic:
+            (artist.axes or fig).draw_artist(artist)
+        buffer = io.BytesIO()
+        PILImage.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
 
     def render_png(self, **overrides) -> bytes:
         """The PNG bytes of :meth:`render` (the latency benchmark times this)."""
@@ -136,16 +184,15 @@ class Explorer:
             print(_plain(fig.note))
 
     def refresh(self):
-        """Redraw into the output area (called on every control change)."""
+        """Redraw the live figure (called on every control change); never raises."""
         self.renders += 1
         try:
             png, note = self.render()
         except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
-            png, note = None, f"Could not draw this combination: {type(err).__name__}: {err}"
-        self.output.clear_output(wait=True)
-        with self.output:
-            if png is not None:
-                display(Image(data=png, format="png"))
+            self._background = None
+            self.text.value = f"<div style='color:#b2182b'>Could not draw this combination: {type(err).__name__}: {err}</div>"
+            return
+        self.image.value = png
         self.text.value = f"<div style='font-size:1.05em'>{note}</div>" if note else ""
 
     def _on_change(self, change):

@@ -9,29 +9,45 @@ from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..plotting import heatmap
 from . import Explorer, dropdown
 
-__all__ = ["row_explorer", "draw_row", "EXPLORERS"]
+__all__ = ["row_explorer", "draw_row", "update_row", "EXPLORERS"]
 
 
 def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
     """Left: the matrix X with the chosen token's row outlined; right: that row as a bar chart."""
     X = journey_embeddings() if X is None else np.asarray(X)
-    i = list(tokens).index(token)
     left, right = fig.subplots(1, 2, width_ratios=[1.1, 1])
     features = [f"feature {j}" for j in range(X.shape[1])]
     heatmap(X, tokens, features, ax=left, xlabel="feature (column)", ylabel="token (row)", vmin=0, vmax=1,
             title=f"X, shape {X.shape}", cbar_label="value")
-    left.add_patch(Rectangle((-0.5, i - 0.5), X.shape[1], 1, fill=False, edgecolor="#e66101", linewidth=3))
-    bars = right.bar(features, X[i], color="#e66101")
-    right.bar_label(bars, labels=[f"{v:.2f}" for v in X[i]])
+    outline = left.add_patch(Rectangle((-0.5, -0.5), X.shape[1], 1, fill=False, edgecolor="#e66101", linewidth=3))
+    bars = right.bar(features, np.zeros(X.shape[1]), color="#e66101")
+    values = right.bar_label(bars, labels=[""] * X.shape[1])
     right.set_ylim(0, 1.05)
-    right.set_title(f"X[{i}]: the vector of {token!r}")
     right.set_ylabel("value")
-    return f"<code>X[{i}]</code> = <code>{np.array2string(X[i], precision=2)}</code>: row {i} is the token {token!r}"
+    right.set_title(" ")
+    fig.handles = {"X": X, "tokens": list(tokens), "outline": outline, "bars": bars, "values": values, "ax": right}
+    fig.dynamic = [outline, *bars, *values, right.title]
+    return update_row(fig, token)
+
+
+def update_row(fig, token="journey", **_):
+    """Move the outline and the bars to ``token``'s row (the live widget's fast path)."""
+    h = fig.handles
+    i = h["tokens"].index(token)
+    row = h["X"][i]
+    h["outline"].set_y(i - 0.5)
+    for bar, label, value in zip(h["bars"], h["values"], row):
+        bar.set_height(value)
+        label.set_text(f"{value:.2f}")
+        label.xy = (bar.get_x() + bar.get_width() / 2, value)
+    h["ax"].set_title(f"X[{i}]: the vector of {token!r}")
+    return f"<code>X[{i}]</code> = <code>{np.array2string(row, precision=2)}</code>: row {i} is the token {token!r}"
 
 
 def row_explorer():
     """Pick a token, see its row of X."""
-    return Explorer(draw_row, {"token": dropdown("token", JOURNEY_TOKENS, "journey")}, figsize=(9, 3.6))
+    return Explorer(draw_row, {"token": dropdown("token", JOURNEY_TOKENS, "journey")}, figsize=(9, 3.6),
+                    update=update_row)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
