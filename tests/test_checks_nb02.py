@@ -149,3 +149,16 @@ def test_score_explorer_tolerates_unknown_query_and_other_data():
     explorer = score_explorer(X=rng.standard_normal((4, 5)), tokens=("a", "b", "c", "d"))
     for metric in METRICS:
         assert explorer.render_png(query="c", metric=metric).startswith(b"\x89PNG")
+
+
+def test_score_explorer_fast_path_matches_a_fresh_drawing():
+    """The blitted update (second render on) says and shows the same as a figure drawn from scratch."""
+    explorer = score_explorer()
+    explorer.render_png(query="journey")
+    for query in ("one", "step", "Your"):
+        _, note = explorer.render(query=query)
+        fresh = explorer.figure(query=query)
+        assert note == fresh.note
+        assert fresh.handles["ax"].get_title() == explorer._live.handles["ax"].get_title()
+    _, note = explorer.render(query="with", metric="cosine similarity")  # a new metric: a full redraw
+    assert "highest cosine" in note and explorer._live.handles["metric"] == "cosine similarity"

@@ -143,3 +143,18 @@ def test_temperature_explorer_never_raises(temperature):
 def test_temperature_explorer_note():
     _, note = temperature_explorer().render(query="journey", temperature=1.0)
     assert "H = 1.7460" in note and "ln 6 = 1.7918" in note and "0.2379" in note
+
+
+def test_temperature_explorer_fast_path_matches_a_fresh_drawing():
+    """The blitted update (second render on) gives the same weights, curve and note as a fresh figure."""
+    explorer = temperature_explorer()
+    explorer.render_png()
+    for query, temperature in [("one", 0.05), ("one", 3.0), ("step", 0.2), ("journey", 1.0)]:
+        _, note = explorer.render(query=query, temperature=temperature)
+        fresh = explorer.figure(query=query, temperature=temperature)
+        assert note == fresh.note
+        live, new = explorer._live.handles, fresh.handles
+        np.testing.assert_allclose([b.get_height() for b in live["bars"]], [b.get_height() for b in new["bars"]])
+        np.testing.assert_allclose(live["curve"].get_ydata(), new["curve"].get_ydata())
+        np.testing.assert_allclose(np.asarray(live["reference"].get_segments()),
+                                   np.asarray(new["reference"].get_segments()))

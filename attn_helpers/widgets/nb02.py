@@ -7,17 +7,21 @@ from matplotlib.patches import Rectangle
 
 from ..core import cosine_similarity
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import bar_weights, heatmap
-from . import Explorer, dropdown
+from ..plotting import heatmap
+from . import Explorer, FullRedraw, dropdown
 
-__all__ = ["TOKEN_COLOURS", "angles_degrees", "draw_arrows_3d", "draw_geometry", "draw_scores", "score_explorer",
-           "EXPLORERS"]
+__all__ = ["TOKEN_COLOURS", "angles_degrees", "draw_arrows_3d", "draw_geometry", "draw_scores", "update_scores",
+           "score_explorer", "EXPLORERS"]
 
 #: One colour per token (Okabe-Ito, colour-blind safe; no yellow, which vanishes on white).
 TOKEN_COLOURS = ("#0072B2", "#D55E00", "#CC79A7", "#009E73", "#E69F00", "#56B4E9", "#000000", "#999999")
 
 #: Colour of the outline that marks the chosen query row.
 QUERY_COLOUR = "#D55E00"
+
+#: Bars of the chosen row; the query's own key is highlighted (the colours of plotting.bar_weights).
+BAR_COLOUR = "#5ab4ac"
+HIGHLIGHT_COLOUR = "#d8b365"
 
 METRICS = ("dot product", "cosine similarity")
 
@@ -85,11 +89,14 @@ def draw_geometry(fig, X=None, tokens=JOURNEY_TOKENS, query="journey"):
 
 
 def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKENS, X=None):
-    """Left: the score matrix with the query's row outlined; right: that row as bars."""
+    """Left: the score matrix with the query's row outlined; right: that row as bars.
+
+    Draws everything that stays put when only the query changes; :func:`update_scores`
+    then moves the outline, the row's numbers and the bars (the live widget's fast path).
+    """
     X = journey_embeddings() if X is None else np.asarray(X)
     tokens = list(tokens)
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
+    T = len(tokens)
     cosine = metric == "cosine similarity"
     if cosine:
         matrix = cosine_similarity(X[:, None, :], X[None, :, :])  # (T, 1, d) with (1, T, d) -> (T, T)
@@ -100,15 +107,43 @@ def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKEN
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
     image = heatmap(matrix, tokens, tokens, ax=left, vmin=vmin, vmax=vmax, cmap="viridis", annotate=False,
                     title="cosine similarities" if cosine else "scores = X @ X.T", cbar_label=name)
-    left.add_patch(Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor=QUERY_COLOUR, linewidth=3.5))
-    for j, value in enumerate(matrix[i]):  # numbers on the chosen row only: 36 texts would double the redraw time
-        dark = image.norm(value) < 0.55
-        left.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11, color="white" if dark else "black")
-    row = matrix[i]
-    top = float(np.abs(row).max()) or 1.0
-    bar_weights(row, tokens, ax=right, highlight=i, ylim=(min(0.0, float(row.min()) * 1.15), top * 1.15),
-                ylabel=name, title=f"row {i}: query {query!r}")
+    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=QUERY_COLOUR, linewidth=3.5))
+    # numbers on the chosen row only: 36 numbers would double the cost of a redraw
+    numbers = [left.text(j, 0, "", ha="center", va="center", fontsize=11) for j in range(T)]
+    bars = right.bar(range(T), np.zeros(T), color=BAR_COLOUR)
+    labels = right.bar_label(bars, labels=[""] * T, fontsize=10)
+    right.set_xticks(range(T), labels=tokens)
+    top = float(np.abs(matrix).max()) or 1.0
+    right.set_ylim(min(0.0, float(matrix.min())) * 1.15, top * 1.15)  # the same scale for every query
+    right.set_ylabel(name)
     right.set_xlabel("key")
+    right.set_title(" ")
+    fig.handles = {"matrix": matrix, "tokens": tokens, "metric": metric, "name": name, "image": image,
+                   "outline": outline, "numbers": numbers, "bars": bars, "labels": labels, "ax": right}
+    fig.dynamic = [outline, *numbers, *bars, *labels, right.title]
+    return update_scores(fig, query=query, metric=metric)
+
+
+def update_scores(fig, query="journey", metric="dot product", **_):
+    """Show ``query``'s row: move the outline, write its numbers, set the bars. A new metric needs a full redraw."""
+    h = fig.handles
+    if metric != h["metric"]:
+        raise FullRedraw
+    tokens, name = h["tokens"], h["name"]
+    i = tokens.index(query) if query in tokens else 0
+    query = tokens[i]
+    row = h["matrix"][i]
+    h["outline"].set_y(i - 0.5)
+    norm = h["image"].norm
+    for j, (text, bar, label, value) in enumerate(zip(h["numbers"], h["bars"], h["labels"], row, strict=True)):
+        text.set_position((j, i))
+        text.set_text(f"{value:.2f}")
+        text.set_color("white" if norm(value) < 0.55 else "black")
+        bar.set_height(value)
+        bar.set_color(HIGHLIGHT_COLOUR if j == i else BAR_COLOUR)
+        label.set_text(f"{value:.2f}")
+        label.xy = (bar.get_x() + bar.get_width() / 2, value)
+    h["ax"].set_title(f"row {i}: query {query!r}")
     order = np.argsort(-row, kind="stable")
     ranking = ", ".join(f"{tokens[j]!r}" for j in order)
     best, worst = order[0], order[-1]
@@ -121,7 +156,7 @@ def score_explorer(X=None, tokens=JOURNEY_TOKENS):
     controls = {"query": dropdown("query token", tokens, "journey" if "journey" in tokens else None),
                 "metric": dropdown("measure", METRICS, "dot product")}
     return Explorer(lambda fig, **values: draw_scores(fig, tokens=tokens, X=X, **values), controls,
-                    figsize=(11, 4.2), layout="row")
+                    figsize=(11, 4.2), layout="row", update=update_scores)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -8,16 +8,18 @@ from matplotlib.ticker import NullLocator
 
 from ..core import entropy, softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import bar_weights
 from . import LABEL_STYLE, Explorer, dropdown
 
-__all__ = ["TEMPERATURES", "temperature_slider", "entropy_curve", "draw_temperature", "temperature_explorer",
-           "EXPLORERS"]
+__all__ = ["TEMPERATURES", "temperature_slider", "entropy_curve", "draw_temperature", "update_temperature",
+           "temperature_explorer", "EXPLORERS"]
 
 #: Roughly log-spaced temperatures: equal slider steps multiply the temperature by about 1.5.
 TEMPERATURES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 20.0)
 
 ENTROPY_COLOUR = "#5e3c99"
+#: Bars of the weights; the largest one is highlighted (the colours of plotting.bar_weights).
+BAR_COLOUR = "#5ab4ac"
+HIGHLIGHT_COLOUR = "#d8b365"
 REFERENCE_COLOUR = "#000000"
 
 
@@ -53,48 +55,89 @@ def entropy_curve(scores, temperatures):
     return entropy(weights, axis=-1)
 
 
+def _as_temperature(value):
+    """A usable temperature: ``value`` if it is a finite number > 0, else 1."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return value if np.isfinite(value) and value > 0 else 1.0
+
+
 def draw_temperature(fig, query="journey", temperature=1.0, tokens=JOURNEY_TOKENS, X=None):
-    """Left: the query's weights at temperature τ (dots: τ = 1); right: entropy against τ."""
+    """Left: the query's weights at temperature τ (black marks: τ = 1); right: entropy against τ.
+
+    Draws the axes, ticks and fixed lines once; :func:`update_temperature` sets the bars,
+    the τ = 1 marks, the entropy curve and the current point (the live widget's fast path).
+    """
     X = journey_embeddings() if X is None else np.asarray(X)
     tokens = list(tokens)
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
-    try:
-        temperature = float(temperature)
-    except (TypeError, ValueError):
-        temperature = 1.0
-    if not np.isfinite(temperature) or temperature <= 0:
-        temperature = 1.0
-    scores = X[i] @ X.T  # (d_model,) @ (d_model, T) -> (T,)
-    weights = softmax(scores, temperature=temperature)
-    plain = softmax(scores)
-    H, H_max = float(entropy(weights)), float(np.log(len(tokens)))
+    T = len(tokens)
+    positions = np.arange(T)
+    H_max = float(np.log(T))
 
     left, right = fig.subplots(1, 2, width_ratios=[1.2, 1])
-    bar_weights(weights, tokens, ax=left, highlight=int(np.argmax(weights)), ylim=(0, 1.08),
-                title=f"softmax(scores / τ) for query {query!r}, τ = {temperature:g}")
-    positions = np.arange(len(tokens))
-    left.hlines(plain, positions - 0.4, positions + 0.4, colors=REFERENCE_COLOUR, linewidth=2, label="τ = 1")
-    left.axhline(1 / len(tokens), color="#777777", linestyle=":", linewidth=1.2, label=f"uniform 1/{len(tokens)}")
+    bars = left.bar(positions, np.zeros(T), color=BAR_COLOUR)
+    labels = left.bar_label(bars, labels=[""] * T, fontsize=10)
+    reference = left.hlines(np.zeros(T), positions - 0.4, positions + 0.4, colors=REFERENCE_COLOUR, linewidth=2,
+                            label="τ = 1")
+    left.axhline(1 / T, color="#777777", linestyle=":", linewidth=1.2, label=f"uniform 1/{T}")
     left.legend(loc="upper right", frameon=False)
+    left.set_xticks(positions, labels=tokens)
+    left.set_ylim(0, 1.08)
+    left.set_ylabel("attention weight")
     left.set_xlabel("key")
+    left.set_title(" ")
 
     grid = np.geomspace(0.03, 40.0, 80)
-    right.plot(grid, entropy_curve(scores, grid), color=ENTROPY_COLOUR, linewidth=2)
-    right.plot([temperature], [H], "o", color=ENTROPY_COLOUR, markersize=10)
+    curve, = right.plot(grid, np.zeros_like(grid), color=ENTROPY_COLOUR, linewidth=2)
+    point, = right.plot([1.0], [0.0], "o", color=ENTROPY_COLOUR, markersize=10)
     right.axhline(H_max, color="#777777", linestyle="--", linewidth=1.2)
-    right.text(0.035, H_max * 0.96, f"uniform: ln {len(tokens)} = {H_max:.2f}", va="top", fontsize=10)
+    right.text(0.035, H_max * 0.96, f"uniform: ln {T} = {H_max:.2f}", va="top", fontsize=10)
     right.axhline(0, color="#777777", linestyle="--", linewidth=1.2)
     right.text(0.035, 0.04 * H_max, "one-hot: 0", va="bottom", fontsize=10)
     right.set_xscale("log")
     right.set_xticks([0.1, 1.0, 10.0], labels=["0.1", "1", "10"])
     right.xaxis.set_minor_locator(NullLocator())  # the default log minor ticks cost more than the rest of the figure
+    right.set_xlim(grid[0], grid[-1])
     right.set_ylim(-0.05 * H_max, H_max * 1.1)
     right.set_xlabel("temperature τ (log scale)")
     right.set_ylabel("entropy H (nats)")
-    right.set_title(f"entropy H = {H:.2f} nats")
+    right.set_title(" ")
+
+    fig.handles = {"scores": X @ X.T, "tokens": tokens, "positions": positions, "grid": grid, "H_max": H_max,
+                   "bars": bars, "labels": labels, "reference": reference, "curve": curve, "point": point,
+                   "left": left, "right": right, "query": None}
+    fig.dynamic = [*bars, *labels, reference, curve, point, left.title, right.title]
+    return update_temperature(fig, query=query, temperature=temperature)
+
+
+def update_temperature(fig, query="journey", temperature=1.0, **_):
+    """Show ``query``'s weights at ``temperature``: bars, τ = 1 marks, entropy curve and point, titles."""
+    h = fig.handles
+    tokens = h["tokens"]
+    i = tokens.index(query) if query in tokens else 0
+    query = tokens[i]
+    temperature = _as_temperature(temperature)
+    scores = h["scores"][i]  # (T,): the query's scores over the keys
+    if h["query"] != query:  # the τ = 1 marks and the entropy curve depend on the query only
+        plain = softmax(scores)
+        h["reference"].set_segments([[(p - 0.4, w), (p + 0.4, w)] for p, w in zip(h["positions"], plain, strict=True)])
+        h["curve"].set_ydata(entropy_curve(scores, h["grid"]))
+        h["query"] = query
+    weights = softmax(scores, temperature=temperature)
+    H = float(entropy(weights))
     j = int(np.argmax(weights))
-    return (f"τ = {temperature:g}: entropy H = {H:.4f} nats (uniform would be ln {len(tokens)} = {H_max:.4f}); "
+    for k, (bar, label, weight) in enumerate(zip(h["bars"], h["labels"], weights, strict=True)):
+        bar.set_height(weight)
+        bar.set_color(HIGHLIGHT_COLOUR if k == j else BAR_COLOUR)
+        label.set_text(f"{weight:.2f}")
+        label.xy = (bar.get_x() + bar.get_width() / 2, weight)
+    h["point"].set_data([temperature], [H])
+    h["left"].set_title(f"softmax(scores / τ) for query {query!r}, τ = {temperature:g}")
+    h["right"].set_title(f"entropy H = {H:.2f} nats")
+    n = len(tokens)
+    return (f"τ = {temperature:g}: entropy H = {H:.4f} nats (uniform would be ln {n} = {h['H_max']:.4f}); "
             f"the largest weight, {weights[j]:.4f}, goes to {tokens[j]!r}.")
 
 
@@ -103,7 +146,7 @@ def temperature_explorer(X=None, tokens=JOURNEY_TOKENS):
     controls = {"query": dropdown("query token", tokens, "journey" if "journey" in tokens else None),
                 "temperature": temperature_slider(1.0)}
     return Explorer(lambda fig, **values: draw_temperature(fig, tokens=tokens, X=X, **values), controls,
-                    figsize=(11, 4.2), layout="row")
+                    figsize=(11, 4.2), layout="row", update=update_temperature)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
