@@ -19,5 +19,7 @@ for _module_info in sorted(_pkgutil.iter_modules(__path__), key=lambda m: m.name
     if _module_info.name.startswith("nb"):
         _module = _importlib.import_module(f"{__name__}.{_module_info.name}")
         for _name in getattr(_module, "__all__", ()):
+            if _name in globals() and globals()[_name] is not getattr(_module, _name):
+                raise ImportError(f"{_module.__name__}.{_name} would hide another checker of the same name")
             globals()[_name] = getattr(_module, _name)
             __all__.append(_name)

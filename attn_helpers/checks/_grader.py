@@ -197,6 +197,9 @@ def register_solution(name: str):
     """Decorator: make ``fn`` the solution shown by ``solution(name)``."""
 
     def decorate(fn):
+        previous = SOLUTIONS.get(name)
+        if previous is not None and (previous.__module__, previous.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"two solutions are named {name!r}: {previous.__module__} and {fn.__module__}")
         SOLUTIONS[name] = fn
         return fn
 
