@@ -192,7 +192,8 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
     weights = np.empty((n, t_q, t_k), dtype=dtype)
     flat_mask = None
     if mask is not None:
-        flat_mask = np.broadcast_to(arrays["mask"], batch + arrays["mask"].shape[-2:]).reshape((n,) + arrays["mask"].shape[-2:])
+        mask_tail = arrays["mask"].shape[-2:]
+        flat_mask = np.broadcast_to(arrays["mask"], batch + mask_tail).reshape((n,) + mask_tail)
     if n and t_q and t_k:
         attention_(flat(q, "queries"), flat(k, "keys"), flat(v, "values"), flat_mask, scale, context, weights)
     else:  # empty sequences: nothing to attend to

@@ -121,7 +121,8 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     x = as_float_array(x, "x", min_ndim=2)
     d_model = x.shape[-1]
     num_heads = as_positive_int(num_heads, "num_heads")
-    w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
+    named = ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o"))
+    w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in named)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         _check_weight(name, w, d_model)
         if w.shape[1] % num_heads:
@@ -129,7 +130,9 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
                 f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by num_heads={num_heads}"
             )
     if w_k.shape[1] != w_q.shape[1]:
-        raise ValueError(f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width")
+        raise ValueError(
+            f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width"
+        )
     _check_weight("w_o", w_o, w_v.shape[1])
     if mask is not None:
         mask = as_bool_mask(mask)

@@ -67,7 +67,8 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
     if signed and vmin is None and vmax is None:
         lim = float(np.abs(matrix).max()) or 1.0
         vmin, vmax = -lim, lim
-    shown = np.ma.masked_array(matrix, mask=None if mask is None else ~np.broadcast_to(np.asarray(mask, bool), matrix.shape))
+    hidden = None if mask is None else ~np.broadcast_to(np.asarray(mask, bool), matrix.shape)
+    shown = np.ma.masked_array(matrix, mask=hidden)
     colormap = (mpl.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED_COLOUR)
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     rows, cols = matrix.shape

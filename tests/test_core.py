@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-import sys
 import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
+from reference import attention_ref, multi_head_ref, softmax_ref
 
 import attn_helpers as A
-from reference import attention_ref, multi_head_ref, softmax_ref
 
 
 # --- softmax ---------------------------------------------------------------------------------
@@ -213,6 +213,7 @@ def test_multi_head_attention_batched_float32():
 
 
 def test_importing_the_core_does_not_import_plotting_or_widgets():
-    code = "import sys, attn_helpers, attn_helpers.checks; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+    code = ("import sys, attn_helpers, attn_helpers.checks, attn_helpers.glove; "
+            "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -68,7 +68,8 @@ def execute(path: Path, timeout: int = 30, attempts: int = 3) -> tuple[nbformat.
 def _execute_once(path: Path, timeout: int) -> tuple[nbformat.NotebookNode, float]:
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}})
+    resources = {"metadata": {"path": str(NOTEBOOKS)}}
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources)
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start

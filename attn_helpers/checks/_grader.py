@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 import inspect
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,8 @@ def _raised_hint(problem: str) -> str:
     if "not implemented" in problem:
         return "write the body of the function, then run this cell again"
     if "shapes" in problem and "matmul" in problem or "not aligned" in problem:
-        return "a matrix product's inner dimensions must agree: (a, b) @ (b, c). Print the shapes and check for a missing .T"
+        return ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
+                "Print the shapes and check for a missing .T")
     if "axis" in problem:
         return "check the axis argument: attention weights normalise over the last axis (axis=-1)"
     return "read the error message, then test your function on the tiny example above"

@@ -18,13 +18,13 @@ new figure (different axes, limits or tick labels).
 from __future__ import annotations
 
 import io
-from typing import Callable
+from collections.abc import Callable
 
 import ipywidgets as widgets
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 import numpy as np
 from IPython.display import display
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
 __all__ = ["Explorer", "FullRedraw", "slider", "dropdown", "toggle", "LABEL_STYLE"]
@@ -190,7 +190,8 @@ class Explorer:
             png, note = self.render()
         except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
             self._background = None
-            self.text.value = f"<div style='color:#b2182b'>Could not draw this combination: {type(err).__name__}: {err}</div>"
+            message = f"Could not draw this combination: {type(err).__name__}: {err}"
+            self.text.value = f"<div style='color:#b2182b'>{message}</div>"
             return
         self.image.value = png
         self.text.value = f"<div style='font-size:1.05em'>{note}</div>" if note else ""
