@@ -3,6 +3,7 @@
 
     python3 run.py lab     # create .venv, install, open notebook 00 in JupyterLab
     python3 run.py test    # create .venv, install, run the whole test suite
+    python3 run.py site    # build a static site (site/index.html) from the executed notebooks
 
 The virtual environment lives in ``.venv`` beside this file and is reinstalled only
 when ``requirements*.txt`` or ``pyproject.toml`` change. Extra arguments after
@@ -31,7 +32,7 @@ def say(message: str) -> None:
 
 def ensure_env(requirements: str) -> None:
     """Create ``.venv`` if needed and install ``requirements`` plus the package (editable)."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - run.py must explain itself on an old Python
         sys.exit(f"[run.py] Python >= 3.10 is needed; this is {sys.version.split()[0]}")
     files = [ROOT / requirements, ROOT / "requirements.txt", ROOT / "pyproject.toml"]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
@@ -56,6 +57,8 @@ def lab(args: list[str]) -> int:
 
 
 def browser_available() -> str | None:
+    if os.environ.get("ATTN_CHROMIUM"):
+        return os.environ["ATTN_CHROMIUM"] if Path(os.environ["ATTN_CHROMIUM"]).exists() else None
     for name in ("chromium", "chromium-browser"):
         path = shutil.which(name)
         if path:
@@ -65,15 +68,25 @@ def browser_available() -> str | None:
 
 def test(args: list[str]) -> int:
     ensure_env("requirements-test.txt")
-    if browser_available():
-        say("Chromium found: the browser tests (tests/browser) run too")
+    env = dict(os.environ)
+    chromium = browser_available()
+    if chromium:
+        env["ATTN_CHROMIUM"] = chromium  # the browser tests use the same browser
+        say(f"Chromium found ({chromium}): the browser tests (tests/browser) run too")
     else:
         say("Chromium NOT found: the browser tests will be SKIPPED (install it: apt-get install chromium)")
-    return subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT)
+    return subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT, env=env)
+
+
+def site(args: list[str]) -> int:
+    ensure_env("requirements-test.txt")  # nbconvert is a maintainer dependency
+    say("building the static site from the notebooks' stored outputs (no kernel, no internet needed)")
+    # build_site.py prints where it wrote (site/ by default; --out DIR relative to where you are)
+    return subprocess.call([str(PYTHON), str(ROOT / "tools" / "build_site.py"), *args])
 
 
 def main(argv: list[str]) -> int:
-    commands = {"lab": lab, "test": test}
+    commands = {"lab": lab, "test": test, "site": site}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 2

@@ -1,0 +1,627 @@
+"""End to end: every notebook in a real JupyterLab, driven through headless Chromium.
+
+For each ``notebooks/NN_*.ipynb`` (discovered at collection time, so a new notebook
+is covered without touching this file) the test
+
+1. opens the notebook in JupyterLab and waits for its kernel;
+2. runs it with the menu **Run -> Run All Cells**, as a learner would;
+3. asserts that no cell has an error output and that every widget rendered (no
+   "Error displaying widget", no "model not found"), and that the live explorer
+   (``.attn-explorer``, see :class:`attn_helpers.widgets.Explorer`) shows a figure;
+4. changes the explorer's first control a few times and times, in the browser, the
+   control's DOM event -> the new figure decoded on the page; the median must be
+   under ``LATENCY_TARGET_MS``. The kernel's busy time for each change (from its
+   iopub status messages) is printed beside it, so a slow figure and a slow
+   front end can be told apart;
+5. saves a screenshot of the explorer (and its static figure above it) to
+   ``build/screenshots/NN_topic.png`` (``ATTN_FULL_SCREENSHOTS=1``: the whole notebook).
+
+The latencies are printed in the terminal summary.
+
+Isolation: JupyterLab serves a throw-away copy of ``notebooks/`` from a temporary
+directory, on 127.0.0.1, a free port and a random token, with its own config, data,
+runtime, settings and workspace directories; nothing in the checkout is written
+except ``build/`` (git-ignored). One server, one browser and one JupyterLab page serve
+the whole session (loading JupyterLab costs seconds; a second page per notebook would
+double the suite's time): each notebook opens in its own JupyterLab tab, as from the
+file browser, and afterwards its kernel is shut down and the tab closed.
+
+Needs Debian's Chromium (``apt-get install chromium``); Playwright's own browser
+download is not used. Without it every test here is skipped, with the reason
+(``pytest -ra`` prints it). ``ATTN_CHROMIUM`` overrides the browser path and
+``ATTN_BUILD_DIR`` the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHROMIUM = Path(os.environ.get("ATTN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium")
+BUILD = Path(os.environ.get("ATTN_BUILD_DIR", ROOT / "build"))
+SCREENSHOTS = BUILD / "screenshots"
+
+LATENCY_TARGET_MS = 300.0
+LATENCY_STEPS = 5
+SERVER_START_S = 90
+OPEN_TIMEOUT_MS = 90_000
+RUN_TIMEOUT_MS = 180_000
+STEP_TIMEOUT_MS = 30_000
+WIDGET_TIMEOUT_MS = 20_000
+
+# Without the background-networking flags Chromium phones home, which a closed network refuses.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+VIEWPORT = {"width": 1280, "height": 900}
+SCREENSHOT_VIEWPORT = {"width": 1280, "height": 1400}
+WIDGET_ERRORS = ("Error displaying widget", "model not found")
+
+pytestmark = [
+    pytest.mark.browser,
+    # Playwright's greenlet-based sync API and the subprocess/socket plumbing may warn at
+    # start-up or teardown; those warnings are about the harness, not the notebooks.
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:playwright.*"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:greenlet.*"),
+]
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+class LabServer:
+    """A JupyterLab subprocess on a throw-away copy of the notebooks."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.root = workdir / "series" / "notebooks"
+        shutil.copytree(ROOT / "notebooks", self.root,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        if (ROOT / "data").is_dir():  # in case a notebook reads ../data
+            shutil.copytree(ROOT / "data", self.root.parent / "data")
+        dirs = {name: workdir / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")}
+        for path in dirs.values():
+            path.mkdir()
+        settings = dirs["settings"] / "@jupyterlab"
+        # No news/update toasts over the notebook; every cell in the DOM (no windowing),
+        # so errors and widgets below the fold are seen and the screenshot is complete.
+        _write_json(settings / "apputils-extension" / "notification.jupyterlab-settings",
+                    {"fetchNews": "false", "checkForUpdates": False})
+        _write_json(settings / "notebook-extension" / "tracker.jupyterlab-settings", {"windowingMode": "none"})
+        _write_json(dirs["config"] / "jupyter_server_config.json", {
+            "ServerApp": {"open_browser": False, "ip": "127.0.0.1", "root_dir": str(self.root),
+                          "allow_root": True},
+            "LabApp": {"expose_app_in_browser": True,  # window.jupyterapp, as JupyterLab's own Galata tests do
+                       "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"},
+        })
+        self.port = _free_port()
+        self.token = secrets.token_hex(24)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+            "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+            "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+            "IPYTHONDIR": str(dirs["ipython"]),
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        self.log_path = workdir / "jupyterlab.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        command = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
+                   "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, cwd=self.workdir, env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_S} s:\n{self.log_tail()}")
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(self.base + path, method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def url(self) -> str:
+        return f"{self.base}/lab?reset&token={self.token}"
+
+    def shutdown_sessions(self) -> None:
+        """Stop every kernel, so kernels do not pile up on a small machine."""
+        for session in self.api("GET", "/api/sessions") or []:
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _skip_reason() -> str | None:
+    if not CHROMIUM.exists():
+        return (f"Chromium not found at {CHROMIUM}: browser tests skipped "
+                "(install Debian's Chromium: apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed (pip install -r requirements-test.txt)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def lab_page(lab):
+    """One Chromium, one JupyterLab page for the session; each notebook opens in its own tab inside it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+            page.errors = []
+            page.on("pageerror", lambda err: page.errors.append(str(err)))
+            _load_app(page, lab)
+            yield page
+        finally:
+            browser.close()
+
+
+def _load_app(page, lab: LabServer) -> None:
+    page.goto(lab.url(), wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_MS)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell && "
+                           "document.querySelector('.jp-LabShell .jp-DirListing-content')",
+                           timeout=OPEN_TIMEOUT_MS, polling=100)
+    page.evaluate("() => window.jupyterapp.restored")
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook gets the whole width
+
+
+class _LatencySummary:
+    """A plugin printing the latencies in the terminal summary (visible without ``-s``).
+
+    Registered from a fixture rather than a ``conftest.py``: with ``--doctest-modules``
+    a second ``conftest.py`` basename under ``tests/`` would clash with ``tests/conftest.py``.
+    """
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.lines:
+            terminalreporter.section("browser: widget latency (control change -> new figure, in Chromium)")
+            for line in self.lines:
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def latency_report(pytestconfig) -> list[str]:
+    """Lines appended here are printed in the terminal summary."""
+    summary = _LatencySummary()
+    pytestconfig.pluginmanager.register(summary, "attn-browser-latency")
+    return summary.lines
+
+
+# ------------------------------------------------------------------ in-page helpers (JS)
+
+# The notebook panel for a path, from the app JupyterLab exposes for tests.
+FIND_PANEL = """
+(path) => {
+    const app = window.jupyterapp;
+    if (!app || !app.shell) return false;
+    for (const w of app.shell.widgets('main')) {
+        if (w.context && w.context.path === path && w.content && w.sessionContext) { window.__panel = w; return true; }
+    }
+    return false;
+}
+"""
+
+KERNEL_IDLE = """
+() => {
+    const kernel = window.__panel.sessionContext.session && window.__panel.sessionContext.session.kernel;
+    return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}
+"""
+
+# Run All is finished when the kernel is idle, no prompt shows [*], and either every
+# code cell has an execution count or a cell has an error (Run All stops there).
+RUN_FINISHED = """
+() => {
+    const panel = window.__panel;
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    if (!kernel || kernel.status !== 'idle') return false;
+    if ([...panel.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))) return false;
+    let allRun = true, error = false;
+    for (const cell of panel.content.model.cells) {
+        if (cell.type !== 'code' || !cell.sharedModel.getSource().trim()) continue;
+        if (cell.executionCount == null) allRun = false;
+        if (cell.outputs.toJSON().some(o => o.output_type === 'error')) error = true;
+    }
+    return allRun || error;
+}
+"""
+
+# Widget views render asynchronously: wait until every widget-view output of the model
+# shows in the DOM either as a view or as the manager's error text.
+WIDGETS_SETTLED = """
+() => {
+    const panel = window.__panel;
+    let expected = 0;
+    for (const cell of panel.content.model.cells) {
+        if (cell.type !== 'code') continue;
+        for (const o of cell.outputs.toJSON()) {
+            if (o.data && o.data['application/vnd.jupyter.widget-view+json']) expected += 1;
+        }
+    }
+    const settled = [...panel.node.querySelectorAll('.jp-OutputArea-output')].filter(e =>
+        e.querySelector(':scope > .jupyter-widgets') || e.textContent.includes('Error displaying widget')).length;
+    return settled >= expected ? {expected, settled} : false;
+}
+"""
+
+# What happened, from the notebook model (exact) and the DOM (what the learner sees).
+REPORT = """
+(widgetErrors) => {
+    const panel = window.__panel;
+    const errors = [], unrun = [];
+    let i = 0;
+    for (const cell of panel.content.model.cells) {
+        i += 1;
+        if (cell.type !== 'code') continue;
+        const source = cell.sharedModel.getSource();
+        if (source.trim() && cell.executionCount == null) unrun.push(i);
+        for (const o of cell.outputs.toJSON()) {
+            if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}\\n${source.slice(0, 200)}`);
+        }
+    }
+    const text = panel.content.node.innerText;
+    const widgetProblems = widgetErrors.filter(w => text.includes(w));
+    const stderr = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]';
+    const tracebacks = [...panel.node.querySelectorAll(stderr)].map(e => e.innerText)
+        .filter(t => t.includes('Traceback'));
+    const views = panel.node.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length;
+    const explorers = [...panel.node.querySelectorAll('.attn-explorer')].map(e => ({
+        images: e.querySelectorAll('img').length,
+        text: e.innerText.slice(0, 300),
+    }));
+    return {errors, unrun, widgetProblems, tracebacks, views, explorers};
+}
+"""
+
+# The explorer's controls, in DOM order, with what is needed to change each one.
+CONTROLS = """
+() => {
+    const explorer = window.__panel.node.querySelector('.attn-explorer');
+    const selector = 'select, .noUi-handle, input[type=checkbox], .widget-toggle-buttons button, '
+                   + 'input[type=text], input[type=number], textarea';
+    return [...explorer.querySelectorAll(selector)].map((el, index) => {
+        const item = {index, tag: el.tagName.toLowerCase(), cls: el.className};
+        if (el.tagName === 'SELECT') {
+            item.kind = 'select'; item.options = el.options.length; item.selected = el.selectedIndex;
+        }
+        else if (el.classList.contains('noUi-handle')) {
+            item.kind = 'slider';
+            item.now = parseFloat(el.getAttribute('aria-valuenow'));
+            item.max = parseFloat(el.getAttribute('aria-valuemax'));
+            item.min = parseFloat(el.getAttribute('aria-valuemin'));
+        }
+        else if (el.type === 'checkbox') item.kind = 'checkbox';
+        else if (el.tagName === 'BUTTON') item.kind = 'toggle';
+        else if (el.type === 'number') {
+            item.kind = 'number';
+            item.now = parseFloat(el.value);
+            item.step = parseFloat(el.step) || 1;
+            item.max = el.max === '' ? Infinity : parseFloat(el.max);
+        }
+        else { item.kind = 'text'; item.now = el.value; }
+        return item;
+    });
+}
+"""
+
+# Arm a stopwatch: t0 at the first user event on the explorer's controls, t1 when the
+# output area holds a figure different from the current one, decoded and ready to paint.
+ARM = """
+() => {
+    const explorer = window.__panel.node.querySelector('.attn-explorer');
+    const figure = () => { const img = explorer.querySelector('img'); return img ? img.getAttribute('src') : null; };
+    const state = {t0: null, t1: null, busy: null, idle: null, before: figure(), note: null};
+    window.__latency = state;
+    // The kernel's own share: from its 'busy' to its 'idle' status message for this change.
+    const kernel = window.__panel.sessionContext.session.kernel;
+    const onMessage = (_, msg) => {
+        if (msg.header.msg_type !== 'status' || state.t0 === null) return;
+        const status = msg.content.execution_state;
+        if (status === 'busy' && state.busy === null) state.busy = performance.now();
+        if (status === 'idle' && state.busy !== null && state.idle === null) {
+            state.idle = performance.now();
+            kernel.iopubMessage.disconnect(onMessage);
+        }
+    };
+    kernel.iopubMessage.connect(onMessage);
+    const start = () => { if (state.t0 === null) state.t0 = performance.now(); };
+    const events = ['pointerdown', 'keydown', 'input', 'change', 'click'];
+    for (const name of events) explorer.addEventListener(name, start, {capture: true, once: true});
+    const observer = new MutationObserver(() => {
+        if (state.t1 !== null || state.done) return;
+        const img = explorer.querySelector('img');
+        const src = img ? img.getAttribute('src') : null;
+        if (src && src !== state.before) {
+            state.done = true;
+            observer.disconnect();
+            img.decode().catch(() => null).then(() => { state.t1 = performance.now(); });
+        } else if (explorer.innerText.includes('Could not draw')) {
+            state.note = explorer.innerText.slice(0, 300);
+        }
+    });
+    observer.observe(explorer, {subtree: true, childList: true, attributes: true, attributeFilter: ['src']});
+    return state.before !== null;
+}
+"""
+
+
+# ------------------------------------------------------------------------------ steps
+
+
+def _dismiss_dialogs(page) -> None:
+    """Accept a kernel-selection or similar dialog if JupyterLab shows one."""
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    if accept.count():
+        accept.first.click()
+
+
+def _open(page, lab: LabServer, name: str) -> float:
+    """Open ``name`` in the running JupyterLab (as a double click in the file browser does)."""
+    start = time.perf_counter()
+    page.evaluate("(path) => { window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'}); }",
+                  name)
+    page.wait_for_function(FIND_PANEL, arg=name, timeout=OPEN_TIMEOUT_MS, polling=100)
+    deadline = time.monotonic() + OPEN_TIMEOUT_MS / 1000
+    while not page.evaluate(KERNEL_IDLE):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: the kernel did not become idle\n{lab.log_tail()}")
+        _dismiss_dialogs(page)
+        page.wait_for_timeout(100)
+    return time.perf_counter() - start
+
+
+def _close(page, lab: LabServer) -> None:
+    """Shut the kernel down, then close the notebook's tab without a save dialog."""
+    lab.shutdown_sessions()
+    page.evaluate("""() => {
+        const panel = window.__panel;
+        if (panel && !panel.isDisposed) { panel.context.model.dirty = false; panel.dispose(); }
+        window.__panel = null;
+    }""")
+    page.set_viewport_size(VIEWPORT)
+
+
+def _run_all(page, name: str) -> float:
+    start = time.perf_counter()
+    page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-content .lm-Menu-item:visible", has_text="Run All Cells").first.click()
+    # Run All has begun once the first code cell is queued or has a new count.
+    page.wait_for_function(
+        "() => [...window.__panel.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))"
+        " || window.__panel.sessionContext.session.kernel.status !== 'idle'"
+        " || [...window.__panel.content.model.cells].some(c => c.type === 'code' && c.executionCount != null)",
+        timeout=RUN_TIMEOUT_MS, polling=50)
+    page.wait_for_function(RUN_FINISHED, timeout=RUN_TIMEOUT_MS, polling=100)
+    return time.perf_counter() - start
+
+
+def _change(page, control: dict, step: int) -> None:
+    """One user action on ``control`` that changes its value."""
+    handle = page.locator(".attn-explorer").first.locator(
+        "select, .noUi-handle, input[type=checkbox], .widget-toggle-buttons button, "
+        "input[type=text], input[type=number], textarea").nth(control["index"])
+    kind = control["kind"]
+    if kind == "select":
+        target = (control["selected"] + 1) % control["options"]
+        handle.select_option(index=target)
+    elif kind == "slider":
+        handle.focus()
+        at_end = control["now"] >= control["max"]
+        handle.press("ArrowLeft" if at_end else "ArrowRight")
+    elif kind == "checkbox":
+        handle.click()
+    elif kind == "toggle":
+        handle.click()
+    elif kind == "number":  # FloatText/IntText send their value on change (Enter or leaving the box)
+        value = control["now"] + control["step"] if control["now"] + control["step"] <= control["max"] \
+            else control["now"] - control["step"]
+        handle.fill(f"{value:g}")
+        handle.press("Enter")
+        handle.evaluate("el => el.blur()")
+    else:
+        handle.fill(f"{control['now']} {step}")
+        handle.press("Enter")
+        handle.evaluate("el => el.blur()")
+
+
+def _pick_control(controls: list[dict]) -> dict | None:
+    for control in controls:
+        if control["kind"] == "select" and control["options"] < 2:
+            continue
+        if control["kind"] == "slider" and control["max"] <= control["min"]:
+            continue
+        if control["kind"] == "toggle" and "mod-active" in control["cls"]:
+            continue
+        return control
+    return None
+
+
+def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
+    """Browser latencies (DOM event -> new figure decoded) and the kernel's busy time for each change."""
+    times, kernel_times = [], []
+    description = ""
+    for step in range(LATENCY_STEPS):
+        controls = page.evaluate(CONTROLS)
+        control = _pick_control(controls)
+        assert control is not None, f"{name}: the explorer has no control that can change: {controls}"
+        description = f"{control['kind']} #{control['index']}"
+        assert page.evaluate(ARM), f"{name}: the explorer shows no figure before the change"
+        _change(page, control, step)
+        try:
+            page.wait_for_function("() => window.__latency.t1 !== null", timeout=STEP_TIMEOUT_MS, polling="raf")
+        except Exception as err:  # noqa: BLE001 - turn a timeout into a readable failure
+            state = page.evaluate("() => window.__latency")
+            state["before"] = (state["before"] or "")[:60] + "..."
+            raise AssertionError(
+                f"{name}: changing the explorer's first control ({description}) did not change its figure "
+                f"within {STEP_TIMEOUT_MS} ms: {state}") from err
+        state = page.evaluate("() => window.__latency")
+        assert state["t0"] is not None, f"{name}: the control change raised no DOM event: {state}"
+        times.append(state["t1"] - state["t0"])
+        page.wait_for_function("() => window.__latency.idle !== null", timeout=STEP_TIMEOUT_MS, polling=50)
+        page.wait_for_function(KERNEL_IDLE, timeout=STEP_TIMEOUT_MS, polling=50)
+        state = page.evaluate("() => window.__latency")
+        kernel_times.append(state["idle"] - state["busy"])
+    return times, kernel_times, description
+
+
+def _screenshot(page, name: str) -> Path:
+    """The live explorer with what is above it (its static figure), after the changes.
+
+    ``ATTN_FULL_SCREENSHOTS=1`` takes the whole notebook instead (slower: a tall image).
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{Path(name).stem}.png"
+    if os.environ.get("ATTN_FULL_SCREENSHOTS"):
+        height = page.evaluate("() => (window.__panel.node.querySelector('.jp-WindowedPanel-outer')"
+                               " || window.__panel.content.node).scrollHeight")
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": int(min(max(height + 200, 900), 16_000))})
+        page.wait_for_timeout(300)
+        page.evaluate("() => { const s = window.__panel.node.querySelector('.jp-WindowedPanel-outer');"
+                      " if (s) s.scrollTop = 0; }")
+    else:
+        page.set_viewport_size(SCREENSHOT_VIEWPORT)
+        page.wait_for_timeout(100)
+        page.evaluate("() => window.__panel.node.querySelector('.attn-explorer').scrollIntoView({block: 'end'})")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(path))
+    return path
+
+
+# ------------------------------------------------------------------------------- test
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, latency_report):
+    name = notebook.name
+    page = lab_page
+    page.errors.clear()
+    try:
+        opened = _open(page, lab, name)
+        ran = _run_all(page, name)
+        try:
+            page.wait_for_function(WIDGETS_SETTLED, timeout=WIDGET_TIMEOUT_MS, polling=100)
+        except Exception as err:  # noqa: BLE001 - say which notebook and what is missing
+            raise AssertionError(f"{name}: widget views still not rendered after {WIDGET_TIMEOUT_MS} ms") from err
+        report = page.evaluate(REPORT, list(WIDGET_ERRORS))
+        assert not report["errors"], f"{name}: cells with an error output:\n" + "\n\n".join(report["errors"])
+        assert not report["tracebacks"], f"{name}: a traceback on the page:\n" + "\n".join(report["tracebacks"])
+        assert not report["unrun"], f"{name}: Run All left cells {report['unrun']} without an execution count"
+        assert not report["widgetProblems"], f"{name}: a widget did not render: {report['widgetProblems']}"
+        assert report["explorers"], f"{name}: no live explorer (.attn-explorer) on the page"
+        for i, explorer in enumerate(report["explorers"]):
+            assert explorer["images"] >= 1, f"{name}: explorer {i} shows no figure: {explorer['text']!r}"
+
+        start = time.perf_counter()
+        times, kernel_times, control = _latencies(page, name)
+        stepped = time.perf_counter() - start
+        median = statistics.median(times)
+        start = time.perf_counter()
+        path = _screenshot(page, name)
+        shot = time.perf_counter() - start
+        line = (f"{notebook.stem}: latency median {median:.0f} ms (n={len(times)}, {control}; "
+                f"min {min(times):.0f}, max {max(times):.0f}; "
+                f"kernel busy median {statistics.median(kernel_times):.0f} ms)"
+                f" | open {opened:.1f} s, run all {ran:.1f} s, steps {stepped:.1f} s, screenshot {shot:.1f} s")
+        latency_report.append(line)
+        print(line, f"\nscreenshot: {path}")
+        assert median < LATENCY_TARGET_MS, (
+            f"{name}: median latency {median:.0f} ms over the {LATENCY_TARGET_MS:.0f} ms target: "
+            f"{[round(t) for t in times]}")
+    except Exception:
+        try:  # a picture of the failure helps more than the traceback
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"{notebook.stem}-FAILED.png"))
+        except Exception:  # noqa: BLE001, S110 - best effort only
+            pass
+        if page.errors:
+            print("errors on the page:\n" + "\n".join(page.errors))
+        raise
+    finally:
+        try:
+            _close(page, lab)
+        except Exception:  # noqa: BLE001 - a broken page must not break the next notebook
+            lab.shutdown_sessions()
+            page.set_viewport_size(VIEWPORT)
+            _load_app(page, lab)

@@ -1,0 +1,115 @@
+"""The static site (tools/build_site.py) builds offline from the committed outputs.
+
+Built once into a temporary folder: a page per notebook, figures embedded, the
+widgets' places explained, pages linked in teaching order, an index listing them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_site = _load_tool()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    pages = build_site.build(out, ROOT / "notebooks", mathjax="https://example.invalid/MathJax.js")
+    return out, pages
+
+
+def _page(out: Path, notebook: Path) -> str:
+    return (out / f"{notebook.stem}.html").read_text(encoding="utf-8")
+
+
+def _links(page: str, rel: str) -> set[str]:
+    """The targets of ``<a rel=...>`` links (nbconvert may reorder attributes)."""
+    anchors = re.findall(r"<a\b[^>]*>", page)
+    return {re.search(r'href="([^"]+)"', a).group(1) for a in anchors if f'rel="{rel}"' in a}
+
+
+def _has_figures(notebook: Path) -> bool:
+    nb = nbformat.read(notebook, as_version=4)
+    return any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_every_notebook_has_a_page_and_the_index_lists_them_in_order(site):
+    out, pages = site
+    assert [p.name for p in pages] == ["index.html", *[f"{nb.stem}.html" for nb in NOTEBOOKS]]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'<li><a href="(\d\d_[\w.-]+\.html)"', index)
+    assert links == [f"{nb.stem}.html" for nb in NOTEBOOKS]
+    assert 'name="viewport"' in index
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_page_is_self_contained_and_readable(site, notebook):
+    out, _ = site
+    page = _page(out, notebook)
+    assert 'name="viewport"' in page, "no mobile viewport"
+    if _has_figures(notebook):
+        assert "data:image/png;base64," in page, "figures are not embedded"
+    assert not re.search(r'<img[^>]+src="(?!data:)', page), "an image that is not embedded"
+    # No widget manager, require.js or mermaid from a CDN; the only script URL is MathJax's.
+    scripts = re.findall(r'<script[^>]+src="([^"]+)"', page)
+    assert scripts == ["https://example.invalid/MathJax.js"], scripts
+    assert "application/vnd.jupyter.widget-view+json" not in page, "a live widget view left in a static page"
+    assert not re.search(r'href="\d\d_[\w.-]+\.ipynb', page), "a link to a notebook instead of its page"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_widgets_are_explained_and_pages_linked(site, notebook):
+    out, _ = site
+    page = _page(out, notebook)
+    nb = nbformat.read(notebook, as_version=4)
+    views = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert page.count('class="site-widget-note"') == views
+    i = NOTEBOOKS.index(notebook)
+    expected_prev = {f"{NOTEBOOKS[i - 1].stem}.html"} if i > 0 else set()
+    expected_next = {f"{NOTEBOOKS[i + 1].stem}.html"} if i + 1 < len(NOTEBOOKS) else set()
+    assert _links(page, "prev") == expected_prev
+    assert _links(page, "next") == expected_next
+    assert 'href="index.html"' in page
+
+
+def test_a_local_mathjax_is_bundled(tmp_path):
+    """With a MathJax 2 folder (e.g. Debian's libjs-mathjax) the pages need no network for equations."""
+    mathjax = tmp_path / "mathjax-src"
+    for name in ["MathJax.js", "config/TeX-AMS_CHTML-full.js", "jax/output/CommonHTML/jax.js",
+                 "fonts/HTML-CSS/TeX/woff/MathJax_Main-Regular.woff", "unpacked/MathJax.js"]:
+        (mathjax / name).parent.mkdir(parents=True, exist_ok=True)
+        (mathjax / name).write_text("//")
+    out = tmp_path / "site"
+    url, note = build_site.mathjax_setting(str(mathjax), out)
+    assert url.startswith("mathjax/MathJax.js?config=")
+    assert (out / "mathjax" / "MathJax.js").is_file()
+    assert (out / "mathjax" / "fonts/HTML-CSS/TeX/woff/MathJax_Main-Regular.woff").is_file()
+    assert not (out / "mathjax" / "unpacked").exists(), "only the needed part is copied"
+    assert "bundled" in note
+    with pytest.raises(SystemExit, match="no MathJax 2"):
+        build_site.mathjax_setting(str(tmp_path / "nowhere"), out)
+
+
+def test_goals_and_titles_come_from_the_first_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(
+        "# 09 · Something\n\n**After this notebook you will be able to**\n- do $x$;\n- do y\n  and z.\n\nMore.")]
+    assert build_site.title_of(nb) == "09 · Something"
+    assert build_site.goals_of(nb) == ["do $x$;", "do y and z."]
