@@ -1,0 +1,82 @@
+"""Checkers for notebook 04 (context vectors)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import softmax
+from ..examples import journey_embeddings
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+
+__all__ = ["check_context_vectors"]
+
+
+@register_solution("context_vectors")
+def context_vectors(X):
+    """Every context vector at once: weight-free (unscaled) self-attention."""
+    scores = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
+    weights = softmax(scores, axis=-1)  # each row (one query) sums to 1
+    return weights @ X  # (T, T) @ (T, d_model) -> (T, d_model)
+
+
+def _cases():
+    rng = np.random.default_rng(4)
+    X = journey_embeddings()
+    return [
+        Case((X,), label="the 'journey' sentence, X of shape (6, 3)"),
+        Case((rng.standard_normal((3, 3)),), label="a square X of shape (3, 3) with negative entries"),
+        Case((rng.standard_normal((2, 5)),), label="X of shape (2, 5): two tokens, five features"),
+        Case((X * 10,), label="the 'journey' X times 10 in float32 (scores near 150: a naive exp() overflows)"),
+    ]
+
+
+_MATMUL_HINT = ("a matrix product's inner sizes must agree. The scores are X @ X.T, (T, d_model) @ (d_model, T) -> "
+                "(T, T); the context vectors are weights @ X, (T, T) @ (T, d_model) -> (T, d_model). "
+                "Look for a missing .T or a swapped order (X @ weights)")
+
+
+def _wrongs():
+    def scores(X):
+        return X @ X.T
+
+    return [
+        Wrong(lambda X: softmax(scores(X)), "you returned the weights, shape (T, T). Multiply them with X: "
+                                           "context = weights @ X"),
+        Wrong(lambda X: scores(X) @ X, "you forgot the softmax: the raw scores are not weights. Use "
+                                      "weights = softmax(scores, axis=-1), so each row sums to 1"),
+        Wrong(lambda X: softmax(scores(X), axis=0) @ X,
+              "your softmax ran down the columns (axis=0). Each query is a row and its weights must sum to 1: "
+              "use axis=-1"),
+        Wrong(lambda X: (scores(X) / scores(X).sum(axis=-1, keepdims=True)) @ X,
+              "you divided the scores by their row sum. The rows now sum to 1, but that is not softmax "
+              "(negative scores give negative weights): exponentiate first, use softmax(scores, axis=-1)"),
+        Wrong(lambda X: X @ softmax(scores(X)),
+              "you computed X @ weights, which mixes the features of each token, not the tokens. "
+              "The context is weights @ X: row i is the weighted average of all the token rows"),
+        Wrong(lambda X: softmax(scores(X) / np.sqrt(X.shape[-1])) @ X,
+              "you scaled the scores by 1/sqrt(d_model). That comes in notebook 06; here the scores are the "
+              "plain dot products X @ X.T"),
+        Wrong(lambda X: softmax(X.T @ X) @ X,
+              "you used X.T @ X (features x features) as scores. The scores compare tokens: X @ X.T, shape (T, T)"),
+    ]
+
+
+def check_context_vectors(fn):
+    """Grade ``fn(X) -> context`` of shape ``(T, d_model)``: softmax(X X^T) X, unscaled."""
+    try:
+        verdict = grade_function(
+            fn, context_vectors, _cases(), what="context_vectors", wrongs=_wrongs(),
+            shape_hint="the context vectors have one row per token and one column per feature: shape (T, d_model), "
+                       "the same shape as X",
+            success="every context vector is a weighted average of the token rows: weights @ X.",
+        )
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"the checker could not grade this ({type(err).__name__})",
+                       "make sure you pass a function that takes X and returns an array")
+    if not verdict.passed and "raised" in verdict.message and ("matmul" in verdict.message
+                                                              or "not aligned" in verdict.message):
+        return Verdict(False, verdict.message, _MATMUL_HINT)
+    if not verdict.passed and "returned a tuple" in verdict.message:
+        return Verdict(False, verdict.message, "return only the context vectors (one array of shape (T, d_model)), "
+                                               "not (context, weights)")
+    return verdict

@@ -1,0 +1,145 @@
+"""Notebook 05: edit W_q, W_k, W_v of the "I love AI" example and watch every intermediate update."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..core import softmax
+from ..examples import I_LOVE_AI_TOKENS, i_love_ai
+from ..plotting import heatmap
+from . import Explorer
+
+__all__ = ["MATRIX_NAMES", "qkv_attention_steps", "draw_qkv", "MatrixExplorer", "qkv_explorer", "EXPLORERS"]
+
+#: The three projection matrices the widget edits, in the order of its grid.
+MATRIX_NAMES = ("W_q", "W_k", "W_v")
+
+
+def _entry_names(name, shape=(2, 2)):
+    return [f"{name}_{r}{c}" for r in range(shape[0]) for c in range(shape[1])]
+
+
+def qkv_attention_steps(X, W_q, W_k, W_v):
+    """Every intermediate of self-attention with projections, as a dict of arrays.
+
+    Keys: ``Q``, ``K``, ``V`` (``X @ W``), ``scores`` (``Q @ K.T``), ``scaled``
+    (``scores / sqrt(d_k)``), ``weights`` (row-wise softmax) and ``context`` (``weights @ V``).
+
+    Examples
+    --------
+    >>> ex = i_love_ai()
+    >>> steps = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])
+    >>> steps["scores"]
+    array([[0., 1., 1.],
+           [1., 1., 2.],
+           [1., 2., 3.]], dtype=float32)
+    >>> bool(np.allclose(steps["weights"].sum(axis=-1), 1))
+    True
+    """
+    Q = X @ W_q  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
+    K = X @ W_k  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
+    V = X @ W_v  # (T, d_in) @ (d_in, d_v) -> (T, d_v)
+    d_k = Q.shape[-1]
+    scores = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
+    scaled = scores / np.sqrt(d_k)
+    weights = softmax(scaled, axis=-1)
+    context = weights @ V  # (T, T) @ (T, d_v) -> (T, d_v)
+    return {"Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "context": context}
+
+
+def _matrices(values):
+    """Rebuild the 2x2 matrices from the widget values ``W_q_00`` ... ``W_v_11``."""
+    ex = i_love_ai(dtype=np.float64)
+    out = {}
+    for name in MATRIX_NAMES:
+        W = ex[name].copy()
+        for key in _entry_names(name):
+            if key in values and values[key] is not None:
+                W[int(key[-2]), int(key[-1])] = float(values[key])
+        out[name] = W
+    return out
+
+
+def _rows(matrix, tokens):
+    return " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, matrix, strict=False))
+
+
+def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
+    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note."""
+    tokens = list(tokens)
+    X = i_love_ai(dtype=np.float64)["X"] if X is None else np.asarray(X, dtype=float)
+    W = _matrices(entries)
+    steps = qkv_attention_steps(X, W["W_q"], W["W_k"], W["W_v"])
+    fig.set_layout_engine("none")  # a fixed layout: constrained layout would double the cost of each redraw
+    grid = fig.add_gridspec(1, 3, left=0.07, right=0.97, bottom=0.2, top=0.9, wspace=0.55, width_ratios=[1, 1, 0.75])
+    left, middle, right = (fig.add_subplot(cell) for cell in grid)
+    heatmap(steps["scaled"], tokens, tokens, ax=left, title="scores Q Kᵀ / √d_k", cbar_label="score")
+    heatmap(steps["weights"], tokens, tokens, ax=middle, vmin=0, vmax=1, title="weights (softmax of each row)",
+            ylabel="", cbar_label="weight")
+    heatmap(steps["context"], tokens, ["0", "1"], ax=right, title="output = weights @ V", xlabel="feature",
+            ylabel="", cmap="cividis")
+    S = steps["scores"]
+    if np.allclose(S, S.T):
+        symmetry = "Q Kᵀ is <b>symmetric</b>: every pair of tokens scores each other equally (W_q W_kᵀ is symmetric)."
+    else:
+        i, j = np.unravel_index(np.argmax(np.abs(S - S.T)), S.shape)
+        symmetry = (f"Q Kᵀ is <b>not symmetric</b>: score({tokens[i]} → {tokens[j]}) = {S[i, j]:.2f}, but "
+                    f"score({tokens[j]} → {tokens[i]}) = {S[j, i]:.2f}.")
+    weights = steps["weights"]
+    best = [np.flatnonzero(row >= row.max() - 1e-6) for row in weights]  # several keys when tied
+    attends = ", ".join(f"{tokens[q]} → {' / '.join(tokens[k] for k in keys)}{' (tied)' if len(keys) > 1 else ''}"
+                        for q, keys in enumerate(best))
+    lines = [f"<code>{name} = X {name_w}: {_rows(steps[name], tokens)}</code>"
+             for name, name_w in (("Q", "W_q"), ("K", "W_k"), ("V", "W_v"))]
+    return "<br>".join(lines + [symmetry, f"Each query attends most to: {attends}."])
+
+
+class MatrixExplorer(Explorer):
+    """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v.
+
+    ``controls`` keeps the flat ``{"W_q_00": box, ...}`` mapping (what ``draw`` and the
+    latency benchmark use); only the layout changes, plus a button that restores the
+    hand-worked values.
+    """
+
+    def __init__(self, draw, controls, figsize=(12, 3.9)):
+        super().__init__(draw, controls, figsize)
+        self.defaults = {name: control.value for name, control in self.controls.items()}
+        grids = []
+        for name in MATRIX_NAMES:
+            boxes = [self.controls[key] for key in _entry_names(name)]
+            grid = widgets.GridBox(boxes, layout=widgets.Layout(grid_template_columns="repeat(2, 78px)",
+                                                                grid_gap="4px 6px"))
+            title = widgets.HTML(f"<b style='font-size:1.1em'>{name.replace('_', '<sub>')}</sub></b>")
+            grids.append(widgets.VBox([title, grid], layout=widgets.Layout(margin="0 24px 0 0")))
+        self.reset_button = widgets.Button(description="reset to the worked example", icon="undo",
+                                           layout=widgets.Layout(width="230px", margin="24px 0 0 0"))
+        self.reset_button.on_click(lambda _button: self.reset())
+        panel = widgets.HBox(grids + [self.reset_button])
+        self.widget = widgets.VBox([panel, self.output, self.text])
+        self.widget.add_class("attn-explorer")
+
+    def reset(self):
+        """Restore the hand-worked values, redrawing once (not once per box)."""
+        for name, control in self.controls.items():
+            control.unobserve(self._on_change, names="value")
+            control.value = self.defaults[name]
+            control.observe(self._on_change, names="value")
+        self.refresh()
+
+
+def qkv_explorer():
+    """Edit the entries of W_q, W_k, W_v (press Enter or leave the box) and watch every step update."""
+    ex = i_love_ai(dtype=np.float64)
+    controls = {}
+    for name in MATRIX_NAMES:
+        for key in _entry_names(name):
+            value = float(ex[name][int(key[-2]), int(key[-1])])
+            controls[key] = widgets.BoundedFloatText(value=value, min=-3.0, max=3.0, step=0.5,
+                                                     layout=widgets.Layout(width="78px"))
+    return MatrixExplorer(draw_qkv, controls)
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"qkv_explorer": qkv_explorer}

@@ -1,0 +1,177 @@
+"""Notebook 04: the context-vector checker, its hints, and the helpers of the widget module."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
+from attn_helpers.checks import check_context_vectors, solution  # noqa: E402
+from attn_helpers.checks.nb04 import context_vectors  # noqa: E402
+from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings  # noqa: E402
+from attn_helpers.widgets import nb04  # noqa: E402
+
+
+def context_loop(X):
+    """An independent reference: one query and one key at a time, in float64."""
+    X = np.asarray(X, dtype=np.float64)
+    T = X.shape[0]
+    out = np.zeros_like(X)
+    for i in range(T):
+        scores = np.array([sum(X[i, f] * X[j, f] for f in range(X.shape[1])) for j in range(T)])
+        e = np.exp(scores - scores.max())
+        for j in range(T):
+            out[i] += e[j] / e.sum() * X[j]
+    return out
+
+
+# ---------------------------------------------------------------- check_context_vectors
+
+
+def test_solution_passes_and_matches_loop():
+    assert check_context_vectors(context_vectors)
+    assert check_context_vectors(context_loop)
+    for X in (journey_embeddings(), np.random.default_rng(1).standard_normal((4, 7))):
+        np.testing.assert_allclose(context_vectors(X), context_loop(X), rtol=1e-5)
+
+
+def test_solution_is_hidden_until_asked():
+    sol = solution("context_vectors")
+    assert "hidden" in repr(sol)
+    assert "weights @ X" in sol.source and "register_solution" not in sol.source
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda X: (X @ X.T) @ X, "forgot the softmax"),
+    (lambda X: softmax(X @ X.T, axis=0) @ X, "axis=0"),
+    (lambda X: softmax(X @ X.T), "you returned the weights"),
+    (lambda X: (X @ X.T / (X @ X.T).sum(axis=-1, keepdims=True)) @ X, "not softmax"),
+    (lambda X: softmax(X @ X.T / np.sqrt(X.shape[-1])) @ X, "notebook 06"),
+    (lambda X: X @ softmax(X @ X.T), "a missing .T or a swapped order"),  # raises on the (6, 3) case
+    (lambda X: softmax(X @ X) @ X, "a missing .T"),
+    (lambda X: (softmax(X @ X.T) @ X, None), "not (context, weights)"),
+    (lambda X: None, "return"),
+    (lambda X: X, "values differ"),
+    (lambda X: (softmax(X @ X.T) @ X)[:, :1], "shape (T, d_model)"),
+])
+def test_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_context_vectors(fn)
+    assert not verdict
+    assert hint in verdict.message + verdict.hint
+
+
+def test_naive_exp_overflow_is_diagnosed():
+    def naive(X):
+        e = np.exp(X @ X.T)
+        return (e / e.sum(axis=-1, keepdims=True)) @ X
+
+    verdict = check_context_vectors(naive)
+    assert not verdict and "NaN or inf" in verdict.message and "subtract the maximum" in verdict.hint
+
+
+def test_x_at_weights_in_square_case():
+    # passes the (6, 3) case only when it cannot fit; on a square X the value is caught as a known mistake
+    def sometimes(X):
+        weights = softmax(X @ X.T)
+        return X @ weights if X.shape[0] == X.shape[1] else weights @ X
+
+    verdict = check_context_vectors(sometimes)
+    assert not verdict and "mixes the features" in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [None, [1, 2, 3], 3, "context", np.eye(3), lambda: 1, lambda X: "text",
+                                     lambda X: 1 / 0, lambda X: np.full((6, 3), np.nan), lambda X, Y: X,
+                                     lambda X: {"a": 1}, lambda X: [[1, 2, 3]] * 6, lambda X: (_ for _ in ())])
+def test_checker_never_raises(garbage):
+    verdict = check_context_vectors(garbage)
+    assert not verdict
+    assert isinstance(repr(verdict), str) and isinstance(verdict._repr_html_(), str)
+
+
+def test_stub_says_not_implemented():
+    def stub(X):
+        raise NotImplementedError
+
+    verdict = check_context_vectors(stub)
+    assert not verdict and "not implemented" in verdict.message
+
+
+# ---------------------------------------------------------------- widget helpers
+
+
+def _inside_or_on(hull_points, point, tol=1e-9):
+    """Is ``point`` inside the counter-clockwise polygon ``hull_points`` (or on its boundary)?"""
+    n = len(hull_points)
+    for k in range(n):
+        a, b = hull_points[k], hull_points[(k + 1) % n]
+        if (b[0] - a[0]) * (point[1] - a[1]) - (b[1] - a[1]) * (point[0] - a[0]) < -tol:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_convex_hull_contains_all_points_and_corners_are_extreme(seed):
+    rng = np.random.default_rng(seed)
+    points = rng.standard_normal((int(rng.integers(3, 30)), 2))
+    corners = nb04.convex_hull_2d(points)
+    polygon = points[corners]
+    assert len(set(corners)) == len(corners) >= 3
+    assert all(_inside_or_on(polygon, p) for p in points)
+    # every corner is extreme: it is not inside the hull of the other points
+    for k in corners:
+        others = np.delete(points, k, axis=0)
+        assert not _inside_or_on(others[nb04.convex_hull_2d(others)], points[k], tol=-1e-12)
+
+
+def test_convex_hull_degenerate_inputs():
+    assert nb04.convex_hull_2d([[1.0, 2.0]]) == [0]
+    assert nb04.convex_hull_2d([[0, 0], [1, 1]]) == [0, 1]
+    assert nb04.convex_hull_2d([[0, 0], [0, 0], [0, 0]]) == [0]
+    assert sorted(nb04.convex_hull_2d([[0, 0], [1, 1], [2, 2]])) == [0, 2]  # collinear: the two ends
+    assert nb04.convex_hull_2d(np.zeros((0, 2))) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_context_vectors_lie_in_every_projected_hull(seed):
+    X = np.random.default_rng(seed).standard_normal((7, 3))
+    context, _ = nb04.simple_attention(X)
+    for dims in itertools.combinations(range(3), 2):
+        P = X[:, dims]
+        polygon = P[nb04.convex_hull_2d(P)]
+        assert all(_inside_or_on(polygon, z, tol=1e-9) for z in context[:, dims])
+
+
+def test_simple_attention_matches_helper_and_loop():
+    X = journey_embeddings()
+    context, weights = nb04.simple_attention(X)
+    helper_context, helper_weights = scaled_dot_product_attention(X, X, X, scale=1)
+    np.testing.assert_allclose(context, helper_context, rtol=1e-5)
+    np.testing.assert_allclose(weights, helper_weights, rtol=1e-5)
+    np.testing.assert_allclose(context, context_loop(X), rtol=1e-6)
+
+
+def test_explorer_registry_and_draw_never_raises():
+    assert set(nb04.EXPLORERS) == {"context_explorer"}
+    explorer = nb04.EXPLORERS["context_explorer"]()
+    assert set(explorer.controls) == {"query", "token", "delta_0", "delta_1", "delta_2"}
+    for query, token, delta in [("Your", "Your", -1.0), ("step", "journey", 1.0), ("with", "with", 0.0),
+                                ("one", "one", -0.5)]:
+        png = explorer.render_png(query=query, token=token, delta_0=delta, delta_1=-delta, delta_2=delta)
+        assert png.startswith(b"\x89PNG")
+    # a token pushed onto the origin (a zero vector) must not break the arrows
+    X = journey_embeddings().astype(float)
+    fig = explorer.figure(token="with", delta_0=-X[3, 0], delta_1=-X[3, 1], delta_2=-X[3, 2])
+    assert "moved to" in fig.note
+
+
+def test_note_reports_the_computed_weights():
+    explorer = nb04.context_explorer()
+    fig = explorer.figure(query="with")
+    _, weights = nb04.simple_attention(journey_embeddings())
+    w = JOURNEY_TOKENS.index("with")
+    top = int(np.argmax(weights[w]))
+    assert f"attends most to {JOURNEY_TOKENS[top]!r} ({weights[w, top]:.3f})" in fig.note

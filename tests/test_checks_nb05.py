@@ -1,0 +1,185 @@
+"""Notebook 05: the Q/K/V checkers, their hints, and the widget module."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
+from attn_helpers.checks import check_asymmetric_keys, check_self_attention_qkv, solution  # noqa: E402
+from attn_helpers.checks.nb05 import asymmetric_keys, self_attention_qkv  # noqa: E402
+from attn_helpers.examples import i_love_ai  # noqa: E402
+from attn_helpers.widgets import nb05  # noqa: E402
+
+
+def attention_loop(X, W_q, W_k, W_v):
+    """An independent reference: explicit sums over features and keys, in float64."""
+    X, W_q, W_k, W_v = (np.asarray(a, dtype=np.float64) for a in (X, W_q, W_k, W_v))
+    T, d_in = X.shape
+    d_k, d_v = W_q.shape[1], W_v.shape[1]
+    Q = np.array([[sum(X[t, f] * W_q[f, c] for f in range(d_in)) for c in range(d_k)] for t in range(T)])
+    K = np.array([[sum(X[t, f] * W_k[f, c] for f in range(d_in)) for c in range(d_k)] for t in range(T)])
+    V = np.array([[sum(X[t, f] * W_v[f, c] for f in range(d_in)) for c in range(d_v)] for t in range(T)])
+    out = np.zeros((T, d_v))
+    for i in range(T):
+        s = np.array([sum(Q[i, c] * K[j, c] for c in range(d_k)) / np.sqrt(d_k) for j in range(T)])
+        e = np.exp(s - s.max())
+        out[i] = sum(e[j] / e.sum() * V[j] for j in range(T))
+    return out
+
+
+def love():
+    ex = i_love_ai()
+    return ex["X"], ex["W_q"], ex["W_k"], ex["W_v"]
+
+
+# ---------------------------------------------------------------- the worked example's numbers
+
+
+def test_worked_example_numbers():
+    X, W_q, W_k, W_v = love()
+    np.testing.assert_allclose(X @ W_q, [[1, 0], [1, 1], [2, 1]])
+    np.testing.assert_allclose(X @ W_k, [[0, 1], [1, 0], [1, 1]])
+    np.testing.assert_allclose(X @ W_v, [[1, 2], [0, 1], [1, 3]])
+    S = (X @ W_q) @ (X @ W_k).T
+    np.testing.assert_allclose(S, [[0, 1, 1], [1, 1, 2], [1, 2, 3]])
+    assert np.allclose(S, S.T)  # the coincidence the notebook explains: W_q W_k^T is symmetric
+    np.testing.assert_allclose(attention_loop(X, W_q, W_k, W_v)[1], [0.7517, 2.2552], atol=1e-4)
+
+
+# ---------------------------------------------------------------- check_self_attention_qkv
+
+
+def test_solution_passes_and_matches_loop():
+    assert check_self_attention_qkv(self_attention_qkv)
+    assert check_self_attention_qkv(attention_loop)
+    rng = np.random.default_rng(3)
+    args = (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4)),
+            rng.standard_normal((3, 2)))
+    np.testing.assert_allclose(self_attention_qkv(*args), attention_loop(*args), rtol=1e-6)
+    sol = solution("self_attention_qkv")
+    assert "hidden" in repr(sol) and "np.sqrt(d_k)" in sol.source
+
+
+def _qkv(X, W_q, W_k, W_v):
+    return X @ W_q, X @ W_k, X @ W_v
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T) @ (X @ c), "forgot to scale"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / b.shape[1]) @ (X @ c), "square root"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(X.shape[1])) @ (X @ c), "d_in"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(b.shape[1]), axis=0) @ (X @ c), "axis=0"),
+    (lambda X, a, b, c: (X @ a) @ (X @ b).T / np.sqrt(b.shape[1]) @ (X @ c), "forgot the softmax"),
+    (lambda X, a, b, c: softmax((X @ b) @ (X @ a).T / np.sqrt(b.shape[1])) @ (X @ c), "K @ Q.T"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(b.shape[1])) @ X, "with X"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(b.shape[1])), "returned the weights"),
+    (lambda X, a, b, c: softmax((a @ X) @ (b @ X).T / np.sqrt(b.shape[1])) @ (c @ X), "W @ X"),
+    (lambda X, a, b, c: softmax((X @ a.T) @ (X @ b.T).T / np.sqrt(b.shape[1])) @ (X @ c.T), "transposed"),
+    (lambda X, a, b, c: softmax((X @ a) @ (X @ b) / np.sqrt(b.shape[1])) @ (X @ c), "missing .T"),
+    (lambda X, a, b, c: (self_attention_qkv(X, a, b, c), 0), "not (output, weights)"),
+    (lambda X, a, b, c: None, "return"),
+])
+def test_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_self_attention_qkv(fn)
+    assert not verdict
+    assert hint in verdict.message + verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [None, [1, 2], 0, "f", np.eye(2), lambda: 1, lambda X: X,
+                                     lambda X, a, b, c: 1 / 0, lambda X, a, b, c: "text",
+                                     lambda X, a, b, c: np.full((3, 2), np.inf), lambda X, a, b, c: {"x": 1}])
+def test_qkv_checker_never_raises(garbage):
+    verdict = check_self_attention_qkv(garbage)
+    assert not verdict
+    assert isinstance(repr(verdict), str) and isinstance(verdict._repr_html_(), str)
+
+
+# ---------------------------------------------------------------- check_asymmetric_keys
+
+
+def _is_asymmetric(W_k):
+    X, W_q, _, _ = love()
+    S = (X @ W_q) @ (X @ np.asarray(W_k, dtype=float)).T
+    return not np.allclose(S, S.T)
+
+
+def test_asymmetric_solution_passes():
+    W = asymmetric_keys()
+    assert _is_asymmetric(W)
+    verdict = check_asymmetric_keys(W)
+    assert verdict and "score(" in verdict.message
+    assert "W_k[0, 0] = 1.0" in solution("asymmetric_keys").source
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_asymmetric_checker_agrees_with_direct_computation(seed):
+    W = np.random.default_rng(seed).integers(-2, 3, size=(2, 2)).astype(float)
+    assert bool(check_asymmetric_keys(W)) == _is_asymmetric(W)
+
+
+@pytest.mark.parametrize("value, hint", [
+    (..., "replace the ..."),
+    (None, "replace the ..."),
+    (i_love_ai()["W_k"], "change one entry"),
+    (np.array([[0.0, 2.0], [2.0, 0.0]]), "M[0, 1] differ from M[1, 0]"),
+    (np.eye(3), "2 x 2"),
+    ([[np.nan, 0], [0, 1]], "finite"),
+    ("abc", "2 x 2 numpy array"),
+    ({"a": 1}, "2 x 2 numpy array"),
+    (object(), "2 x 2 numpy array"),
+    ([[1, 2], [3]], "2 x 2 numpy array"),
+])
+def test_asymmetric_checker_hints_and_never_raises(value, hint):
+    verdict = check_asymmetric_keys(value)
+    assert not verdict
+    assert hint in verdict.message + verdict.hint
+
+
+# ---------------------------------------------------------------- widget module
+
+
+def test_steps_match_helper_and_loop():
+    X, W_q, W_k, W_v = love()
+    steps = nb05.qkv_attention_steps(X, W_q, W_k, W_v)
+    context, weights = scaled_dot_product_attention(steps["Q"], steps["K"], steps["V"])
+    np.testing.assert_allclose(steps["context"], context, rtol=1e-6)
+    np.testing.assert_allclose(steps["weights"], weights, rtol=1e-6)
+    np.testing.assert_allclose(steps["context"], attention_loop(X, W_q, W_k, W_v), rtol=1e-5)
+    np.testing.assert_allclose(steps["scaled"], steps["scores"] / np.sqrt(2))
+
+
+def test_explorer_controls_defaults_and_extremes():
+    explorer = nb05.EXPLORERS["qkv_explorer"]()
+    assert len(explorer.controls) == 12
+    ex = i_love_ai()
+    for name in nb05.MATRIX_NAMES:
+        for r in range(2):
+            for c in range(2):
+                assert explorer.controls[f"{name}_{r}{c}"].value == ex[name][r, c]
+    assert "symmetric</b>" in explorer.figure().note
+    assert "not symmetric" in explorer.figure(W_q_00=2.0).note
+    for value in (-3.0, 0.0, 3.0):  # every entry at an extreme, including all zeros
+        assert explorer.render_png(**{key: value for key in explorer.controls}).startswith(b"\x89PNG")
+
+
+def test_note_reports_ties_and_changed_scores():
+    explorer = nb05.qkv_explorer()
+    note = explorer.figure().note
+    assert "I → love / AI (tied)" in note
+    zero_keys = explorer.figure(W_k_00=0.0, W_k_01=0.0, W_k_10=0.0, W_k_11=0.0).note
+    assert "I → I / love / AI (tied)" in zero_keys
+    assert "score(I → love) = 2.00, but score(love → I) = 1.00" in explorer.figure(W_q_00=2.0).note
+
+
+def test_reset_restores_defaults_with_one_redraw():
+    explorer = nb05.qkv_explorer()
+    explorer.output.clear_output = lambda *a, **k: None  # no front end in a test
+    explorer.controls["W_v_11"].value = 2.5
+    explorer.controls["W_q_00"].value = -1.0
+    before = explorer.renders
+    explorer.reset()
+    assert explorer.renders == before + 1
+    assert explorer.controls["W_v_11"].value == 1.0 and explorer.controls["W_q_00"].value == 1.0
