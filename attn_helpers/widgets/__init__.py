@@ -27,7 +27,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
-__all__ = ["Explorer", "FullRedraw", "slider", "dropdown", "toggle", "LABEL_STYLE"]
+__all__ = ["Explorer", "FullRedraw", "redraw_dynamic", "slider", "dropdown", "toggle", "LABEL_STYLE"]
 
 
 class FullRedraw(Exception):  # noqa: N818 - a signal, not an error
@@ -55,6 +55,26 @@ def dropdown(description, options, value=None, **kwargs):
 def toggle(description, value=False, **kwargs):
     """A labelled on/off checkbox."""
     return widgets.Checkbox(value=value, description=description, style=LABEL_STYLE, indent=False, **kwargs)
+
+
+def redraw_dynamic(fig, key, draw):
+    """Replace the artists that ``draw()`` added last time under ``key`` by the ones it adds now.
+
+    For an ``update`` function whose moving parts are easier to draw again than to edit
+    (arrows, polygons, labels): the axes, ticks and limits stay frozen in the background,
+    and only what ``draw()`` adds is redrawn. Returns what ``draw()`` returned.
+    """
+    store = fig.handles.setdefault("_dynamic_groups", {})
+    for artist in store.pop(key, []):
+        artist.remove()
+        if artist in fig.dynamic:
+            fig.dynamic.remove(artist)
+    before = {ax: set(ax.get_children()) for ax in fig.axes}
+    result = draw()
+    added = [a for ax in fig.axes for a in ax.get_children() if a not in before.get(ax, ())]
+    store[key] = added
+    fig.dynamic.extend(added)
+    return result
 
 
 def _plain(note: str) -> str:

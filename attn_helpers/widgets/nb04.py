@@ -9,10 +9,10 @@ from matplotlib.ticker import MaxNLocator
 from ..core import softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..plotting import bar_weights
-from . import Explorer, dropdown, slider
+from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider
 
 __all__ = ["convex_hull_2d", "simple_attention", "draw_sum_panel", "draw_tip_to_tail", "draw_context",
-           "context_explorer", "EXPLORERS"]
+           "update_context", "context_explorer", "EXPLORERS"]
 
 #: Colours (colour-blind safe): inputs in blue, the context vector in orange.
 INPUT_COLOUR = "#2166ac"
@@ -93,7 +93,7 @@ def _label_groups(points, tokens, radius):
 
 
 def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKENS, query=None, chain=False,
-                   limits=None, moved=None):
+                   limits=None, moved=None, frame=True):
     """One 2-D view of the weighted sum: input arrows, their hull, the context arrow.
 
     The view keeps two features of the vectors (a projection), so the hull drawn is the
@@ -106,10 +106,8 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     P = np.asarray(X, dtype=float)[:, [a, b]]
     z = np.asarray(context, dtype=float)[[a, b]]
     w = np.asarray(weights_row, dtype=float)
-    everything = np.vstack([P, z[None], np.zeros((1, 2))])
     if limits is None:
-        low = np.minimum(everything.min(axis=0), 0.0) - 0.12
-        high = np.maximum(everything.max(axis=0), 1.0) + np.array([0.25, 0.15])
+        low, high = _panel_limits(X, context, dims)
     else:
         low, high = np.array(limits[0], float), np.array(limits[1], float)
     span = float(np.max(high - low))
@@ -134,8 +132,6 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
         ax.arrow(0, 0, z[0], z[1], width=0.014 * span, head_width=1.5 * head, head_length=1.5 * head,
                  length_includes_head=True, color=CONTEXT_COLOUR, linewidth=0, zorder=4)
     ax.plot(*z, "o", color=CONTEXT_COLOUR, ms=6, zorder=5)
-    ax.set_xlim(low[0], high[0])
-    ax.set_ylim(low[1], high[1])
     pad = 0.02 * span
     for where, text in _label_groups(P, list(tokens), radius=0.06 * span):
         colour = MOVED_COLOUR if moved is not None and tokens[moved] in text.split(" / ") else INPUT_COLOUR
@@ -143,8 +139,25 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     name = "z" if query is None else f"z({query})"
     ax.text(z[0] + pad, z[1] - 2 * pad, name, fontsize=12, color=CONTEXT_COLOUR, fontweight="bold", va="top",
             in_layout=False, clip_on=True)
-    ax.set_xlabel(f"feature {a}")
-    ax.set_ylabel(f"feature {b}")
+    if frame:
+        _draw_frame(ax, dims, low, high)
+
+
+def _panel_limits(X, context, dims):
+    P = np.asarray(X, dtype=float)[:, list(dims)]
+    z = np.asarray(context, dtype=float)[list(dims)]
+    everything = np.vstack([P, z[None], np.zeros((1, 2))])
+    low = np.minimum(everything.min(axis=0), 0.0) - 0.12
+    high = np.maximum(everything.max(axis=0), 1.0) + np.array([0.25, 0.15])
+    return low, high
+
+
+def _draw_frame(ax, dims, low, high):
+    """The static part of a panel: limits, labels, ticks, the zero lines."""
+    ax.set_xlim(low[0], high[0])
+    ax.set_ylim(low[1], high[1])
+    ax.set_xlabel(f"feature {dims[0]}")
+    ax.set_ylabel(f"feature {dims[1]}")
     ax.set_aspect("equal", adjustable="box")
     ax.xaxis.set_major_locator(MaxNLocator(4))
     ax.yaxis.set_major_locator(MaxNLocator(4))
@@ -185,23 +198,65 @@ def draw_tip_to_tail(ax, X, weights_row, dims=(0, 1), tokens=JOURNEY_TOKENS, que
 
 def draw_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0, delta_2=0.0, tokens=JOURNEY_TOKENS,
                  X=None):
-    """Weights of one query (bars) and its context vector in two views, after nudging one token."""
+    """Weights of one query (bars) and its context vector in two views, after nudging one token.
+
+    The axes are drawn here once; :func:`update_context` draws what moves (bars, arrows,
+    hull, labels), so the live widget redraws only those.
+    """
     tokens = list(tokens)
-    X = (journey_embeddings() if X is None else np.asarray(X)).astype(float)
+    base = (journey_embeddings() if X is None else np.asarray(X)).astype(float)
+    bars_ax, front, side = fig.subplots(1, 3, width_ratios=[1.25, 1, 1])
+    bars = bar_weights(np.zeros(len(tokens)), tokens, ax=bars_ax, title=" ", ylim=(0, 1))
+    bars_ax.tick_params(axis="x", labelrotation=45)
+    bars_ax.set_xlabel("key (attended to)")
+    context, _ = simple_attention(_nudged(base, tokens, token, delta_0, delta_1, delta_2))
+    limits = {}
+    for ax, dims, title in ((front, (0, 1), "front view"), (side, (0, 2), "side view")):
+        low, high = _panel_limits(np.vstack([base, _nudged(base, tokens, token, delta_0, delta_1, delta_2)]),
+                                  context[tokens.index(query)], dims)
+        _draw_frame(ax, dims, low, high)
+        limits[dims] = (low, high)
+        ax.set_title(f"{title}: features {dims[0]} and {dims[1]}")
+    fig.handles.update(base=base, tokens=tokens, bars=bars, bars_ax=bars_ax, panels=((front, (0, 1)), (side, (0, 2))),
+                       limits=limits)
+    fig.dynamic.extend([*bars, *bars_ax.texts, bars_ax.title])
+    return update_context(fig, query, token, delta_0, delta_1, delta_2)
+
+
+def _nudged(base, tokens, token, delta_0, delta_1, delta_2):
+    X = base.copy()
     X[tokens.index(token)] += [delta_0, delta_1, delta_2]
+    return X
+
+
+def update_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0, delta_2=0.0, **_):
+    """Redraw only what moves: the query's weights, the arrows, the hull and the labels."""
+    h = fig.handles
+    tokens = h["tokens"]
+    X = _nudged(h["base"], tokens, token, delta_0, delta_1, delta_2)
     i = tokens.index(query)
     context, weights = simple_attention(X)
-    bars, front, side = fig.subplots(1, 3, width_ratios=[1.25, 1, 1])
-    bar_weights(weights[i], tokens, ax=bars, highlight=i, title=f"weights of the query {query!r}",
-                ylim=(0, max(0.5, float(weights[i].max()) + 0.1)))
-    bars.tick_params(axis="x", labelrotation=45)
-    bars.set_xlabel("key (attended to)")
-    for ax, dims, title in ((front, (0, 1), "front view"), (side, (0, 2), "side view")):
-        draw_sum_panel(ax, X, weights[i], context[i], dims=dims, tokens=tokens, query=query, chain=False,
-                       moved=tokens.index(token) if (delta_0 or delta_1 or delta_2) else None)
-        ax.set_title(f"{title}: features {dims[0]} and {dims[1]}")
+    for (ax, dims) in h["panels"]:  # a point outside the frozen axes needs a new frame
+        low, high = h["limits"][dims]
+        points = np.vstack([X[:, list(dims)], context[i][list(dims)]])
+        if (points < low).any() or (points > high).any():
+            raise FullRedraw
+    for k, (bar, label) in enumerate(zip(h["bars"], h["bars_ax"].texts)):
+        bar.set_height(weights[i, k])
+        bar.set_color("#d8b365" if k == i else "#5ab4ac")
+        label.set_text(f"{weights[i, k]:.2f}")
+        label.xy = (bar.get_x() + bar.get_width() / 2, weights[i, k])
+    h["bars_ax"].set_title(f"weights of the query {query!r}")
+    nudged = bool(delta_0 or delta_1 or delta_2)
+
+    def panels():
+        for ax, dims in h["panels"]:
+            draw_sum_panel(ax, X, weights[i], context[i], dims=dims, tokens=tokens, query=query,
+                           limits=h["limits"][dims], moved=tokens.index(token) if nudged else None, frame=False)
+
+    redraw_dynamic(fig, "panels", panels)
     top = int(np.argmax(weights[i]))
-    moved = "" if not (delta_0 or delta_1 or delta_2) else (
+    moved = "" if not nudged else (
         f" {token!r} moved to <code>{np.array2string(X[tokens.index(token)], precision=2)}</code>.")
     return (f"<code>z({query})</code> = <code>{np.array2string(context[i], precision=3)}</code>; "
             + (f"{query!r} attends most to itself ({weights[i, i]:.3f})." if top == i else
@@ -218,7 +273,7 @@ def context_explorer():
         "delta_1": slider("Δ feature 1", 0.0, -1.0, 1.0, 0.1, readout_format=".1f"),
         "delta_2": slider("Δ feature 2", 0.0, -1.0, 1.0, 0.1, readout_format=".1f"),
     }
-    return Explorer(draw_context, controls, figsize=(13, 4.4))
+    return Explorer(draw_context, controls, figsize=(13, 4.4), update=update_context)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
