@@ -236,7 +236,7 @@ def update_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0,
     X = _nudged(h["base"], tokens, token, delta_0, delta_1, delta_2)
     i = tokens.index(query)
     context, weights = simple_attention(X)
-    for (ax, dims) in h["panels"]:  # a point outside the frozen axes needs a new frame
+    for _ax, dims in h["panels"]:  # a point outside the frozen axes needs a new frame
         low, high = h["limits"][dims]
         points = np.vstack([X[:, list(dims)], context[i][list(dims)]])
         if (points < low).any() or (points > high).any():
