@@ -8,9 +8,10 @@ import numpy as np
 from ..core import softmax
 from ..examples import I_LOVE_AI_TOKENS, i_love_ai
 from ..plotting import heatmap
-from . import Explorer
+from . import Explorer, FullRedraw
 
-__all__ = ["MATRIX_NAMES", "qkv_attention_steps", "draw_qkv", "MatrixExplorer", "qkv_explorer", "EXPLORERS"]
+__all__ = ["MATRIX_NAMES", "qkv_attention_steps", "draw_qkv", "update_qkv", "MatrixExplorer", "qkv_explorer",
+           "EXPLORERS"]
 
 #: The three projection matrices the widget edits, in the order of its grid.
 MATRIX_NAMES = ("W_q", "W_k", "W_v")
@@ -65,8 +66,20 @@ def _rows(matrix, tokens):
     return " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, matrix, strict=False))
 
 
+def _limits(matrix, signed):
+    """Colour limits rounded outwards to whole numbers, so small edits keep the same colorbar."""
+    if signed:
+        lim = float(max(1.0, np.ceil(np.abs(matrix).max())))
+        return -lim, lim
+    return float(np.floor(matrix.min())), float(max(np.floor(matrix.min()) + 1.0, np.ceil(matrix.max())))
+
+
 def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
-    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note."""
+    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note.
+
+    :func:`update_qkv` then changes only the cells (colours and numbers) while the colour
+    limits still hold, so the live widget redraws just those.
+    """
     tokens = list(tokens)
     X = i_love_ai(dtype=np.float64)["X"] if X is None else np.asarray(X, dtype=float)
     W = _matrices(entries)
@@ -74,11 +87,37 @@ def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
     fig.set_layout_engine("none")  # a fixed layout: constrained layout would double the cost of each redraw
     grid = fig.add_gridspec(1, 3, left=0.07, right=0.97, bottom=0.2, top=0.9, wspace=0.55, width_ratios=[1, 1, 0.75])
     left, middle, right = (fig.add_subplot(cell) for cell in grid)
-    heatmap(steps["scaled"], tokens, tokens, ax=left, title="scores Q Kᵀ / √d_k", cbar_label="score")
+    low, high = _limits(steps["scaled"], signed=True)
+    heatmap(steps["scaled"], tokens, tokens, ax=left, title="scores Q Kᵀ / √d_k", cbar_label="score", vmin=low,
+            vmax=high, cmap="PuOr_r")
     heatmap(steps["weights"], tokens, tokens, ax=middle, vmin=0, vmax=1, title="weights (softmax of each row)",
             ylabel="", cbar_label="weight")
+    low, high = _limits(steps["context"], signed=False)
     heatmap(steps["context"], tokens, ["0", "1"], ax=right, title="output = weights @ V", xlabel="feature",
-            ylabel="", cmap="cividis")
+            ylabel="", cmap="cividis", vmin=low, vmax=high)
+    fig.handles.update(X=X, tokens=tokens, panels=((left, "scaled", True), (middle, "weights", False),
+                                                   (right, "context", False)))
+    for ax in (left, middle, right):
+        fig.dynamic.extend([ax.images[0], *ax.texts])
+    return update_qkv(fig, **entries)
+
+
+def update_qkv(fig, **entries):
+    """Recolour and renumber the cells for new matrices (the live widget's fast path)."""
+    h = fig.handles
+    tokens = h["tokens"]
+    W = _matrices(entries)
+    steps = qkv_attention_steps(h["X"], W["W_q"], W["W_k"], W["W_v"])
+    for ax, key, signed in h["panels"]:
+        image, matrix = ax.images[0], steps[key]
+        if matrix.min() < image.norm.vmin - 1e-9 or matrix.max() > image.norm.vmax + 1e-9:
+            raise FullRedraw  # outside the colorbar: draw a new one
+        image.set_data(matrix)
+        for text, value in zip(ax.texts, matrix.ravel()):
+            level = image.norm(value)
+            dark = abs(level - 0.5) > 0.3 if signed else level < 0.55
+            text.set_text(f"{value:.2f}")
+            text.set_color("white" if dark else "black")
     S = steps["scores"]
     if np.allclose(S, S.T):
         symmetry = "Q Kᵀ is <b>symmetric</b>: every pair of tokens scores each other equally (W_q W_kᵀ is symmetric)."
@@ -103,8 +142,8 @@ class MatrixExplorer(Explorer):
     hand-worked values.
     """
 
-    def __init__(self, draw, controls, figsize=(12, 3.9)):
-        super().__init__(draw, controls, figsize)
+    def __init__(self, draw, controls, figsize=(12, 3.9), update=None):
+        super().__init__(draw, controls, figsize, update=update)
         self.defaults = {name: control.value for name, control in self.controls.items()}
         grids = []
         for name in MATRIX_NAMES:
@@ -138,7 +177,7 @@ def qkv_explorer():
             value = float(ex[name][int(key[-2]), int(key[-1])])
             controls[key] = widgets.BoundedFloatText(value=value, min=-3.0, max=3.0, step=0.5,
                                                      layout=widgets.Layout(width="78px"))
-    return MatrixExplorer(draw_qkv, controls)
+    return MatrixExplorer(draw_qkv, controls, update=update_qkv)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
