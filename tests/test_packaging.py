@@ -41,3 +41,13 @@ def test_readme_has_the_two_commands_and_binder_badge():
     assert "mybinder.org/v2/gh/" in readme and "urlpath=lab%2Ftree%2Fnotebooks%2F00_start_here.ipynb" in readme
     for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         assert f"notebooks/{notebook.name}" in readme, f"README does not list {notebook.name}"
+
+
+def test_teaching_guide_covers_every_notebook_and_solution():
+    from attn_helpers.checks._grader import SOLUTIONS
+
+    guide = (ROOT / "docs/teaching-guide.md").read_text()
+    for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert f"### {notebook.name[:2]} ·" in guide, f"the teaching guide has no section for {notebook.name}"
+    for name in SOLUTIONS:
+        assert f'solution("{name}")' in guide, f"the teaching guide does not say where solution {name!r} is"
