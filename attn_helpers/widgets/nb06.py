@@ -5,14 +5,20 @@ from __future__ import annotations
 from functools import lru_cache
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.text import Text
+from matplotlib.transforms import IdentityTransform
 
 from ..core import entropy, softmax
 from ..examples import SEED
 from . import LABEL_STYLE, Explorer
 
-__all__ = ["DK_CHOICES", "jacobian_norm", "score_sample", "scaling_summary", "draw_scaling", "scaling_explorer",
-           "EXPLORERS"]
+__all__ = ["DK_CHOICES", "jacobian_norm", "score_sample", "scaling_summary", "draw_scaling", "update_scaling",
+           "scaling_explorer", "EXPLORERS"]
 
 #: The key/query sizes the slider offers: powers of 2 from 2 to 1024.
 DK_CHOICES = tuple(2**p for p in range(1, 11))
@@ -81,44 +87,161 @@ def scaling_summary(d_k):
     return summary
 
 
-def draw_scaling(fig, d_k=64, query=0):
-    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways."""
+# Fast text for the live widget. Glyphs are the slow part of a redraw here (~0.1 ms each), so a text
+# that changes is split: its fixed words are drawn once, in the cached background, and only the
+# changing part (a number, say) is drawn on each update.
+_DIGIT_BLANK, _POINT_BLANK = "\u2007", "\u2008"  # figure space, punctuation space: as wide as "0" and "."
+
+
+def _blank(number_text):
+    """Blanks exactly as wide as ``number_text`` (digits and a point), for the fixed part of a text."""
+    return "".join(_POINT_BLANK if ch == "." else _DIGIT_BLANK for ch in number_text)
+
+
+class _Fields(Artist):
+    """The changing parts of a fixed text (a legend label): each drawn where it sits in the full string.
+
+    ``base`` shows the fixed words with blanks (:func:`_blank`) where the numbers go, left-aligned on
+    its baseline (as legend labels are); ``fields`` are ``(index into base's string, Text)`` pairs.
+    Drawn after the legend (zorder 6), so ``base`` is already in place.
+    """
+
+    def __init__(self, base, starts):
+        super().__init__()
+        self.base = base
+        self.fields = [(start, Text(0, 0, "", fontproperties=base.get_fontproperties(), color=base.get_color(),
+                                    ha="left", va="baseline", transform=IdentityTransform())) for start in starts]
+        self._offsets = {}
+        self.set_zorder(6)
+
+    def set_texts(self, texts):
+        for (_, field), text in zip(self.fields, texts):
+            field.set_text(text)
+
+    def draw(self, renderer):
+        if not self.get_visible():
+            return
+        x, y = self.base._get_xy_display()  # left end of the label's baseline, in pixels
+        key = (self.base.get_text(), getattr(renderer, "dpi", None))
+        if self._offsets.get("key") != key:  # where each field starts: measured once per label and resolution
+            font = self.base.get_fontproperties()
+            widths = [renderer.get_text_width_height_descent(key[0][:start], font, ismath=False)[0] if start else 0.0
+                      for start, _ in self.fields]
+            self._offsets = {"key": key, "at": widths}
+        for offset, (_, field) in zip(self._offsets["at"], self.fields):
+            if field.get_figure() is None:
+                field.set_figure(self.figure)
+            field.set_position((x + offset, y))
+            field.draw(renderer)
+
+
+def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **props):
+    """A centred one-line title as two texts: ``changing`` (right-aligned) then ``fixed`` (left-aligned).
+
+    The join is placed so that the whole title is centred on ``x`` for this ``changing`` text; later
+    values of other widths shift it by a few pixels at most. Returns the changing Text.
+    """
+    fig = parent if isinstance(parent, Figure) else parent.figure
+    renderer = fig._get_renderer()
+    font = FontProperties(size=props.get("fontsize"))
+    width_changing, width_fixed = (renderer.get_text_width_height_descent(s, font, ismath=False)[0]
+                                   for s in (changing, fixed))
+    span = transform.transform((1, 0))[0] - transform.transform((0, 0))[0]  # pixels per unit of x
+    join = x + (width_changing - width_fixed) / 2 / span
+    parent.text(join, y, fixed, ha="left", va=va, transform=transform, **props)
+    return parent.text(join, y, changing, ha="right", va=va, transform=transform, **props)
+
+
+def _clean(d_k, query):
+    """The d_k and query the figure shows: d_k not offered falls back to 64, the query wraps around."""
     d_k = int(d_k) if d_k in DK_CHOICES else 64
-    query = int(query) % NUM_QUERIES
-    scores = score_sample(d_k)
-    summary = scaling_summary(d_k)
+    return d_k, int(query) % NUM_QUERIES
+
+
+def _x_limit(d_k):
+    """Half-width of the score axis: the unscaled spread grows with d_k, the scaled one does not."""
+    return max(4.0 * np.sqrt(d_k), 5.0)
+
+
+#: The per-query numbers in the right legend, each always 4 characters wide (d.dd).
+_ROW_METRICS = ("largest", "entropy", "||J||")
+
+
+def _two(value):
+    """A number in [0, 10) as 4 characters."""
+    return f"{max(float(value), 0.0):.2f}"  # never "-0.00"
+
+
+def draw_scaling(fig, d_k=64, query=0):
+    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways.
+
+    Draws the frame (axes, labels, the fixed words of the legends and titles) with placeholder data and
+    lists the artists that change in ``fig.dynamic``; :func:`update_scaling` fills them in (the live
+    widget calls only that one afterwards).
+    """
+    d_k, query = _clean(d_k, query)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1], gridspec_kw={"left": 0.05, "right": 0.98, "top": 0.84,
                                                                           "bottom": 0.14, "wspace": 0.22})
-    limit = max(4.0 * np.sqrt(d_k), 5.0)  # one x-axis for both: the unscaled spread grows, the scaled does not
-    sides = (("unscaled", "without scaling", 1.0, "#d8b365", -0.2, np.linspace(-limit, limit, 41)),
-             ("scaled", f"with scaling (/ sqrt({d_k}))", 1.0 / np.sqrt(d_k), "#5ab4ac", 0.2, np.linspace(-5, 5, 21)))
     keys = np.arange(NUM_KEYS)
-    for name, label, factor, colour, offset, bins in sides:
-        shown = scores * factor
-        counts, edges = np.histogram(shown, bins=bins)
-        # each histogram scaled to peak 1, so that a narrow one does not dwarf a wide one
-        left.stairs(counts / counts.max(), edges, fill=True, color=colour, alpha=0.85,
-                    label=f"{label}: std {summary[name]['score std']:.2f}")
-        weights = softmax(shown[query])
-        right.bar(keys + offset, weights, width=0.4, color=colour,
-                  label=f"{label.split(' (')[0]}: largest {weights.max():.2f}, entropy {entropy(weights):.2f}, "
-                        f"||J|| {jacobian_norm(weights):.2f}")
-    left.set_xlim(-limit, limit)
+    blank = _blank("0.00")
+    left_labels = ("without scaling: std ", "with scaling ")  # + "8.03", + "(/ sqrt(64)): std 1.00"
+    right_labels = [f"{side}: " + ", ".join(f"{metric} {blank}" for metric in _ROW_METRICS)
+                    for side in ("without scaling", "with scaling")]
+    stairs, bars = [], []
+    for k, (colour, offset, bins) in enumerate((("#d8b365", -0.2, 41), ("#5ab4ac", 0.2, 21))):
+        stairs.append(left.stairs(np.zeros(bins - 1), np.linspace(-1, 1, bins), fill=True, color=colour, alpha=0.85,
+                                  label=left_labels[k]))
+        bars.append(right.bar(keys + offset, np.zeros(NUM_KEYS), width=0.4, color=colour, label=right_labels[k]))
     left.set_ylim(0, 1.45)
     left.set_yticks([])
     left.set_xlabel("score")
     left.set_ylabel("frequency (peak = 1)")
     left.set_title(f"scores of {NUM_QUERIES} queries x {NUM_KEYS} keys")
-    left.legend(loc="upper left", fontsize=10, frameon=False)
+    left_legend = left.legend(loc="upper left", fontsize=10, frameon=False)
     right.set_ylim(0, 1.45)
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_xticks(keys, labels=[f"k{j}" for j in keys])
     right.set_xlabel("key")
     right.set_ylabel("attention weight")
-    right.set_title(f"sample query {query}: its weights over {NUM_KEYS} keys")
-    right.legend(loc="upper left", fontsize=9, frameon=False)
-    fig.suptitle(f"d_k = {d_k}: random queries and keys with unit-variance components", fontsize=13)
+    right_legend = right.legend(loc="upper left", fontsize=9, frameon=False)
+    fields = [left.add_artist(_Fields(text, [len(label)])) for text, label in zip(left_legend.get_texts(), left_labels)]
+    starts = [[i for i in range(1, len(label)) if label[i - 1:i + 1] == " " + blank[0]] for label in right_labels]
+    fields += [right.add_artist(_Fields(text, at)) for text, at in zip(right_legend.get_texts(), starts)]
+    query_title = _split_title(right, 0.5, 1.0, right.title.get_transform(), f"sample query {query}",
+                               f": its weights over {NUM_KEYS} keys", fontsize=mpl.rcParams["axes.titlesize"])
+    d_k_title = _split_title(fig, 0.5, 0.98, fig.transFigure, f"d_k = {d_k}",
+                             ": random queries and keys with unit-variance components", va="top", fontsize=13)
+    fig.handles = {"left": left, "stairs": stairs, "bars": bars, "fields": fields, "query_title": query_title,
+                   "d_k_title": d_k_title}
+    # the score axis follows d_k, so its ticks are redrawn with the histograms
+    fig.dynamic = [*stairs, left.xaxis, *bars[0], *bars[1], *fields, query_title, d_k_title]
+    return update_scaling(fig, d_k, query)
+
+
+def update_scaling(fig, d_k=64, query=0, **_):
+    """Refill the histograms, the bars and the changing words of legends and titles (the fast path)."""
+    h = fig.handles
+    d_k, query = _clean(d_k, query)
+    scores = score_sample(d_k)
+    summary = scaling_summary(d_k)
+    limit = _x_limit(d_k)  # one x-axis for both histograms
+    std = {name: summary[name]["score std"] for name in summary}
+    sides = ((f"{std['unscaled']:.2f}", 1.0, np.linspace(-limit, limit, 41)),
+             (f"(/ sqrt({d_k})): std {std['scaled']:.2f}", 1.0 / np.sqrt(d_k), np.linspace(-5, 5, 21)))
+    for k, (label, factor, bins) in enumerate(sides):
+        shown = scores * factor
+        counts, edges = np.histogram(shown, bins=bins)
+        # each histogram scaled to peak 1, so that a narrow one does not dwarf a wide one
+        h["stairs"][k].set_data(counts / counts.max(), edges)
+        h["fields"][k].set_texts([label])
+        weights = softmax(shown[query])
+        for bar, weight in zip(h["bars"][k], weights):
+            bar.set_height(weight)
+        h["fields"][2 + k].set_texts([_two(weights.max()), _two(entropy(weights)), _two(jacobian_norm(weights))])
+    h["left"].set_xlim(-limit, limit)
+    h["query_title"].set_text(f"sample query {query}")
+    h["d_k_title"].set_text(f"d_k = {d_k}")
     lines = [f"{'averages over ' + str(NUM_QUERIES) + ' queries':<28}{'without scaling':>16}{'with scaling':>14}"]
     lines += [f"{metric:<28}{summary['unscaled'][metric]:>16.3f}{summary['scaled'][metric]:>14.3f}"
               for metric in summary["unscaled"]]
@@ -133,7 +256,7 @@ def scaling_explorer():
                                   continuous_update=False, style=LABEL_STYLE, layout=widgets.Layout(width="420px"))
     query = widgets.IntSlider(value=0, min=0, max=9, step=1, description="sample query", continuous_update=False,
                               style=LABEL_STYLE, layout=widgets.Layout(width="420px"))
-    return Explorer(draw_scaling, {"d_k": d_k, "query": query}, figsize=(10.5, 4.4))
+    return Explorer(draw_scaling, {"d_k": d_k, "query": query}, figsize=(10.5, 4.4), update=update_scaling)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

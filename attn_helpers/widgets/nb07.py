@@ -15,7 +15,7 @@ from . import Explorer, dropdown, slider, toggle
 
 _HATCH_COLOUR = "#969696"  # as in plotting.heatmap
 
-__all__ = ["creature_example", "combined_mask", "draw_masking", "mask_explorer", "EXPLORERS"]
+__all__ = ["creature_example", "combined_mask", "draw_masking", "update_masking", "mask_explorer", "EXPLORERS"]
 
 
 def creature_example(d_model=16, seed=SEED):
@@ -54,52 +54,85 @@ def combined_mask(T, causal=True, length=None):
     return np.broadcast_to(mask, (T, T)).copy()
 
 
-def _hatch(ax, x0, y0, width, height, facecolor):
-    """Hatch the rectangles with lower-left corners (x0, y0) as ONE path: one draw call, however many cells."""
+def _hatch_path(x0, y0, width, height):
+    """The rectangles with lower-left corners (x0, y0) as ONE path: one draw call, however many cells."""
+    x0, y0 = np.asarray(x0, dtype=float), np.asarray(y0, dtype=float)
     if len(x0) == 0:
-        return
+        return Path(np.zeros((1, 2)), [Path.MOVETO])
     corners = np.array([(0, 0), (width, 0), (width, height), (0, height), (0, 0)])  # (5, 2) around one rectangle
     vertices = (np.stack([x0, y0], axis=-1)[:, None, :] + corners).reshape(-1, 2)  # (n, 1, 2) + (5, 2) -> (5n, 2)
     codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], len(x0))
-    ax.add_patch(PathPatch(Path(vertices, codes), facecolor=facecolor, hatch="///", edgecolor=_HATCH_COLOUR,
-                           linewidth=0))
+    return Path(vertices, codes)
+
+
+def _hatch(ax, facecolor):
+    """An (empty) hatched path patch, as plotting.heatmap draws masked cells; filled by :func:`_hatch_path`."""
+    return ax.add_patch(PathPatch(_hatch_path([], [], 1, 1), facecolor=facecolor, hatch="///",
+                                  edgecolor=_HATCH_COLOUR, linewidth=0))
 
 
 def draw_masking(fig, causal=True, query="creature", length=8, example=None, tokens=CREATURE_TOKENS):
-    """Left: the weights heatmap (masked cells hatched), the query's row outlined; right: that row as bars."""
+    """Left: the weights heatmap (masked cells hatched), the query's row outlined; right: that row as bars.
+
+    Draws the frame (axes, token labels, colorbar, legend) and the artists that change, listed in
+    ``fig.dynamic``; :func:`update_masking` fills them in (the live widget calls only that one afterwards).
+    """
     example = creature_example() if example is None else example
+    tokens = list(tokens)
     T = len(tokens)
-    i = list(tokens).index(query) if query in tokens else 0
+    fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
+    left, right = fig.subplots(1, 2, width_ratios=[1.25, 1], gridspec_kw={"left": 0.1, "right": 0.98, "top": 0.9,
+                                                                          "bottom": 0.22, "wspace": 0.5})
+    # Masked cells: NaN, which the heatmap paints in its masked grey, plus ONE hatched path over all of them
+    # (the same look as heatmap(..., mask=mask), which draws one hatched patch per cell: too slow for a slider).
+    # No numbers in the cells either (64 texts would double the render time): the bars on the right carry them.
+    image = heatmap(np.full((T, T), np.nan), tokens, tokens, ax=left, vmin=0, vmax=1, title=" ",
+                    cbar_label="attention weight", annotate=False)
+    cells = _hatch(left, facecolor="none")
+    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="#e66101", linewidth=3))
+    row_hatch = _hatch(right, facecolor=MASKED_COLOUR)
+    bars = right.bar(range(T), np.zeros(T), color="#5ab4ac")
+    labels = right.bar_label(bars, labels=[""] * T, fontsize=9)
+    right.set_xticks(range(T), labels=tokens, rotation=45, ha="right", rotation_mode="anchor")
+    right.set_ylim(0, 1.3)
+    right.set_ylabel("attention weight")
+    right.set_yticks([0, 0.25, 0.5, 0.75, 1])
+    right.set_title(" ")
+    legend = [Patch(color="#5ab4ac", label="itself or earlier"), Patch(color="#d8b365", label="later token"),
+              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="masked")]
+    right.legend(handles=legend, loc="upper left", fontsize=9, frameon=False)
+    fig.handles = {"example": example, "tokens": tokens, "image": image, "cells": cells, "outline": outline,
+                   "row_hatch": row_hatch, "bars": bars, "labels": labels, "left": left, "right": right}
+    fig.dynamic = [image, cells, outline, left.title, row_hatch, *bars, *labels, right.title]
+    return update_masking(fig, causal=causal, query=query, length=length)
+
+
+def update_masking(fig, causal=True, query="creature", length=8, **_):
+    """Refill the heatmap, the hatching, the outline, the bars and the titles (the live widget's fast path)."""
+    h = fig.handles
+    example, tokens = h["example"], h["tokens"]
+    T = len(tokens)
+    i = tokens.index(query) if query in tokens else 0
+    query = tokens[i]
     mask = combined_mask(T, causal=bool(causal), length=length)
     X = example["X"]
     queries, keys, values = X @ example["W_q"], X @ example["W_k"], X @ example["W_v"]  # (T, d_model) @ (d_model, d_k)
     _, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
-    fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
-    left, right = fig.subplots(1, 2, width_ratios=[1.25, 1], gridspec_kw={"left": 0.1, "right": 0.98, "top": 0.9,
-                                                                          "bottom": 0.22, "wspace": 0.5})
-    title = ("causal mask" if causal else "no causal mask") + ("" if length >= T else f", padding after {length}")
-    # Masked cells: NaN, which the heatmap paints in its masked grey, plus ONE hatched path over all of them
-    # (the same look as heatmap(..., mask=mask), which draws one hatched patch per cell: too slow for a slider).
-    # No numbers in the cells either (64 texts would double the render time): the bars on the right carry them.
-    heatmap(np.where(mask, weights, np.nan), tokens, tokens, ax=left, vmin=0, vmax=1, title=title,
-            cbar_label="attention weight", annotate=False)
+    h["image"].set_data(np.where(mask, weights, np.nan))
     rows, cols = np.nonzero(~mask)
-    _hatch(left, cols - 0.5, rows - 0.5, 1.0, 1.0, facecolor="none")
-    left.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False, edgecolor="#e66101", linewidth=3))
+    h["cells"].set_path(_hatch_path(cols - 0.5, rows - 0.5, 1.0, 1.0))
+    h["outline"].set_y(i - 0.5)
+    title = ("causal mask" if causal else "no causal mask") + ("" if length >= T else f", padding after {length}")
+    h["left"].set_title(title)
     row = weights[i]
-    _hatch(right, np.flatnonzero(~mask[i]) - 0.4, np.zeros(int((~mask[i]).sum())), 0.8, 1.0, facecolor=MASKED_COLOUR)
+    h["row_hatch"].set_path(_hatch_path(np.flatnonzero(~mask[i]) - 0.4, np.zeros(int((~mask[i]).sum())), 0.8, 1.0))
     future = np.arange(T) > i
-    colours = np.where(future, "#d8b365", "#5ab4ac")
-    bars = right.bar(range(T), row, color=colours)
-    right.bar_label(bars, labels=["" if not mask[i, j] else f"{w:.2f}" for j, w in enumerate(row)], fontsize=9)
-    right.set_xticks(range(T), labels=list(tokens), rotation=45, ha="right", rotation_mode="anchor")
-    right.set_ylim(0, 1.3)
-    right.set_ylabel("attention weight")
-    right.set_yticks([0, 0.25, 0.5, 0.75, 1])
-    right.set_title(f"query {query!r}: its row of weights")
-    legend = [Patch(color="#5ab4ac", label="itself or earlier"), Patch(color="#d8b365", label="later token"),
-              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="masked")]
-    right.legend(handles=legend, loc="upper left", fontsize=9, frameon=False)
+    for j, (bar, label) in enumerate(zip(h["bars"], h["labels"])):
+        bar.set_height(row[j])
+        bar.set_facecolor("#d8b365" if future[j] else "#5ab4ac")
+        label.set_text(f"{row[j]:.2f}" if mask[i, j] else "")
+        label.xy = (bar.get_x() + bar.get_width() / 2, row[j])
+    h["right"].set_title(f"query {query!r}: its row of weights")
     future_weight = float(row[future].sum())
     allowed = int(mask[i].sum())
     if allowed == 0:
@@ -119,7 +152,7 @@ def mask_explorer(example=None, tokens=CREATURE_TOKENS):
         "query": dropdown("query token", tokens, "creature"),
         "length": slider("real tokens (the rest is padding)", len(tokens), 1, len(tokens), 1, integer=True),
     }
-    return Explorer(draw, controls, figsize=(10.5, 4.6))
+    return Explorer(draw, controls, figsize=(10.5, 4.6), update=update_masking)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
