@@ -7,12 +7,13 @@ from functools import lru_cache
 import numpy as np
 
 from ..glove import load_glove, most_similar, pca_2d, word_to_index
-from . import Explorer, dropdown, slider
+from . import Explorer, FullRedraw, dropdown, slider
 
 __all__ = [
     "NEIGHBOUR_WORDS",
     "ANALOGY_WORDS",
     "draw_neighbours",
+    "update_neighbours",
     "draw_analogy",
     "neighbour_explorer",
     "analogy_explorer",
@@ -43,38 +44,70 @@ def _median_length():
     return float(np.median(np.linalg.norm(vectors, axis=1)))  # over all N words
 
 
-def draw_neighbours(fig, word="apple", metric="cosine", k=10):
-    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them."""
+def _neighbours(word, metric, k):
     words, vectors = load_glove()
-    index = word_to_index()
-    k = int(max(1, min(k, 30)))
-    i = index[word]
+    i = word_to_index()[word]
     rows, scores = most_similar(vectors[i], vectors, k=k, metric=metric, exclude=[i])
-    lengths = np.linalg.norm(vectors[rows], axis=1)  # (k,)
-    median_length = _median_length()
-    word_length = float(np.linalg.norm(vectors[i]))
-    labels = [words[r] for r in rows]
+    return rows, scores, np.linalg.norm(vectors[rows], axis=1), float(np.linalg.norm(vectors[i]))
+
+
+def draw_neighbours(fig, word="apple", metric="cosine", k=10):
+    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them.
+
+    The axes are drawn here; :func:`update_neighbours` draws the bars and words, so the
+    live widget redraws only those when another word is picked.
+    """
+    k = int(max(1, min(k, 30)))
+    _, scores, lengths, _ = _neighbours(word, metric, k)
     left, right = fig.subplots(1, 2, width_ratios=[1.3, 1], sharey=True)
-    y = np.arange(k)
-    left.barh(y, scores, color=_COLOURS[metric])
-    left.set_yticks(y, labels)
-    left.invert_yaxis()  # best match on top
+    left.set_ylim(k - 0.5, -0.5)  # best match on top
+    left.set_yticks([])
     left.set_xlabel("cosine similarity" if metric == "cosine" else "dot product")
-    left.set_title(f"{k} nearest words to {word!r} by {metric}")
-    if metric == "cosine":
-        left.set_xlim(0, 1)
-    for yy, score in zip(y, scores, strict=True):
-        left.text(score, yy, f" {score:.2f}" if metric == "cosine" else f" {score:.1f}", va="center", fontsize=10)
-    right.barh(y, lengths, color=_COLOURS["length"])
-    right.axvline(median_length, color="k", linestyle="--", linewidth=1.2, label=f"median of all ({median_length:.1f})")
-    right.axvline(word_length, color=_COLOURS["target"], linewidth=2, label=f"{word!r} ({word_length:.1f})")
+    left.set_xlim(0, 1 if metric == "cosine" else 10 * np.ceil(float(scores.max()) * 1.2 / 10))
     right.set_xlabel("vector length ‖v‖")
     right.set_title("their lengths")
     right.set_xlim(0, max(10.0, float(lengths.max()) * 1.05))
+    y = np.arange(k)
+    score_bars = left.barh(y, np.zeros(k), color=_COLOURS[metric])
+    length_bars = right.barh(y, np.zeros(k), color=_COLOURS["length"])
+    score_texts = [left.text(0, yy, "", va="center", fontsize=10) for yy in y]
+    word_texts = [left.text(-0.03, yy, "", transform=left.get_yaxis_transform(), ha="right", va="center",
+                            fontsize=11) for yy in y]
+    # an invisible placeholder reserves room for the longest words in the (constrained) layout
+    left.text(-0.03, 0, "m" * 7, transform=left.get_yaxis_transform(), ha="right", va="center", fontsize=11, alpha=0)
+    median_length = _median_length()
+    right.axvline(median_length, color="k", linestyle="--", linewidth=1.2, label=f"median of all ({median_length:.1f})")
+    word_line = right.axvline(0, color=_COLOURS["target"], linewidth=2, label="the chosen word")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=10, ncol=2, frameon=False,
                  handlelength=1.2, columnspacing=1.0)
+    fig.handles.update(left=left, right=right, frame=(metric, k), score_bars=score_bars, length_bars=length_bars,
+                       score_texts=score_texts, word_texts=word_texts, word_line=word_line)
+    fig.dynamic.extend([left.title, *score_bars, *length_bars, *score_texts, *word_texts, word_line])
+    return update_neighbours(fig, word, metric, k)
+
+
+def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
+    """Bars, scores, words and lengths for ``word`` (the live widget's fast path)."""
+    h = fig.handles
+    k = int(max(1, min(k, 30)))
+    if (metric, k) != h["frame"]:
+        raise FullRedraw  # another axis label or another number of bars
+    words = load_glove()[0]
+    rows, scores, lengths, word_length = _neighbours(word, metric, k)
+    left, right = h["left"], h["right"]
+    if scores.max() > left.get_xlim()[1] or scores.min() < 0 or lengths.max() > right.get_xlim()[1]:
+        raise FullRedraw
+    left.set_title(f"{k} nearest words to {word!r} by {metric}")
+    for bar, text, label, score, r in zip(h["score_bars"], h["score_texts"], h["word_texts"], scores, rows):
+        bar.set_width(score)
+        text.set_x(score)
+        text.set_text(f" {score:.2f}" if metric == "cosine" else f" {score:.1f}")
+        label.set_text(words[r])
+    for bar, length in zip(h["length_bars"], lengths):
+        bar.set_width(length)
+    h["word_line"].set_xdata([word_length, word_length])
     return (f"Mean length of these {k} neighbours: <b>{lengths.mean():.2f}</b> "
-            f"(median over all {len(words):,} words: {median_length:.2f}). "
+            f"(median over all {len(words):,} words: {_median_length():.2f}; {word!r}: {word_length:.2f}). "
             "The dot product rewards long vectors; cosine ignores length.")
 
 
@@ -204,6 +237,7 @@ def neighbour_explorer():
             "k": slider("neighbours k", 10, 5, 15, 1, integer=True),
         },
         figsize=(9.5, 4.2),
+        update=update_neighbours,
     )
 
 
