@@ -20,10 +20,10 @@ from ..core import causal_mask, positional_encoding
 from ..examples import CREATURE_TOKENS, SEED
 from ..multihead import multi_head_attention
 from ..plotting import MASKED_COLOUR, heatmap
-from . import Explorer, dropdown, slider, toggle
+from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
 __all__ = ["HEAD_COLOURS", "SPLITS", "creature_example", "head_assignment", "head_contributions", "head_shares",
-           "draw_grouping", "grouping_explorer", "draw_head", "head_explorer", "EXPLORERS"]
+           "draw_grouping", "grouping_explorer", "draw_head", "update_head", "head_explorer", "EXPLORERS"]
 
 #: Okabe-Ito colours (colour-blind safe), one per head.
 HEAD_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442", "#999999")
@@ -238,13 +238,10 @@ def _hatch_future(ax, T):
                          linewidth=0))
 
 
-def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
-    """Left: the chosen head's attention weights; right: each head's share of each token's output."""
-    example = creature_example() if example is None else example
+def _head_state(example, num_heads, head, causal, T):
     num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
     requested = int(head)
     head = min(max(requested, 0), num_heads - 1)
-    T = len(tokens)
     mask = causal_mask(T) if causal else None
     X = example["X"]
     out, weights = multi_head_attention(X, example["W_q"], example["W_k"], example["W_v"], example["W_o"],
@@ -254,30 +251,60 @@ def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, ex
     values = values.reshape(T, num_heads, head_dim).transpose(1, 0, 2)  # (h, T, d_h)
     context = weights @ values  # (h, T, T) @ (h, T, d_h) -> (h, T, d_h)
     shares = head_shares(head_contributions(context, example["W_o"]))  # (h, T)
+    return num_heads, requested, head, head_dim, weights, shares
 
+
+def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
+    """Left: the chosen head's attention weights; right: each head's share of each token's output.
+
+    The axes are drawn here; :func:`update_head` changes the pattern, the bars and the
+    texts, so the live widget redraws only those.
+    """
+    example = creature_example() if example is None else example
+    T = len(tokens)
     fig.set_layout_engine("none")
     left = fig.add_axes((0.1, 0.24, 0.33, 0.62))
     bar_ax = fig.add_axes((0.47, 0.24, 0.012, 0.62))
     right = fig.add_axes((0.64, 0.24, 0.33, 0.62))
-    image = heatmap(weights[head], tokens, tokens, ax=left, vmin=0, vmax=1, colorbar=False, annotate=False,
-                    title=f"head {head} of {num_heads} (d_h = {head_dim})")
-    if causal:
-        _hatch_future(left, T)
+    image = heatmap(np.zeros((T, T)), tokens, tokens, ax=left, vmin=0, vmax=1, colorbar=False, annotate=False,
+                    title=" ")
     fig.colorbar(image, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
-
-    others = 1.0 - shares[head]
-    right.barh(range(T), shares[head], color=HEAD_COLOURS[head], label=f"head {head}")
-    right.barh(range(T), others, left=shares[head], color="#d9d9d9", label="other heads")
-    for t in range(T):
-        right.text(shares[head, t] / 2, t, f"{shares[head, t]:.0%}", ha="center", va="center", fontsize=9,
-                   color="white" if head in (4, 5) else "black")
-    right.axvline(1 / num_heads, color="black", linestyle="--", linewidth=1)
+    own = right.barh(range(T), np.zeros(T), label="this head")
+    others = right.barh(range(T), np.zeros(T), color="#d9d9d9", label="other heads")
+    texts = [right.text(0, t, "", ha="center", va="center", fontsize=9) for t in range(T)]
+    equal = right.axvline(0.25, color="black", linestyle="--", linewidth=1)
     right.set_xlim(0, 1)
+    right.set_ylim(T - 0.5, -0.5)
     right.set_xticks([0, 0.25, 0.5, 0.75, 1], labels=["0", "", "50%", "", "100%"])
     right.set_yticks(range(T), labels=list(tokens))
-    right.invert_yaxis()
     right.set_xlabel("share of the output norm")
-    right.set_title(f"head {head}'s share of each token's output\n(grey: the other {num_heads - 1} heads)", fontsize=12)
+    right.set_title(" \n ", fontsize=12)
+    fig.handles.update(example=example, T=T, left=left, right=right, image=image, own=own, others=others,
+                       texts=texts, equal=equal)
+    fig.dynamic.extend([image, left.title, *own, *others, *texts, equal, right.title])
+    return update_head(fig, num_heads, head, causal)
+
+
+def update_head(fig, num_heads=4, head=0, causal=False, **_):
+    """Show another head, number of heads or mask (the live widget's fast path)."""
+    h = fig.handles
+    T = h["T"]
+    num_heads, requested, head, head_dim, weights, shares = _head_state(h["example"], num_heads, head, causal, T)
+    h["image"].set_data(weights[head])
+    h["left"].set_title(f"head {head} of {num_heads} (d_h = {head_dim})")
+    redraw_dynamic(fig, "hatch", lambda: _hatch_future(h["left"], T) if causal else None)
+    for t in range(T):
+        h["own"][t].set_width(shares[head, t])
+        h["own"][t].set_color(HEAD_COLOURS[head])
+        h["others"][t].set_x(shares[head, t])
+        h["others"][t].set_width(1.0 - shares[head, t])
+        text = h["texts"][t]
+        text.set_x(shares[head, t] / 2)
+        text.set_text(f"{shares[head, t]:.0%}")
+        text.set_color("white" if head in (4, 5) else "black")
+    h["equal"].set_xdata([1 / num_heads, 1 / num_heads])
+    h["right"].set_title(f"head {head}'s share of each token's output\n(grey: the other {num_heads - 1} heads)",
+                         fontsize=12)
     note = (f"Head {head} gives on average {shares[head].mean():.0%} of the output norm "
             f"(dashed line: an equal share, 1/h = {1 / num_heads:.0%}). Largest weight of its rows: "
             f"{weights[head].max(axis=-1).mean():.2f} on average.")
@@ -306,7 +333,7 @@ def head_explorer(example=None, tokens=CREATURE_TOKENS):
     def draw(fig, **values):
         return draw_head(fig, tokens=tokens, example=example, **values)
 
-    return Explorer(draw, controls, figsize=(10, 4.4))
+    return Explorer(draw, controls, figsize=(10, 4.4), update=update_head)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
