@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
-from matplotlib.patches import Polygon
+from matplotlib.patches import Polygon, Rectangle
 
 from ..core import causal_mask, positional_encoding
 from ..examples import CREATURE_TOKENS, SEED
@@ -23,7 +23,8 @@ from ..plotting import MASKED_COLOUR, heatmap
 from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
 __all__ = ["HEAD_COLOURS", "SPLITS", "creature_example", "head_assignment", "head_contributions", "head_shares",
-           "draw_grouping", "grouping_explorer", "draw_head", "update_head", "head_explorer", "EXPLORERS"]
+           "draw_grouping", "update_grouping", "grouping_explorer", "draw_head", "update_head", "head_explorer",
+           "EXPLORERS"]
 
 #: Okabe-Ito colours (colour-blind safe), one per head.
 HEAD_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442", "#999999")
@@ -168,35 +169,61 @@ def head_shares(parts):
 # Explorer 1: which numbers go to which head
 
 
-def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
-    """Colour the projected ``(T, d_model)`` matrix by the head each number goes to."""
+def _grouping_choice(num_heads, split):
     num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
     split = SPLITS.get(split, split)
-    split = split if split in ("right", "reshape", "strided") else "right"
+    return num_heads, split if split in ("right", "reshape", "strided") else "right"
+
+
+def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
+    """Colour the projected ``(T, d_model)`` matrix by the head each number goes to.
+
+    The axes are drawn here; :func:`update_grouping` recolours the cells and redraws the
+    legend and title, so the live widget redraws only those.
+    """
     T = len(tokens)
-    head_dim = d_model // num_heads
-    owner = head_assignment(T, d_model, num_heads, split)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     ax = fig.add_axes((0.14, 0.2, 0.7, 0.62))
-    ax.imshow(owner, cmap=ListedColormap(HEAD_COLOURS[:num_heads]), vmin=-0.5, vmax=num_heads - 0.5,
-              aspect="auto", interpolation="nearest")
+    # one colour per head number, whatever h is: head i is always HEAD_COLOURS[i]
+    image = ax.imshow(np.zeros((T, d_model)), cmap=ListedColormap(HEAD_COLOURS), vmin=-0.5,
+                      vmax=len(HEAD_COLOURS) - 0.5, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(d_model), labels=[str(f) for f in range(d_model)], fontsize=9)
     ax.set_yticks(range(T), labels=list(tokens))
     ax.set_xlabel("feature of Q (column)")
     ax.set_ylabel("token (row)")
     ax.spines[:].set_visible(False)
-    ax.hlines(np.arange(0.5, T - 1), -0.5, d_model - 0.5, color="white", linewidth=0.8)  # cell borders
-    ax.vlines(np.arange(0.5, d_model - 1), -0.5, T - 0.5, color="white", linewidth=0.8)
+    ax.set_title(" \n ", fontsize=12)
+    lines = [ax.hlines(np.arange(0.5, T - 1), -0.5, d_model - 0.5, color="white", linewidth=0.8),  # cell borders
+             ax.vlines(np.arange(0.5, d_model - 1), -0.5, T - 0.5, color="white", linewidth=0.8)]
+    legend = fig.add_axes((0.87, 0.2, 0.03, 0.62))
+    legend.set_xlim(0, 1)
+    legend.set_ylim(max(HEAD_CHOICES) - 0.5, -0.5)
+    legend.axis("off")
+    fig.handles.update(ax=ax, image=image, legend=legend, tokens=list(tokens), d_model=d_model)
+    fig.dynamic.extend([image, *lines, ax.title])
+    return update_grouping(fig, num_heads, split)
+
+
+def update_grouping(fig, num_heads=4, split="right", **_):
+    """Recolour the cells for another h or split (the live widget's fast path)."""
+    h = fig.handles
+    tokens, d_model = h["tokens"], h["d_model"]
+    num_heads, split = _grouping_choice(num_heads, split)
+    T = len(tokens)
+    head_dim = d_model // num_heads
+    owner = head_assignment(T, d_model, num_heads, split)
+    h["image"].set_data(owner)
     titles = {"right": "split_heads", "reshape": "reshape straight to (h, T, d_h)",
               "strided": "reshape (T, d_h, h), heads last"}
-    ax.set_title(f"Q of shape ({T}, {d_model}), h = {num_heads}: colour = the head that receives each number\n"
-                 f"[{titles[split]}]", fontsize=12)
-    legend = fig.add_axes((0.87, 0.2, 0.03, 0.62))
-    legend.imshow(np.arange(num_heads)[:, None], cmap=ListedColormap(HEAD_COLOURS[:num_heads]), aspect="auto")
-    legend.set_xticks([])
-    legend.set_yticks(range(num_heads), labels=[f"head {i}" for i in range(num_heads)], fontsize=10)
-    legend.yaxis.tick_right()
-    legend.spines[:].set_visible(False)
+    h["ax"].set_title(f"Q of shape ({T}, {d_model}), h = {num_heads}: colour = the head that receives each number\n"
+                      f"[{titles[split]}]", fontsize=12)
+
+    def legend():
+        for i in range(num_heads):
+            h["legend"].add_patch(Rectangle((0, i - 0.5), 1, 1, color=HEAD_COLOURS[i]))
+            h["legend"].text(1.25, i, f"head {i}", va="center", fontsize=10, clip_on=False)
+
+    redraw_dynamic(fig, "legend", legend)
 
     head0_tokens = sorted({tokens[t] for t in range(T) if (owner[t] == 0).any()}, key=list(tokens).index)
     head0_features = sorted(set(np.nonzero((owner == 0).any(axis=0))[0].tolist()))
@@ -217,7 +244,7 @@ def grouping_explorer():
     """Pick the number of heads and a way to split; see which head gets which number."""
     controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
                 "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
-    return Explorer(draw_grouping, controls, figsize=(9.5, 4.6))
+    return Explorer(draw_grouping, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
 # ---------------------------------------------------------------------------------------------
