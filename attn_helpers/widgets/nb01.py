@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..glove import load_glove, most_similar, pca_2d, word_to_index
-from . import Explorer, FullRedraw, dropdown, slider
+from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider
 
 __all__ = [
     "NEIGHBOUR_WORDS",
@@ -15,6 +15,7 @@ __all__ = [
     "draw_neighbours",
     "update_neighbours",
     "draw_analogy",
+    "update_analogy",
     "neighbour_explorer",
     "analogy_explorer",
     "place_labels",
@@ -112,42 +113,76 @@ def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
 
 
 def draw_analogy(fig, a="man", b="king", c="woman", k=8):
-    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points)."""
+    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points).
+
+    The axes are drawn here; :func:`update_analogy` draws the bars, words, points and
+    arrows, so the live widget redraws only those. The 2-D panel is shown centred and
+    scaled to a fixed frame (PCA coordinates have no units), with no ticks.
+    """
+    left, right = fig.subplots(1, 2, width_ratios=[1, 1.15])
+    y = np.arange(k)
+    bars = left.barh(y, np.zeros(k), color=[_COLOURS["target"]] + [_COLOURS["cosine"]] * (k - 1))
+    left.set_ylim(k - 0.5, -0.5)
+    left.set_yticks([])
+    left.set_xlim(0, 1)
+    left.set_xlabel(" ")
+    left.set_title(" ")
+    score_texts = [left.text(0, yy, "", va="center", fontsize=10) for yy in y]
+    word_texts = [left.text(-0.03, yy, "", transform=left.get_yaxis_transform(), ha="right", va="center",
+                            fontsize=11) for yy in y]
+    # an invisible placeholder reserves room for the longest words in the (constrained) layout
+    left.text(-0.03, 0, "m" * 7, transform=left.get_yaxis_transform(), ha="right", va="center", fontsize=11, alpha=0)
+    right.set_xlim(-0.65, 0.75)
+    right.set_ylim(-0.65, 0.65)
+    right.set_xticks([])
+    right.set_yticks([])
+    right.set_xlabel("principal component 1")
+    right.set_ylabel("principal component 2")
+    right.set_title(" ", fontsize=12)
+    fig.handles.update(left=left, right=right, bars=bars, score_texts=score_texts, word_texts=word_texts, k=k)
+    fig.dynamic.extend([*bars, *score_texts, *word_texts, left.title, left.xaxis.label, right.title])
+    return update_analogy(fig, a, b, c, k)
+
+
+def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
+    """Another analogy (the live widget's fast path)."""
+    h = fig.handles
+    if k != h["k"]:
+        raise FullRedraw
     words, vectors = load_glove()
     index = word_to_index()
     ia, ib, ic = index[a], index[b], index[c]
     target = vectors[ib] - vectors[ia] + vectors[ic]  # (50,)
     rows, scores = most_similar(target, vectors, k=k, metric="cosine", exclude=[ia, ib, ic])
     answer = words[rows[0]]
-    left, right = fig.subplots(1, 2, width_ratios=[1, 1.15])
-    y = np.arange(len(rows))
-    left.barh(y, scores, color=[_COLOURS["target"]] + [_COLOURS["cosine"]] * (len(rows) - 1))
-    left.set_yticks(y, [words[r] for r in rows])
-    left.invert_yaxis()
-    left.set_xlim(0, 1)
+    left, right = h["left"], h["right"]
+    for bar, text, label, score, r in zip(h["bars"], h["score_texts"], h["word_texts"], scores, rows):
+        bar.set_width(score)
+        text.set_x(score)
+        text.set_text(f" {score:.2f}")
+        label.set_text(words[r])
     left.set_xlabel(f"cosine with {b} − {a} + {c}")
     left.set_title(f"{a} : {b} = {c} : ?")
-    for yy, score in zip(y, scores, strict=True):
-        left.text(score, yy, f" {score:.2f}", va="center", fontsize=10)
+    right.set_title(f"2-D projection; × = {b} − {a} + {c}", fontsize=12)
 
     points = np.stack([vectors[ia], vectors[ib], vectors[ic], target, vectors[rows[0]]])  # (5, 50)
     coords, _ = pca_2d(points)  # (5, 2)
-    pa, pb, pc, pt, pd = coords
-    arrow = {"arrowstyle": "-|>", "mutation_scale": 18, "linewidth": 2}
-    right.annotate("", xy=pb, xytext=pa, arrowprops={**arrow, "color": "#5e3c99"})
-    right.annotate("", xy=pt, xytext=pc, arrowprops={**arrow, "color": "#5e3c99", "linestyle": "--"})
-    right.scatter(*coords[[0, 1, 2]].T, s=60, color="#5e3c99", zorder=3)
-    right.scatter(*pt, s=90, marker="x", color="k", zorder=3)
-    right.scatter(*pd, s=90, marker="*", color=_COLOURS["target"], zorder=3)
-    for (x, yy), label in zip(coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):  # the × is named in the title
-        right.annotate(label, (x, yy), textcoords="offset points", xytext=(6, 6), fontsize=11)
     span = np.ptp(coords, axis=0).max() or 1.0
     centre = (coords.max(axis=0) + coords.min(axis=0)) / 2
-    right.set_xlim(centre[0] - 0.65 * span, centre[0] + 0.75 * span)
-    right.set_ylim(centre[1] - 0.65 * span, centre[1] + 0.65 * span)
-    right.set_xlabel("principal component 1")
-    right.set_ylabel("principal component 2")
-    right.set_title(f"2-D projection; × = {b} − {a} + {c}", fontsize=12)
+    coords = (coords - centre) / span  # into the fixed frame [-0.5, 0.5]
+
+    def picture():
+        pa, pb, pc, pt, pd = coords
+        arrow = {"arrowstyle": "-|>", "mutation_scale": 18, "linewidth": 2}
+        right.annotate("", xy=pb, xytext=pa, arrowprops={**arrow, "color": "#5e3c99"})
+        right.annotate("", xy=pt, xytext=pc, arrowprops={**arrow, "color": "#5e3c99", "linestyle": "--"})
+        right.scatter(*coords[[0, 1, 2]].T, s=60, color="#5e3c99", zorder=3)
+        right.scatter(*pt, s=90, marker="x", color="k", zorder=3)
+        right.scatter(*pd, s=90, marker="*", color=_COLOURS["target"], zorder=3)
+        for (x, yy), label in zip(coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):  # the × is in the title
+            right.annotate(label, (x, yy), textcoords="offset points", xytext=(6, 6), fontsize=11)
+
+    redraw_dynamic(fig, "picture", picture)
     return (f"<b>{b} − {a} + {c} ≈ {answer}</b> (cosine {scores[0]:.2f}). "
             "The dashed arrow is the solid one moved to start at c; the star is the nearest real word.")
 
@@ -252,6 +287,7 @@ def analogy_explorer():
         },
         figsize=(9.5, 4.0),
         layout="row",
+        update=update_analogy,
     )
 
 
