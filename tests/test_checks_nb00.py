@@ -33,3 +33,9 @@ def test_num_tokens():
     assert "d_model" in check_num_tokens(3).hint
     assert "every entry" in check_num_tokens(18).hint
     assert "not filled in" in check_num_tokens(...).message
+
+
+def test_a_matrix_product_error_gets_the_inner_dimension_hint():
+    verdict = check_mean_embedding(lambda X: X @ X)  # (6, 3) @ (6, 3): inner dimensions 3 and 6
+    assert "raised ValueError" in verdict.message
+    assert "inner dimensions must agree" in verdict.hint

@@ -158,7 +158,7 @@ def grade_function(
 def _raised_hint(problem: str) -> str:
     if "not implemented" in problem:
         return "write the body of the function, then run this cell again"
-    if "shapes" in problem and "matmul" in problem or "not aligned" in problem:
+    if "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         return ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                 "Print the shapes and check for a missing .T")
     if "axis" in problem:
