@@ -53,6 +53,8 @@ def ensure_env(requirements: str) -> None:
 def lab(args: list[str]) -> int:
     ensure_env("requirements.txt")
     say("opening JupyterLab; stop it with Ctrl+C")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # in a container, for example
+        args = ["--allow-root", *args]
     return subprocess.call([str(PYTHON), "-m", "jupyter", "lab", "notebooks/00_start_here.ipynb", *args], cwd=ROOT)
 
 
