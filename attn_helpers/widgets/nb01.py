@@ -5,9 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from matplotlib.patches import FancyArrowPatch
 
 from ..glove import load_glove, most_similar, pca_2d, word_to_index
-from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider
+from . import Explorer, FullRedraw, dropdown, slider
 
 __all__ = [
     "NEIGHBOUR_WORDS",
@@ -38,11 +39,24 @@ ANALOGY_WORDS = (
 
 _COLOURS = {"cosine": "#5e3c99", "dot": "#e66101", "length": "#b2abd2", "target": "#1b7837"}
 
+#: The live neighbour figure keeps room for this many bars (the k slider's maximum), so moving k edits bars only.
+_K_SLOTS = 15
+
 
 @lru_cache(maxsize=1)
 def _median_length():
     _, vectors = load_glove()
     return float(np.median(np.linalg.norm(vectors, axis=1)))  # over all N words
+
+
+@lru_cache(maxsize=1)
+def _dot_limit():
+    """A dot-product axis limit that fits the best match of every word the explorer offers."""
+    _, vectors = load_glove()
+    index = word_to_index()
+    best = max(most_similar(vectors[index[w]], vectors, k=1, metric="dot", exclude=[index[w]])[1][0]
+               for w in NEIGHBOUR_WORDS)
+    return float(10 * np.ceil(best * 1.2 / 10))
 
 
 def _neighbours(word, metric, k):
@@ -56,56 +70,72 @@ def draw_neighbours(fig, word="apple", metric="cosine", k=10):
     """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them.
 
     The axes are drawn here; :func:`update_neighbours` draws the bars and words, so the
-    live widget redraws only those when another word is picked.
+    live widget redraws only those when another word or another k is picked. The y axis
+    runs from 0 to 1 whatever k is (bar i of k is centred at (i + 0.5) / k).
     """
     k = int(max(1, min(k, 30)))
+    slots = max(k, _K_SLOTS)
     _, scores, lengths, _ = _neighbours(word, metric, k)
     left, right = fig.subplots(1, 2, width_ratios=[1.3, 1], sharey=True)
-    left.set_ylim(k - 0.5, -0.5)  # best match on top
+    left.set_ylim(1, 0)  # best match on top
     left.set_yticks([])
     left.set_xlabel("cosine similarity" if metric == "cosine" else "dot product")
-    left.set_xlim(0, 1 if metric == "cosine" else 10 * np.ceil(float(scores.max()) * 1.2 / 10))
+    dot_limit = max(_dot_limit(), 10 * np.ceil(float(scores.max()) * 1.2 / 10))
+    left.set_xlim(0, 1 if metric == "cosine" else dot_limit)
     right.set_xlabel("vector length ‖v‖")
     right.set_title("their lengths")
     right.set_xlim(0, max(10.0, float(lengths.max()) * 1.05))
-    y = np.arange(k)
-    score_bars = left.barh(y, np.zeros(k), color=_COLOURS[metric])
-    length_bars = right.barh(y, np.zeros(k), color=_COLOURS["length"])
-    score_texts = [left.text(0, yy, "", va="center", fontsize=10) for yy in y]
-    word_texts = [left.text(-0.03, yy, "", transform=left.get_yaxis_transform(), ha="right", va="center",
-                            fontsize=11) for yy in y]
+    zeros = np.zeros(slots)
+    score_bars = left.barh(zeros, zeros, height=0, color=_COLOURS[metric])
+    length_bars = right.barh(zeros, zeros, height=0, color=_COLOURS["length"])
+    score_texts = [left.text(0, 0, "", va="center", fontsize=10) for _ in range(slots)]
+    word_texts = [left.text(-0.03, 0, "", transform=left.get_yaxis_transform(), ha="right", va="center",
+                            fontsize=11) for _ in range(slots)]
     # an invisible placeholder reserves room for the longest words in the (constrained) layout
     left.text(-0.03, 0, "m" * 7, transform=left.get_yaxis_transform(), ha="right", va="center", fontsize=11, alpha=0)
     median_length = _median_length()
-    right.axvline(median_length, color="k", linestyle="--", linewidth=1.2, label=f"median of all ({median_length:.1f})")
+    median_line = right.axvline(median_length, color="k", linestyle="--", linewidth=1.2,
+                                label=f"median of all ({median_length:.1f})")
     word_line = right.axvline(0, color=_COLOURS["target"], linewidth=2, label="the chosen word")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=10, ncol=2, frameon=False,
                  handlelength=1.2, columnspacing=1.0)
-    fig.handles.update(left=left, right=right, frame=(metric, k), score_bars=score_bars, length_bars=length_bars,
-                       score_texts=score_texts, word_texts=word_texts, word_line=word_line)
-    fig.dynamic.extend([left.title, *score_bars, *length_bars, *score_texts, *word_texts, word_line])
+    fig.handles.update(left=left, right=right, metric=metric, slots=slots, score_bars=score_bars,
+                       length_bars=length_bars, score_texts=score_texts, word_texts=word_texts, word_line=word_line)
+    fig.dynamic.extend([left.title, *score_bars, *length_bars, *score_texts, *word_texts,
+                        median_line, word_line])  # the median too, so that it stays on top of the bars
     return update_neighbours(fig, word, metric, k)
 
 
 def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
-    """Bars, scores, words and lengths for ``word`` (the live widget's fast path)."""
+    """Bars, scores, words and lengths for ``word`` and ``k`` (the live widget's fast path)."""
     h = fig.handles
     k = int(max(1, min(k, 30)))
-    if (metric, k) != h["frame"]:
-        raise FullRedraw  # another axis label or another number of bars
+    if metric != h["metric"] or k > h["slots"]:
+        raise FullRedraw  # another x axis, or more bars than the figure has room for
     words = load_glove()[0]
     rows, scores, lengths, word_length = _neighbours(word, metric, k)
     left, right = h["left"], h["right"]
     if scores.max() > left.get_xlim()[1] or scores.min() < 0 or lengths.max() > right.get_xlim()[1]:
         raise FullRedraw
-    left.set_title(f"{k} nearest words to {word!r} by {metric}")
-    for bar, text, label, score, r in zip(h["score_bars"], h["score_texts"], h["word_texts"], scores, rows):
-        bar.set_width(score)
-        text.set_x(score)
-        text.set_text(f" {score:.2f}" if metric == "cosine" else f" {score:.1f}")
-        label.set_text(words[r])
-    for bar, length in zip(h["length_bars"], lengths):
-        bar.set_width(length)
+    left.set_title(f"{k} nearest words to {word!r}")
+    pad = 0.01 * left.get_xlim()[1]  # the score sits just right of its bar
+    for i in range(h["slots"]):
+        shown = i < k
+        bar, length_bar = h["score_bars"][i], h["length_bars"][i]
+        text, label = h["score_texts"][i], h["word_texts"][i]
+        for artist in (bar, length_bar, text, label):
+            artist.set_visible(shown)
+        if not shown:
+            continue
+        y = (i + 0.5) / k
+        for patch, width in ((bar, scores[i]), (length_bar, lengths[i])):
+            patch.set_y(y - 0.4 / k)
+            patch.set_height(0.8 / k)
+            patch.set_width(width)
+        text.set_position((scores[i] + pad, y))
+        text.set_text(f"{scores[i]:.2f}" if metric == "cosine" else f"{scores[i]:.1f}")
+        label.set_y(y)
+        label.set_text(words[rows[i]])
     h["word_line"].set_xdata([word_length, word_length])
     return (f"Mean length of these {k} neighbours: <b>{lengths.mean():.2f}</b> "
             f"(median over all {len(words):,} words: {_median_length():.2f}; {word!r}: {word_length:.2f}). "
@@ -115,7 +145,7 @@ def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
 def draw_analogy(fig, a="man", b="king", c="woman", k=8):
     """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points).
 
-    The axes are drawn here; :func:`update_analogy` draws the bars, words, points and
+    The axes are drawn here; :func:`update_analogy` moves the bars, words, points and
     arrows, so the live widget redraws only those. The 2-D panel is shown centred and
     scaled to a fixed frame (PCA coordinates have no units), with no ticks.
     """
@@ -125,7 +155,7 @@ def draw_analogy(fig, a="man", b="king", c="woman", k=8):
     left.set_ylim(k - 0.5, -0.5)
     left.set_yticks([])
     left.set_xlim(0, 1)
-    left.set_xlabel(" ")
+    left.set_xlabel("cosine similarity with b − a + c")
     left.set_title(" ")
     score_texts = [left.text(0, yy, "", va="center", fontsize=10) for yy in y]
     word_texts = [left.text(-0.03, yy, "", transform=left.get_yaxis_transform(), ha="right", va="center",
@@ -138,9 +168,18 @@ def draw_analogy(fig, a="man", b="king", c="woman", k=8):
     right.set_yticks([])
     right.set_xlabel("principal component 1")
     right.set_ylabel("principal component 2")
-    right.set_title(" ", fontsize=12)
-    fig.handles.update(left=left, right=right, bars=bars, score_texts=score_texts, word_texts=word_texts, k=k)
-    fig.dynamic.extend([*bars, *score_texts, *word_texts, left.title, left.xaxis.label, right.title])
+    right.set_title("2-D projection; × = b − a + c", fontsize=12)
+    purple = _COLOURS["cosine"]
+    arrow = {"arrowstyle": "-|>", "mutation_scale": 18, "linewidth": 2, "color": purple}
+    arrows = [right.add_patch(FancyArrowPatch((0, 0), (0, 0), **arrow)),
+              right.add_patch(FancyArrowPatch((0, 0), (0, 0), linestyle="--", **arrow))]
+    given = right.scatter(np.zeros(3), np.zeros(3), s=60, color=purple, zorder=3)
+    target = right.scatter([0], [0], s=90, marker="x", color="k", zorder=3)
+    answer = right.scatter([0], [0], s=90, marker="*", color=_COLOURS["target"], zorder=3)
+    labels = [right.annotate("", (0, 0), textcoords="offset points", xytext=(6, 6), fontsize=11) for _ in range(4)]
+    fig.handles.update(left=left, bars=bars, score_texts=score_texts, word_texts=word_texts, k=k, arrows=arrows,
+                       points=(given, target, answer), labels=labels)
+    fig.dynamic.extend([*bars, *score_texts, *word_texts, left.title, *arrows, given, target, answer, *labels])
     return update_analogy(fig, a, b, c, k)
 
 
@@ -155,34 +194,28 @@ def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
     target = vectors[ib] - vectors[ia] + vectors[ic]  # (50,)
     rows, scores = most_similar(target, vectors, k=k, metric="cosine", exclude=[ia, ib, ic])
     answer = words[rows[0]]
-    left, right = h["left"], h["right"]
     for bar, text, label, score, r in zip(h["bars"], h["score_texts"], h["word_texts"], scores, rows):
         bar.set_width(score)
-        text.set_x(score)
-        text.set_text(f" {score:.2f}")
+        text.set_x(score + 0.01)
+        text.set_text(f"{score:.2f}")
         label.set_text(words[r])
-    left.set_xlabel(f"cosine with {b} − {a} + {c}")
-    left.set_title(f"{a} : {b} = {c} : ?")
-    right.set_title(f"2-D projection; × = {b} − {a} + {c}", fontsize=12)
+    h["left"].set_title(f"{a} : {b} = {c} : ?")
 
     points = np.stack([vectors[ia], vectors[ib], vectors[ic], target, vectors[rows[0]]])  # (5, 50)
     coords, _ = pca_2d(points)  # (5, 2)
     span = np.ptp(coords, axis=0).max() or 1.0
     centre = (coords.max(axis=0) + coords.min(axis=0)) / 2
     coords = (coords - centre) / span  # into the fixed frame [-0.5, 0.5]
-
-    def picture():
-        pa, pb, pc, pt, pd = coords
-        arrow = {"arrowstyle": "-|>", "mutation_scale": 18, "linewidth": 2}
-        right.annotate("", xy=pb, xytext=pa, arrowprops={**arrow, "color": "#5e3c99"})
-        right.annotate("", xy=pt, xytext=pc, arrowprops={**arrow, "color": "#5e3c99", "linestyle": "--"})
-        right.scatter(*coords[[0, 1, 2]].T, s=60, color="#5e3c99", zorder=3)
-        right.scatter(*pt, s=90, marker="x", color="k", zorder=3)
-        right.scatter(*pd, s=90, marker="*", color=_COLOURS["target"], zorder=3)
-        for (x, yy), label in zip(coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):  # the × is in the title
-            right.annotate(label, (x, yy), textcoords="offset points", xytext=(6, 6), fontsize=11)
-
-    redraw_dynamic(fig, "picture", picture)
+    pa, pb, pc, pt, pd = coords
+    h["arrows"][0].set_positions(pa, pb)
+    h["arrows"][1].set_positions(pc, pt)
+    given, target_point, answer_point = h["points"]
+    given.set_offsets(coords[:3])
+    target_point.set_offsets([pt])
+    answer_point.set_offsets([pd])
+    for label, point, word in zip(h["labels"], coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):
+        label.xy = tuple(point)  # the × is named in the title
+        label.set_text(word)
     return (f"<b>{b} − {a} + {c} ≈ {answer}</b> (cosine {scores[0]:.2f}). "
             "The dashed arrow is the solid one moved to start at c; the star is the nearest real word.")
 
