@@ -330,8 +330,8 @@ def update_head(fig, num_heads=4, head=0, causal=False, **_):
         text.set_text(f"{shares[head, t]:.0%}")
         text.set_color("white" if head in (4, 5) else "black")
     h["equal"].set_xdata([1 / num_heads, 1 / num_heads])
-    h["right"].set_title(f"head {head}'s share of each token's output\n(grey: the other {num_heads - 1} heads)",
-                         fontsize=12)
+    others = {1: "no other heads", 2: "grey: the other head"}.get(num_heads, f"grey: the other {num_heads - 1} heads")
+    h["right"].set_title(f"head {head}'s share of each token's output\n({others})", fontsize=12)
     note = (f"Head {head} gives on average {shares[head].mean():.0%} of the output norm "
             f"(dashed line: an equal share, 1/h = {1 / num_heads:.0%}). Largest weight of its rows: "
             f"{weights[head].max(axis=-1).mean():.2f} on average.")
