@@ -8,7 +8,6 @@ from matplotlib.ticker import MaxNLocator
 
 from ..core import softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import bar_weights
 from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider
 
 __all__ = ["convex_hull_2d", "simple_attention", "draw_sum_panel", "draw_tip_to_tail", "draw_context",
@@ -93,7 +92,7 @@ def _label_groups(points, tokens, radius):
 
 
 def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKENS, query=None, chain=False,
-                   limits=None, moved=None, frame=True):
+                   limits=None, moved=None, frame=True, colours=None, labels=True):
     """One 2-D view of the weighted sum: input arrows, their hull, the context arrow.
 
     The view keeps two features of the vectors (a projection), so the hull drawn is the
@@ -101,6 +100,8 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     average of the projected inputs: it lies inside. Arrow width grows with the weight.
     With ``chain=True`` the scaled vectors ``weights[j] * x(j)`` are laid tip to tail:
     the chain ends exactly at the context vector. ``moved`` (a token index) is drawn in purple.
+    ``colours`` gives each input arrow its own colour (then ``moved`` is marked in its label
+    only); ``labels=False`` leaves the token names out (a second view, read by colour).
     """
     a, b = dims
     P = np.asarray(X, dtype=float)[:, [a, b]]
@@ -119,9 +120,9 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     top = float(w.max()) if w.size and w.max() > 0 else 1.0
     for j, p in enumerate(P):
         if np.hypot(*p) > 1e-9:
+            colour = colours[j % len(colours)] if colours else MOVED_COLOUR if j == moved else INPUT_COLOUR
             ax.arrow(0, 0, p[0], p[1], width=0.004 * span * (0.5 + 2.5 * w[j] / top), head_width=head,
-                     head_length=head, length_includes_head=True, color=MOVED_COLOUR if j == moved else INPUT_COLOUR,
-                     alpha=0.8, linewidth=0)
+                     head_length=head, length_includes_head=True, color=colour, alpha=0.8, linewidth=0)
     if chain:
         start = np.zeros(2)
         for j in np.argsort(-w):
@@ -133,9 +134,16 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
                  length_includes_head=True, color=CONTEXT_COLOUR, linewidth=0, zorder=4)
     ax.plot(*z, "o", color=CONTEXT_COLOUR, ms=6, zorder=5)
     pad = 0.02 * span
-    for where, text in _label_groups(P, list(tokens), radius=0.06 * span):
-        colour = MOVED_COLOUR if moved is not None and tokens[moved] in text.split(" / ") else INPUT_COLOUR
-        ax.text(where[0] + pad, where[1] + pad, text, fontsize=11, color=colour, in_layout=False, clip_on=True)
+    for where, text in (_label_groups(P, list(tokens), radius=0.06 * span) if labels else ()):
+        names = text.split(" / ")
+        if colours:
+            colour = colours[list(tokens).index(names[0]) % len(colours)] if len(names) == 1 else "#333333"
+            text = " / ".join(f"{n} (moved)" if moved is not None and n == tokens[moved] else n for n in names)
+        else:
+            colour = MOVED_COLOUR if moved is not None and tokens[moved] in names else INPUT_COLOUR
+        right = where[0] > high[0] - 0.25 * span  # near the right edge: put the name to the left of the tip
+        ax.text(where[0] - pad if right else where[0] + pad, where[1] + pad, text, fontsize=11, color=colour,
+                ha="right" if right else "left", in_layout=False, clip_on=True)
     name = "z" if query is None else f"z({query})"
     ax.text(z[0] + pad, z[1] - 2 * pad, name, fontsize=12, color=CONTEXT_COLOUR, fontweight="bold", va="top",
             in_layout=False, clip_on=True)
@@ -206,10 +214,17 @@ def draw_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0, d
     tokens = list(tokens)
     base = (journey_embeddings() if X is None else np.asarray(X)).astype(float)
     bars_ax, front, side = fig.subplots(1, 3, width_ratios=[1.25, 1, 1])
-    bars = bar_weights(np.zeros(len(tokens)), tokens, ax=bars_ax, title=" ", ylim=(0, 1))
-    bars_ax.tick_params(axis="x", labelrotation=45)
+    context, weights = simple_attention(_nudged(base, tokens, token, delta_0, delta_1, delta_2))
+    # bars without printed values (texts are what a redraw costs most); the note lists the weights
+    bars = bars_ax.bar(range(len(tokens)), np.zeros(len(tokens)), color="#5ab4ac")
+    top = max(0.5, np.ceil(10 * float(weights[tokens.index(query)].max())) / 10 + 0.1)
+    bars_ax.set_ylim(0, top)
+    bars_ax.set_xticks(range(len(tokens)), labels=tokens, rotation=45)
+    for k, label in enumerate(bars_ax.get_xticklabels()):  # each token in the colour of its arrows
+        label.set_color(TOKEN_COLOURS[k % len(TOKEN_COLOURS)])
+    bars_ax.set_ylabel("attention weight")
     bars_ax.set_xlabel("key (attended to)")
-    context, _ = simple_attention(_nudged(base, tokens, token, delta_0, delta_1, delta_2))
+    bars_ax.set_title(" ")
     limits = {}
     for ax, dims, title in ((front, (0, 1), "front view"), (side, (0, 2), "side view")):
         low, high = _panel_limits(np.vstack([base, _nudged(base, tokens, token, delta_0, delta_1, delta_2)]),
@@ -218,8 +233,8 @@ def draw_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0, d
         limits[dims] = (low, high)
         ax.set_title(f"{title}: features {dims[0]} and {dims[1]}")
     fig.handles.update(base=base, tokens=tokens, bars=bars, bars_ax=bars_ax, panels=((front, (0, 1)), (side, (0, 2))),
-                       limits=limits)
-    fig.dynamic.extend([*bars, *bars_ax.texts, bars_ax.title])
+                       limits=limits, bars_top=top)
+    fig.dynamic.extend([*bars, bars_ax.title])
     return update_context(fig, query, token, delta_0, delta_1, delta_2)
 
 
@@ -241,18 +256,19 @@ def update_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0,
         points = np.vstack([X[:, list(dims)], context[i][list(dims)]])
         if (points < low).any() or (points > high).any():
             raise FullRedraw
-    for k, (bar, label) in enumerate(zip(h["bars"], h["bars_ax"].texts)):
+    if weights[i].max() > h["bars_top"]:
+        raise FullRedraw  # a bar taller than the frozen axis
+    for k, bar in enumerate(h["bars"]):
         bar.set_height(weights[i, k])
         bar.set_color("#d8b365" if k == i else "#5ab4ac")
-        label.set_text(f"{weights[i, k]:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, weights[i, k])
     h["bars_ax"].set_title(f"weights of the query {query!r}")
     nudged = bool(delta_0 or delta_1 or delta_2)
 
     def panels():
         for ax, dims in h["panels"]:
             draw_sum_panel(ax, X, weights[i], context[i], dims=dims, tokens=tokens, query=query,
-                           limits=h["limits"][dims], moved=tokens.index(token) if nudged else None, frame=False)
+                           limits=h["limits"][dims], moved=tokens.index(token) if nudged else None, frame=False,
+                           colours=TOKEN_COLOURS, labels=dims == (0, 1))  # the side view is read by colour
 
     redraw_dynamic(fig, "panels", panels)
     top = int(np.argmax(weights[i]))
@@ -261,7 +277,7 @@ def update_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0,
     return (f"<code>z({query})</code> = <code>{np.array2string(context[i], precision=3)}</code>; "
             + (f"{query!r} attends most to itself ({weights[i, i]:.3f})." if top == i else
                f"{query!r} attends most to {tokens[top]!r} ({weights[i, top]:.3f}), to itself {weights[i, i]:.3f}.")
-            + moved)
+            + moved + "<br>weights: " + " | ".join(f"{t} {w:.3f}" for t, w in zip(tokens, weights[i], strict=True)))
 
 
 def context_explorer():
