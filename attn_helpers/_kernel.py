@@ -31,6 +31,8 @@ Speed notes (measured with ``benchmarks/bench_attention.py``; see its README):
   runs whole blocks, so the BLAS is held to one thread meanwhile (see
   :func:`_one_blas_thread`): with both kinds of threads on 2 cores, one call took
   3-4x longer on a busy machine.
+- Row sums are a matrix-vector product with a column of ones: the BLAS reads a
+  block about 4x faster than ``np.sum`` (0.1 against 0.45 ns per number here).
 - Fully masked rows: their scores are all ``-inf`` (or, in a bounded block, their
   exponentials are all zeroed), the row sum is 0 and is replaced by 1, so the row
   of weights and of context is exactly 0 without any invalid operation.
@@ -248,6 +250,7 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
     queries_scaled = None if all(bounded) else np.multiply(queries, np.asarray(scale, dtype=dtype))
     blocks = [block + (is_bounded,) for block, is_bounded in zip(blocks, bounded, strict=True)]
 
+    ones = np.ones((t_k, 1), dtype=dtype)  # (T_k, 1): the row sums as a matrix product
     next_lock = threading.Lock()  # the workers share iter_blocks: whoever is free takes the next block
 
     def run():
@@ -286,7 +289,9 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
                     np.copyto(row, 0, where=row == -np.inf)
                 np.subtract(block, row, out=block)
                 np.exp(block, out=block)
-            np.sum(block, axis=-1, keepdims=True, out=row)
+            # Row sums as a matrix-vector product with ones: the BLAS reads the block
+            # about 4x faster than np.sum's pairwise loop (0.1 vs 0.45 ns per number).
+            np.matmul(block, ones, out=row)  # (g, r, T_k) @ (T_k, 1) -> (g, r, 1)
             if mask is not None:
                 np.copyto(row, 1, where=row == 0)  # fully masked row: 0 / 1 = 0, not 0 / 0
             np.reciprocal(row, out=row)

@@ -72,6 +72,61 @@ def numpy_callable(case, inputs):
     return lambda: attn_helpers.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads=case["h"])
 
 
+def floor_callable(case, inputs, variant):
+    """A lower bound for any numpy ``scaled_dot_product_attention`` that returns the weights.
+
+    Only the two matrix products, ``scores = Q K^T`` written into a fresh (N, T, T)
+    array and ``context = scores @ V``, and nothing else: no scale, no exp, no sums,
+    no normalisation. The real function does all of this plus the softmax, so it
+    cannot be faster than the faster of the two ways of running them:
+
+    - ``blocks``: the kernel's own blocks of query rows on its worker threads, each
+      product on a one-threaded BLAS (what ``attn_helpers`` does);
+    - ``heads``: one whole head at a time, each product on all of the BLAS's threads.
+    """
+    import threading
+
+    import numpy as np
+
+    from attn_helpers import _kernel
+
+    queries, keys, values = (inputs[n].reshape(-1, *inputs[n].shape[-2:]) for n in ("queries", "keys", "values"))
+    n, t, _ = queries.shape
+    keys_t = np.swapaxes(keys, -1, -2)  # (N, d_k, T)
+    heads, rows = _kernel._block_layout(n, t, t, 4) if variant == "blocks" else (1, t)
+    blocks = [(first, start) for first in range(0, n, heads) for start in range(0, t, rows)]
+
+    def call():
+        weights = np.empty((n, t, t), np.float32)
+        context = np.empty(values.shape, np.float32)
+        todo, lock = iter(blocks), threading.Lock()
+
+        def run():
+            while True:
+                with lock:
+                    first, start = next(todo, (None, None))
+                if first is None:
+                    return
+                heads_, rows_ = slice(first, first + heads), slice(start, start + rows)
+                block = weights[heads_, rows_]
+                np.matmul(queries[heads_, rows_], keys_t[heads_], out=block)
+                np.matmul(block, values[heads_], out=context[heads_, rows_])
+
+        if variant == "heads":
+            run()
+        else:
+            _kernel._one_blas_thread()
+            try:
+                future = _kernel._get_pool().submit(run)
+                run()
+                future.result()
+            finally:
+                _kernel._restore_blas_threads()
+        return context, weights
+
+    return call
+
+
 def torch_callable(case, inputs):
     import torch
 
@@ -132,6 +187,9 @@ def worker(side, case_name, warmup, reps):
         context.__enter__()
         fn = torch_callable(case, inputs)
         threads = torch.get_num_threads()
+    elif side.startswith("floor-"):
+        fn = floor_callable(case, inputs, side.removeprefix("floor-"))
+        threads = None
     else:
         fn = numpy_callable(case, inputs)
         threads = None
@@ -171,17 +229,20 @@ def run_worker(side, case_name, warmup, reps):
 def drive(case_names, rounds, warmup, reps):
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {rounds} rounds x {reps} reps per side "
-        f"(after {warmup} warm-up), sides alternate numpy torch numpy torch ..."
+        f"(after {warmup} warm-up), sides alternate numpy torch [floors] numpy torch [floors] ..."
     )
     print("each number is the median over rounds of the per-process median, in milliseconds (wall clock)")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average before: {load} (other processes take CPU from both sides)\n")
     rows = []
     for name in case_names:
-        per_side = {"numpy": [], "torch": []}
-        cpu = {"numpy": [], "torch": []}
+        sides = ("numpy", "torch")
+        if CASES[name]["kind"] == "sdpa":  # also time the floor: the two matrix products alone, two ways
+            sides += ("floor-blocks", "floor-heads")
+        per_side = {side: [] for side in sides}
+        cpu = {side: [] for side in sides}
         for _ in range(rounds):
-            for side in ("numpy", "torch"):
+            for side in sides:
                 report = run_worker(side, name, warmup, reps)
                 per_side[side].append(report["median"])
                 cpu[side].append(report["cpu"])
@@ -200,11 +261,20 @@ def drive(case_names, rounds, warmup, reps):
             f"target {target_txt:8s} {verdict}   rounds numpy/torch ms: {rounds_txt}"
         )
         print(f"    CPU per call (all threads, incl. spin-waits): numpy {cpu_np:7.1f} ms   torch {cpu_torch:7.1f} ms")
-        rows.append((name, t_np, t_torch, ratio, target_txt, verdict))
+        floor_txt = "-"
+        if "floor-heads" in per_side:
+            floors = {v: statistics.median(per_side[f"floor-{v}"]) * 1e3 for v in ("blocks", "heads")}
+            t_floor = min(floors.values())
+            print(
+                f"    floor: Q K^T and scores @ V alone, no softmax (numpy; by blocks {floors['blocks']:.1f} ms,"
+                f" by heads {floors['heads']:.1f} ms): {t_floor:.1f} ms = {t_floor / t_torch:.2f}x torch"
+            )
+            floor_txt = f"{t_floor / t_torch:.2f}x"
+        rows.append((name, t_np, t_torch, ratio, target_txt, verdict, floor_txt))
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    print(f"{'case':22s} {'numpy ms':>10s} {'torch ms':>10s} {'ratio':>7s} {'target':>9s}  result")
-    for name, t_np, t_torch, ratio, target_txt, verdict in rows:
-        print(f"{name:22s} {t_np:10.1f} {t_torch:10.1f} {ratio:6.2f}x {target_txt:>9s}  {verdict}")
+    print(f"{'case':22s} {'numpy ms':>10s} {'torch ms':>10s} {'ratio':>7s} {'target':>9s}  {'result':7s} floor/torch")
+    for name, t_np, t_torch, ratio, target_txt, verdict, floor_txt in rows:
+        print(f"{name:22s} {t_np:10.1f} {t_torch:10.1f} {ratio:6.2f}x {target_txt:>9s}  {verdict:7s} {floor_txt:>11s}")
     return all(v != "FAIL" for *_, v in rows)
 
 
@@ -218,7 +288,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, help="timed repetitions per worker (overrides --quick)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per worker before timing")
     parser.add_argument("--check", action="store_true", help="only check that both sides compute the same numbers")
-    parser.add_argument("--worker", choices=("numpy", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=("numpy", "torch", "floor-blocks", "floor-heads"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 5)
     reps = args.reps or (3 if args.quick else 7)
