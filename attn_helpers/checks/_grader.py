@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import inspect
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,13 +105,19 @@ def grade_function(
     rtol: float = 1e-4,
     atol: float = 1e-5,
     shape_hint: str = "",
+    hints: Mapping[str, str] | None = None,
 ) -> Verdict:
     """Grade a learner's function against ``reference_fn`` on ``cases``.
 
     Order of diagnosis for the first failing case: not callable / raised / returned
     None -> NaN or inf in the result -> a known wrong answer (``wrongs``) -> wrong
     shape (transposed? a missing batch axis?) -> wrong values.
+
+    ``hints`` replaces the generic hint for a kind of failure with one in the
+    lesson's own terms: ``"matmul"`` (a matrix product whose inner sizes do not
+    agree) and ``"tuple"`` (the function returned a tuple, not one array).
     """
+    hints = dict(hints or {})
     if not callable(learner_fn):
         return Verdict(False, f"expected your {what} (a function), got {type(learner_fn).__name__}",
                        "pass the function itself, without calling it: check(my_function), not check(my_function())")
@@ -120,10 +126,10 @@ def grade_function(
         where = _describe(case, i)
         result, problem = _call(learner_fn, case)
         if problem:
-            return Verdict(False, f"on {where}, {problem}", _raised_hint(problem))
+            return Verdict(False, f"on {where}, {problem}", _raised_hint(problem, hints))
         got, problem = _as_result_array(result)
         if problem:
-            return Verdict(False, f"on {where}, {problem}")
+            return Verdict(False, f"on {where}, {problem}", hints.get("tuple", "") if "tuple" in problem else "")
         expected = np.asarray(reference_fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
         if got.shape == expected.shape and _close(got, expected, rtol, atol):
             continue
@@ -155,12 +161,12 @@ def grade_function(
     return Verdict(True, success or f"your {what} passes all {len(cases)} test cases.")
 
 
-def _raised_hint(problem: str) -> str:
+def _raised_hint(problem: str, hints: Mapping[str, str]) -> str:
     if "not implemented" in problem:
         return "write the body of the function, then run this cell again"
     if "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
-        return ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
-                "Print the shapes and check for a missing .T")
+        return hints.get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
+                                       "Print the shapes and check for a missing .T")
     if "axis" in problem:
         return "check the axis argument: attention weights normalise over the last axis (axis=-1)"
     return "read the error message, then test your function on the tiny example above"

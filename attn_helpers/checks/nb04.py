@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import softmax
 from ..examples import journey_embeddings
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Wrong, grade_function, register_solution
 
 __all__ = ["check_context_vectors"]
 
@@ -63,20 +63,11 @@ def _wrongs():
 
 def check_context_vectors(fn):
     """Grade ``fn(X) -> context`` of shape ``(T, d_model)``: softmax(X X^T) X, unscaled."""
-    try:
-        verdict = grade_function(
-            fn, context_vectors, _cases(), what="context_vectors", wrongs=_wrongs(),
-            shape_hint="the context vectors have one row per token and one column per feature: shape (T, d_model), "
-                       "the same shape as X",
-            success="every context vector is a weighted average of the token rows: weights @ X.",
-        )
-    except Exception as err:  # noqa: BLE001 - a checker never raises
-        return Verdict(False, f"the checker could not grade this ({type(err).__name__})",
-                       "make sure you pass a function that takes X and returns an array")
-    if not verdict.passed and "raised" in verdict.message and ("matmul" in verdict.message
-                                                              or "not aligned" in verdict.message):
-        return Verdict(False, verdict.message, _MATMUL_HINT)
-    if not verdict.passed and "returned a tuple" in verdict.message:
-        return Verdict(False, verdict.message, "return only the context vectors (one array of shape (T, d_model)), "
-                                               "not (context, weights)")
-    return verdict
+    return grade_function(
+        fn, context_vectors, _cases(), what="context_vectors", wrongs=_wrongs(),
+        shape_hint="the context vectors have one row per token and one column per feature: shape (T, d_model), "
+                   "the same shape as X",
+        success="every context vector is a weighted average of the token rows: weights @ X.",
+        hints={"matmul": _MATMUL_HINT,
+               "tuple": "return only the context vectors (one array of shape (T, d_model)), not (context, weights)"},
+    )
