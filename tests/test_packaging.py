@@ -43,6 +43,14 @@ def test_readme_has_the_two_commands_and_binder_badge():
         assert f"notebooks/{notebook.name}" in readme, f"README does not list {notebook.name}"
 
 
+def test_binder_badge_opens_the_repository_named_in_pyproject():
+    # A regex, not tomllib: the tests also run on Python 3.10.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    owner_name = re.search(r'^Repository = "https://github\.com/([\w.-]+/[\w.-]+)"$', pyproject, re.M).group(1)
+    badges = re.findall(r"mybinder\.org/v2/gh/([\w.-]+/[\w.-]+)/", (ROOT / "README.md").read_text())
+    assert badges and set(badges) == {owner_name}, f"README Binder badge {badges} != pyproject Repository {owner_name}"
+
+
 def test_teaching_guide_covers_every_notebook_and_solution():
     from attn_helpers.checks._grader import SOLUTIONS
 
