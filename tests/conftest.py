@@ -2,3 +2,29 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import the independent reference
+
+from quiet import WaitForQuiet  # noqa: E402
+
+# The browser tests record one latency line per notebook as a user property
+# ("browser_latency"). Reports travel from pytest-xdist workers to the controller with
+# their user properties, so collecting them here prints the summary in serial and
+# parallel runs alike.
+_LATENCY_LINES: list[str] = []
+
+
+def pytest_configure(config):
+    # A plugin rather than a hook here: hooks in this conftest would only see items under
+    # tests/, and the notebooks' nbval cells must wait too.
+    config.pluginmanager.register(WaitForQuiet(), "attn-wait-for-quiet")
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _LATENCY_LINES.extend(value for key, value in report.user_properties if key == "browser_latency")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _LATENCY_LINES:
+        terminalreporter.section("browser: widget latency (control change -> new figure, in Chromium)")
+        for line in sorted(_LATENCY_LINES):
+            terminalreporter.write_line(line)

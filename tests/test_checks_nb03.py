@@ -126,22 +126,33 @@ def test_registry():
     assert set(EXPLORERS) == {"temperature_explorer"}
 
 
-@pytest.mark.parametrize("query", JOURNEY_TOKENS)
-def test_temperature_explorer_draws_every_query(query):
+@pytest.fixture(scope="module")
+def shared_explorer():
+    """One live explorer for the module, as in a notebook: its first render draws everything,
+    later ones take the update path a learner's control change takes. (A fresh explorer per
+    case would pay a full constrained-layout draw each time, ~0.5 s; the full drawing is
+    checked against the update path in the fast-path test below.)"""
     explorer = temperature_explorer()
+    explorer.render()
+    return explorer
+
+
+@pytest.mark.parametrize("query", JOURNEY_TOKENS)
+def test_temperature_explorer_draws_every_query(shared_explorer, query):
     for temperature in (TEMPERATURES[0], 1.0, TEMPERATURES[-1]):
-        png, note = explorer.render(query=query, temperature=temperature)
+        png, note = shared_explorer.render(query=query, temperature=temperature)
         assert png.startswith(b"\x89PNG") and f"τ = {temperature:g}" in note
+        assert shared_explorer.figure(query=query, temperature=temperature).note == note
 
 
 @pytest.mark.parametrize("temperature", [0.0, -1.0, float("nan"), None, "hot"])
-def test_temperature_explorer_never_raises(temperature):
-    png, note = temperature_explorer().render(query="nobody", temperature=temperature)
+def test_temperature_explorer_never_raises(shared_explorer, temperature):
+    png, note = shared_explorer.render(query="nobody", temperature=temperature)
     assert png.startswith(b"\x89PNG") and "τ = 1" in note
 
 
-def test_temperature_explorer_note():
-    _, note = temperature_explorer().render(query="journey", temperature=1.0)
+def test_temperature_explorer_note(shared_explorer):
+    _, note = shared_explorer.render(query="journey", temperature=1.0)
     assert "H = 1.7460" in note and "ln 6 = 1.7918" in note and "0.2379" in note
 
 

@@ -16,7 +16,8 @@ is covered without touching this file) the test
 5. saves a screenshot of the explorer (and its static figure above it) to
    ``build/screenshots/NN_topic.png`` (``ATTN_FULL_SCREENSHOTS=1``: the whole notebook).
 
-The latencies are printed in the terminal summary.
+The latencies are printed in the terminal summary (by ``tests/conftest.py``, from the
+reports, so that it works when pytest-xdist runs this module in a worker process).
 
 Isolation: JupyterLab serves a throw-away copy of ``notebooks/`` from a temporary
 directory, on 127.0.0.1, a free port and a random token, with its own config, data,
@@ -24,7 +25,10 @@ runtime, settings and workspace directories; nothing in the checkout is written
 except ``build/`` (git-ignored). One server, one browser and one JupyterLab page serve
 the whole session (loading JupyterLab costs seconds; a second page per notebook would
 double the suite's time): each notebook opens in its own JupyterLab tab, as from the
-file browser, and afterwards its kernel is shut down and the tab closed.
+file browser, and afterwards its kernel is shut down and the tab closed. The next
+notebook's kernel is started through the REST API while the current one is exercised,
+so that kernel start-up is off the critical path (opening a notebook whose kernel is
+running is a path JupyterLab takes anyway: it connects to the running session).
 
 Needs Debian's Chromium (``apt-get install chromium``); Playwright's own browser
 download is not used. Without it every test here is skipped, with the reason
@@ -42,11 +46,13 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from quiet import quiet_neighbours
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -142,6 +148,7 @@ class LabServer:
         }
         self.log_path = workdir / "jupyterlab.log"
         self.process: subprocess.Popen | None = None
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
         command = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
@@ -161,9 +168,13 @@ class LabServer:
                 time.sleep(0.2)
         raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_S} s:\n{self.log_tail()}")
 
-    def api(self, method: str, path: str):
-        request = urllib.request.Request(self.base + path, method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+    def api(self, method: str, path: str, body: dict | None = None):
+        headers = {"Authorization": f"token {self.token}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.base + path, method=method, headers=headers, data=data)
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -176,6 +187,40 @@ class LabServer:
         for session in self.api("GET", "/api/sessions") or []:
             self.api("DELETE", f"/api/sessions/{session['id']}")
 
+    def start_session(self, path: str) -> None:
+        """Start the kernel for notebook ``path`` ahead of time, in the background.
+
+        Opening that notebook later connects to this session, exactly as JupyterLab does
+        for a notebook whose kernel is already running (its SessionContext looks the path
+        up among the running sessions first). The next notebook's kernel then starts while
+        the current one's widget is exercised, instead of on the critical path.
+        """
+        body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}}
+        self._in_background(self.api, "POST", "/api/sessions", body)
+
+    def stop_session(self, path: str) -> None:
+        """Shut down the kernel of notebook ``path`` without waiting for it to exit."""
+        def stop():
+            for session in self.api("GET", "/api/sessions") or []:
+                if session.get("path") == path:
+                    self.api("DELETE", f"/api/sessions/{session['id']}")
+        self._in_background(stop)
+
+    def _in_background(self, function, *args) -> None:
+        def call():
+            try:
+                function(*args)
+            except OSError:  # the server is going away, or the session already is: nothing to clean up
+                pass
+        thread = threading.Thread(target=call, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def join_background(self, timeout: float = 15) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+
     def log_tail(self, chars: int = 3000) -> str:
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
@@ -183,6 +228,7 @@ class LabServer:
             return "(no log)"
 
     def stop(self) -> None:
+        self.join_background()
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -217,10 +263,13 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def lab_page(lab):
+def lab_page(lab, request):
     """One Chromium, one JupyterLab page for the session; each notebook opens in its own tab inside it."""
     from playwright.sync_api import sync_playwright
 
+    first = _browser_notebooks(request.session)[:1]
+    if first:  # its kernel starts while Chromium and JupyterLab load
+        lab.start_session(first[0])
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
@@ -240,31 +289,6 @@ def _load_app(page, lab: LabServer) -> None:
                            timeout=OPEN_TIMEOUT_MS, polling=100)
     page.evaluate("() => window.jupyterapp.restored")
     page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook gets the whole width
-
-
-class _LatencySummary:
-    """A plugin printing the latencies in the terminal summary (visible without ``-s``).
-
-    Registered from a fixture rather than a ``conftest.py``: with ``--doctest-modules``
-    a second ``conftest.py`` basename under ``tests/`` would clash with ``tests/conftest.py``.
-    """
-
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if self.lines:
-            terminalreporter.section("browser: widget latency (control change -> new figure, in Chromium)")
-            for line in self.lines:
-                terminalreporter.write_line(line)
-
-
-@pytest.fixture(scope="session")
-def latency_report(pytestconfig) -> list[str]:
-    """Lines appended here are printed in the terminal summary."""
-    summary = _LatencySummary()
-    pytestconfig.pluginmanager.register(summary, "attn-browser-latency")
-    return summary.lines
 
 
 # ------------------------------------------------------------------ in-page helpers (JS)
@@ -450,9 +474,23 @@ def _open(page, lab: LabServer, name: str) -> float:
     return time.perf_counter() - start
 
 
-def _close(page, lab: LabServer) -> None:
-    """Shut the kernel down, then close the notebook's tab without a save dialog."""
-    lab.shutdown_sessions()
+def _browser_notebooks(session) -> list[str]:
+    """The notebooks this run's browser tests open, in the order they run."""
+    return [item.callspec.params["notebook"].name for item in session.items
+            if getattr(item, "originalname", None) == "test_notebook_runs_and_its_widget_answers"]
+
+
+def _prewarm_next(lab: LabServer, request) -> None:
+    """Start the kernel of the notebook the next browser test opens (if any)."""
+    order = _browser_notebooks(request.session)
+    name = request.node.callspec.params["notebook"].name
+    if name in order and order.index(name) + 1 < len(order):
+        lab.start_session(order[order.index(name) + 1])
+
+
+def _close(page, lab: LabServer, name: str) -> None:
+    """Shut the notebook's kernel down (in the background), then close its tab without a save dialog."""
+    lab.stop_session(name)
     page.evaluate("""() => {
         const panel = window.__panel;
         if (panel && !panel.isDisposed) { panel.context.model.dirty = false; panel.dispose(); }
@@ -573,12 +611,13 @@ def _screenshot(page, name: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, latency_report):
+def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, record_property, request):
     name = notebook.name
     page = lab_page
     page.errors.clear()
     try:
         opened = _open(page, lab, name)
+        _prewarm_next(lab, request)  # its kernel starts while this notebook runs
         ran = _run_all(page, name)
         try:
             page.wait_for_function(WIDGETS_SETTLED, timeout=WIDGET_TIMEOUT_MS, polling=100)
@@ -594,7 +633,8 @@ def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, latency_r
             assert explorer["images"] >= 1, f"{name}: explorer {i} shows no figure: {explorer['text']!r}"
 
         start = time.perf_counter()
-        times, kernel_times, control = _latencies(page, name)
+        with quiet_neighbours():  # other pytest-xdist workers wait: time the widget, not them
+            times, kernel_times, control = _latencies(page, name)
         stepped = time.perf_counter() - start
         median = statistics.median(times)
         start = time.perf_counter()
@@ -604,7 +644,7 @@ def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, latency_r
                 f"min {min(times):.0f}, max {max(times):.0f}; "
                 f"kernel busy median {statistics.median(kernel_times):.0f} ms)"
                 f" | open {opened:.1f} s, run all {ran:.1f} s, steps {stepped:.1f} s, screenshot {shot:.1f} s")
-        latency_report.append(line)
+        record_property("browser_latency", line)  # tests/conftest.py prints it in the summary
         print(line, f"\nscreenshot: {path}")
         assert median < LATENCY_TARGET_MS, (
             f"{name}: median latency {median:.0f} ms over the {LATENCY_TARGET_MS:.0f} ms target: "
@@ -620,7 +660,7 @@ def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, latency_r
         raise
     finally:
         try:
-            _close(page, lab)
+            _close(page, lab, name)
         except Exception:  # noqa: BLE001 - a broken page must not break the next notebook
             lab.shutdown_sessions()
             page.set_viewport_size(VIEWPORT)
