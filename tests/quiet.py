@@ -1,13 +1,19 @@
-"""Hold the other test workers back while the browser tests time a widget.
+"""Keep the other test workers out of the browser tests' way.
 
-The browser tests measure how fast a widget answers (a median under a target). When
-pytest-xdist runs other test files beside them, those compete for the same cores and
-the measurement says more about the neighbours than about the widget. So, for the few
-seconds of a measurement, the browser test raises a flag (a file shared by the run's
-workers) and the other workers wait before starting their next test until it is
-lowered. The other workers are not on the critical path (the browser file is the
-longest), so the suite's wall time barely changes. In a single-process run nothing
-waits and nothing is written.
+The browser tests are the longest test file and the suite's critical path: one
+JupyterLab, one Chromium, one notebook after another. When pytest-xdist runs the
+other files beside them on a small machine, both compete for the same cores. Two
+measures keep the browser file as fast as when it runs alone:
+
+1. Workers running anything else lower their CPU priority (``nice``; the kernels that
+   nbval starts inherit it), so they use the cycles the browser tests leave idle while
+   waiting on the page, the server or a kernel, instead of taking cycles from them.
+2. While a browser test times a widget (a median under a target), the other workers
+   start no new test, so that the figure describes the widget, not the neighbours.
+
+For (2) the browser test raises a flag (a file shared by the run's workers) for the few
+seconds of a measurement; the other workers wait before their next test until it is
+lowered. In a single-process run nothing is reniced, nothing waits, nothing is written.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 from pathlib import Path
 
 WAIT_LIMIT_S = 60.0  # never hold a worker longer than this (a crashed browser test leaves the flag behind)
-SETTLE_S = 0.3  # lets the tests already running on other workers finish before the measurement starts
+SETTLE_S = 0.1  # lets a short test already running elsewhere finish (the others run niced anyway)
 
 
 def _flag() -> Path | None:
@@ -42,13 +48,22 @@ def quiet_neighbours():
         flag.unlink(missing_ok=True)
 
 
+NICENESS = 10  # at 10 a process gets about a tenth of a core that a normal-priority one also wants
+
+
 class WaitForQuiet:
-    """Plugin: before each test, wait while another worker's measurement is running."""
+    """Plugin for pytest-xdist workers: make way for the browser tests (see the module's docstring)."""
+
+    def __init__(self):
+        self.reniced = False
 
     def pytest_runtest_setup(self, item):
         flag = _flag()
         if flag is None or "browser" in item.keywords:
             return
+        if not self.reniced and hasattr(os, "nice"):
+            os.nice(NICENESS)
+            self.reniced = True
         deadline = time.monotonic() + WAIT_LIMIT_S
         while flag.exists() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -183,3 +183,22 @@ def test_reset_restores_defaults_with_one_redraw():
     explorer.reset()
     assert explorer.renders == before + 1
     assert explorer.controls["W_v_11"].value == 1.0 and explorer.controls["W_q_00"].value == 1.0
+
+
+def test_values_beyond_a_colorbar_widen_it_in_place_as_a_fresh_drawing_would():
+    """Out-of-range values take the background-only redraw, and the frame equals a fresh one pixel for pixel."""
+    import io
+
+    from PIL import Image
+
+    explorer = nb05.qkv_explorer()
+    explorer.render()
+    first_axes = explorer._live.axes
+    for value in (2.5, 3.0):  # 2.5 takes the scaled scores past the initial limits of +-3
+        png, note = explorer.render(W_q_00=value)
+        assert explorer._live.axes == first_axes  # the same artists: not a full redraw
+        fresh_png, fresh_note = nb05.qkv_explorer().render(W_q_00=value)
+        assert note == fresh_note
+        live, fresh = (np.asarray(Image.open(io.BytesIO(data))) for data in (png, fresh_png))
+        np.testing.assert_array_equal(live, fresh)
+    assert explorer._live.handles["panels"][0][0].images[0].get_clim() == (-4.0, 4.0)

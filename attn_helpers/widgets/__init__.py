@@ -12,7 +12,10 @@ touch. An explorer may therefore pass ``update``: the first frame is drawn in fu
 in ``fig.handles``); every later change calls ``update(fig, **values)``, which edits
 those artists only, and the explorer redraws just them over a cached background
 (matplotlib's blitting). ``update`` may raise :class:`FullRedraw` when a change needs a
-new figure (different axes, limits or tick labels).
+new figure (different axes or tick labels). When it changed a static part in place
+(new colour limits, say, which the colorbar follows), it sets
+``fig.background_changed = True``: the background is drawn again from the same artists,
+which costs about half of a full redraw, and the dynamic artists are blitted over it.
 """
 
 from __future__ import annotations
@@ -150,6 +153,10 @@ class Explorer:
             except FullRedraw:
                 pass
             else:
+                if getattr(self._live, "background_changed", False):
+                    self._live.background_changed = False
+                    self._live.canvas.draw()  # the dynamic artists are animated: drawn without them
+                    self._background = self._live.canvas.copy_from_bbox(self._live.bbox)
                 return self._blit(), note
         return self._draw_live(values)
 

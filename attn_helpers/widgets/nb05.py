@@ -8,7 +8,7 @@ import numpy as np
 from ..core import softmax
 from ..examples import I_LOVE_AI_TOKENS, i_love_ai
 from ..plotting import heatmap
-from . import Explorer, FullRedraw
+from . import Explorer
 
 __all__ = ["MATRIX_NAMES", "qkv_attention_steps", "draw_qkv", "update_qkv", "MatrixExplorer", "qkv_explorer",
            "EXPLORERS"]
@@ -103,7 +103,11 @@ def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
 
 
 def update_qkv(fig, **entries):
-    """Recolour and renumber the cells for new matrices (the live widget's fast path)."""
+    """Recolour and renumber the cells for new matrices (the live widget's fast path).
+
+    Values outside a colorbar widen its limits in place (the same limits a fresh drawing
+    would choose); the explorer then redraws the background once, not the whole figure.
+    """
     h = fig.handles
     tokens = h["tokens"]
     W = _matrices(entries)
@@ -111,7 +115,8 @@ def update_qkv(fig, **entries):
     for ax, key, signed in h["panels"]:
         image, matrix = ax.images[0], steps[key]
         if matrix.min() < image.norm.vmin - 1e-9 or matrix.max() > image.norm.vmax + 1e-9:
-            raise FullRedraw  # outside the colorbar: draw a new one
+            image.set_clim(*_limits(matrix, signed))  # outside the colorbar: widen it (the colorbar follows)
+            fig.background_changed = True
         image.set_data(matrix)
         for text, value in zip(ax.texts, matrix.ravel()):
             level = image.norm(value)

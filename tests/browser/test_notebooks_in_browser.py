@@ -151,12 +151,15 @@ class LabServer:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        """Launch the server; :meth:`wait_ready` waits until it answers."""
         command = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
                    "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
                    f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(command, cwd=self.workdir, env=self.env, stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_ready(self) -> None:
         deadline = time.monotonic() + SERVER_START_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -256,7 +259,7 @@ def lab(tmp_path_factory):
         pytest.skip(reason)
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
     try:
-        server.start()
+        server.start()  # lab_page launches Chromium while the server starts, then waits for it
         yield server
     finally:
         server.stop()
@@ -267,12 +270,13 @@ def lab_page(lab, request):
     """One Chromium, one JupyterLab page for the session; each notebook opens in its own tab inside it."""
     from playwright.sync_api import sync_playwright
 
-    first = _browser_notebooks(request.session)[:1]
-    if first:  # its kernel starts while Chromium and JupyterLab load
-        lab.start_session(first[0])
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
+            lab.wait_ready()
+            first = _browser_notebooks(request.session)[:1]
+            if first:  # its kernel starts while JupyterLab loads in the page
+                lab.start_session(first[0])
             page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
             page.errors = []
             page.on("pageerror", lambda err: page.errors.append(str(err)))
@@ -411,7 +415,8 @@ CONTROLS = """
 # Arm a stopwatch: t0 at the first user event on the explorer's controls, t1 when the
 # output area holds a figure different from the current one, decoded and ready to paint.
 ARM = """
-() => {
+(kind) => {
+    if (window.__latencyCleanup) window.__latencyCleanup();
     const explorer = window.__panel.node.querySelector('.attn-explorer');
     const figure = () => { const img = explorer.querySelector('img'); return img ? img.getAttribute('src') : null; };
     const state = {t0: null, t1: null, busy: null, idle: null, before: figure(), note: null};
@@ -428,9 +433,19 @@ ARM = """
         }
     };
     kernel.iopubMessage.connect(onMessage);
-    const start = () => { if (state.t0 === null) state.t0 = performance.now(); };
+    // A typed number reaches the kernel when Enter is pressed (or the box is left), so the
+    // clock starts there, as for a learner, not at the first keystroke of the test's typing.
+    const typed = kind === 'number' || kind === 'text';
+    const start = (event) => {
+        if (state.t0 !== null) return;
+        if (typed && (event.type === 'input' || (event.type === 'keydown' && event.key !== 'Enter'))) return;
+        state.t0 = performance.now();
+    };
     const events = ['pointerdown', 'keydown', 'input', 'change', 'click'];
-    for (const name of events) explorer.addEventListener(name, start, {capture: true, once: true});
+    for (const name of events) explorer.addEventListener(name, start, {capture: true});
+    window.__latencyCleanup = () => {
+        for (const name of events) explorer.removeEventListener(name, start, {capture: true});
+    };
     const observer = new MutationObserver(() => {
         if (state.t1 !== null || state.done) return;
         const img = explorer.querySelector('img');
@@ -470,7 +485,7 @@ def _open(page, lab: LabServer, name: str) -> float:
         if time.monotonic() > deadline:
             raise AssertionError(f"{name}: the kernel did not become idle\n{lab.log_tail()}")
         _dismiss_dialogs(page)
-        page.wait_for_timeout(100)
+        page.wait_for_timeout(50)
     return time.perf_counter() - start
 
 
@@ -563,7 +578,7 @@ def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
         control = _pick_control(controls)
         assert control is not None, f"{name}: the explorer has no control that can change: {controls}"
         description = f"{control['kind']} #{control['index']}"
-        assert page.evaluate(ARM), f"{name}: the explorer shows no figure before the change"
+        assert page.evaluate(ARM, control["kind"]), f"{name}: the explorer shows no figure before the change"
         _change(page, control, step)
         try:
             page.wait_for_function("() => window.__latency.t1 !== null", timeout=STEP_TIMEOUT_MS, polling="raf")
@@ -583,6 +598,14 @@ def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
     return times, kernel_times, description
 
 
+def _next_frames(page, frames: int = 2) -> None:
+    """Wait until the page has painted ``frames`` more frames (layout after a resize or scroll is done)."""
+    page.evaluate("""(n) => new Promise(done => {
+        const step = () => (n-- > 0 ? requestAnimationFrame(step) : done());
+        step();
+    })""", frames)
+
+
 def _screenshot(page, name: str) -> Path:
     """The live explorer with what is above it (its static figure), after the changes.
 
@@ -594,14 +617,14 @@ def _screenshot(page, name: str) -> Path:
         height = page.evaluate("() => (window.__panel.node.querySelector('.jp-WindowedPanel-outer')"
                                " || window.__panel.content.node).scrollHeight")
         page.set_viewport_size({"width": VIEWPORT["width"], "height": int(min(max(height + 200, 900), 16_000))})
-        page.wait_for_timeout(300)
+        _next_frames(page)
         page.evaluate("() => { const s = window.__panel.node.querySelector('.jp-WindowedPanel-outer');"
                       " if (s) s.scrollTop = 0; }")
     else:
         page.set_viewport_size(SCREENSHOT_VIEWPORT)
-        page.wait_for_timeout(100)
+        _next_frames(page)
         page.evaluate("() => window.__panel.node.querySelector('.attn-explorer').scrollIntoView({block: 'end'})")
-    page.wait_for_timeout(200)
+    _next_frames(page)
     page.screenshot(path=str(path))
     return path
 
