@@ -169,3 +169,17 @@ def test_temperature_explorer_fast_path_matches_a_fresh_drawing():
         np.testing.assert_allclose(live["curve"].get_ydata(), new["curve"].get_ydata())
         np.testing.assert_allclose(np.asarray(live["reference"].get_segments()),
                                    np.asarray(new["reference"].get_segments()))
+
+
+def test_live_figure_reuses_the_layout_the_static_figure_solved(monkeypatch):
+    """static() then show(), as in every notebook: the first live frame solves no layout of its own."""
+    from attn_helpers import widgets
+
+    monkeypatch.setattr(widgets, "display", lambda fig: fig.canvas.draw())  # a notebook's display draws it
+    explorer = temperature_explorer()
+    explorer.static(query="one")
+    fresh = []
+    original = explorer.figure
+    monkeypatch.setattr(explorer, "figure", lambda **values: fresh.append(values) or original(**values))
+    png, _ = explorer.render()
+    assert png.startswith(b"\x89PNG") and fresh == []  # no throw-away figure drawn for the layout

@@ -169,12 +169,11 @@ class Explorer:
             fig.clear()
         fig.dynamic, fig.handles = [], {}
         note = self.draw(fig, **values) or ""
-        structure = tuple((type(ax).__name__, ax.get_label()) for ax in fig.axes)
-        positions = self._positions.get(structure)
+        positions = self._positions.get(self._structure(fig))
         if positions is None:  # solve the constrained layout once, on a throw-away copy
             solved = self.figure(**values)
             solved.canvas.draw()
-            positions = self._positions[structure] = [ax.get_position() for ax in solved.axes]
+            positions = self._positions[self._structure(fig)] = [ax.get_position() for ax in solved.axes]
         if len(positions) == len(fig.axes):
             for ax, position in zip(fig.axes, positions):
                 ax.set_position(position)
@@ -190,6 +189,10 @@ class Explorer:
         fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue(), note
 
+    @staticmethod
+    def _structure(fig) -> tuple:
+        return tuple((type(ax).__name__, ax.get_label()) for ax in fig.axes)
+
     def _blit(self) -> bytes:
         fig, canvas = self._live, self._live.canvas
         canvas.restore_region(self._background)
@@ -204,8 +207,17 @@ class Explorer:
         return self.render(**overrides)[0]
 
     def static(self, **overrides):
-        """Show the figure once, without controls: the fallback that GitHub and print can show."""
+        """Show the figure once, without controls: the fallback that GitHub and print can show.
+
+        Its layout, solved when the notebook draws it, is kept for the live figure of
+        :meth:`show`, whose first frame then skips solving it again.
+        """
         fig = self.figure(**overrides)
+
+        def keep_layout(event):  # the notebook's display draws it: its solved layout serves the live figure too
+            self._positions.setdefault(self._structure(fig), [ax.get_position() for ax in fig.axes])
+
+        fig.canvas.mpl_connect("draw_event", keep_layout)
         display(fig)
         if fig.note:
             print(_plain(fig.note))
