@@ -43,10 +43,16 @@ def block_bytes(request, monkeypatch):
     monkeypatch.setattr(_kernel, "_BLOCK_BYTES", 1 << 30 if request.param == "heads grouped" else 256)
 
 
+@pytest.fixture(params=["exp2", "exp"])
+def bounded_exp(request, monkeypatch):
+    # The no-shift path takes exp2 or exp by the CPU (_FAST_EXP2): test both on every machine.
+    monkeypatch.setattr(_kernel, "_FAST_EXP2", request.param == "exp2")
+
+
 @pytest.mark.parametrize("magnitude", [0.3, 30.0], ids=["small scores (no max shift)", "large scores (max shift)"])
 @pytest.mark.parametrize("mask_kind", [None, "causal", "padding", "random with empty rows"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernel_paths_match_float64(threads, block_bytes, magnitude, mask_kind, dtype):
+def test_kernel_paths_match_float64(threads, block_bytes, bounded_exp, magnitude, mask_kind, dtype):
     rng = np.random.default_rng(7)
     batch, t_q, t_k, d_k, d_v = (2, 3), 37, 41, 8, 5
     queries = (rng.standard_normal(batch + (t_q, d_k)) * magnitude).astype(dtype)
