@@ -1,6 +1,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import the independent reference
 
 from quiet import WaitForQuiet  # noqa: E402
@@ -10,6 +12,18 @@ from quiet import WaitForQuiet  # noqa: E402
 # their user properties, so collecting them here prints the summary in serial and
 # parallel runs alike.
 _LATENCY_LINES: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def shared_explorer(request):
+    """One live explorer for the test module, as in a notebook: made by the module's
+    ``SHARED_EXPLORER`` factory and rendered once, so that later renders take the update
+    path a learner's control change takes. (A fresh explorer per case would pay a full
+    constrained-layout draw each time, ~0.5 s; each module checks the full drawing against
+    the update path in a test of its own.)"""
+    explorer = request.module.SHARED_EXPLORER()
+    explorer.render()
+    return explorer
 
 
 def pytest_configure(config):

@@ -126,15 +126,7 @@ def test_registry():
     assert set(EXPLORERS) == {"temperature_explorer"}
 
 
-@pytest.fixture(scope="module")
-def shared_explorer():
-    """One live explorer for the module, as in a notebook: its first render draws everything,
-    later ones take the update path a learner's control change takes. (A fresh explorer per
-    case would pay a full constrained-layout draw each time, ~0.5 s; the full drawing is
-    checked against the update path in the fast-path test below.)"""
-    explorer = temperature_explorer()
-    explorer.render()
-    return explorer
+SHARED_EXPLORER = temperature_explorer  # the conftest's shared_explorer fixture renders one for the module
 
 
 @pytest.mark.parametrize("query", JOURNEY_TOKENS)
