@@ -7,7 +7,11 @@ every step writes in place into the output arrays (no T x T temporaries).
 
 Speed notes (measured with ``benchmarks/bench_attention.py``; see its README):
 
-- The scale multiplies the queries once, ``(N, T_q, d_k)``, not the scores.
+- The scale multiplies each block's queries, ``(g, r, d_k)``, not its scores, on the
+  worker that runs the block (not one serial pass over all the queries first).
+- The Cauchy-Schwarz bounds below are the only serial work before the workers start;
+  their squared norms are summed in float32 (with a slack factor for its rounding),
+  about 4x faster than in float64: at T = 1024 they took 2.3 of about 24 ms, serially.
 - Blocks hold about ``_BLOCK_BYTES`` of scores (4 MB: one head at T = 1024, 256
   query rows at T = 4096). Smaller blocks stay in L2 but make the BLAS slower
   (1 MB blocks: T = 4096 took 1.1 s of CPU instead of 0.84 s); 4 MB stays in L3.
@@ -38,6 +42,10 @@ Speed notes (measured with ``benchmarks/bench_attention.py``; see its README):
 - Fully masked rows: their scores are all ``-inf`` (or, in a bounded block, their
   exponentials are all zeroed), the row sum is 0 and is replaced by 1, so the row
   of weights and of context is exactly 0 without any invalid operation.
+
+Overflow: a float32 score can overflow (beyond 3.4e38) only when its bound says so;
+such a call is computed in float64 and rounded back to float32 (weights in [0, 1]).
+Float64 scores beyond 1.8e308 (entries near 1e154) raise a ``ValueError``, never NaN.
 """
 
 from __future__ import annotations
@@ -175,16 +183,23 @@ def _restore_blas_threads():
             _openblas[1](_blas_saved_threads)
 
 
-def softmax_rows_(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis of ``x``, in place; rows that are all ``-inf`` become 0.
+def softmax_rows_(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Softmax of ``x / temperature`` over the last axis of ``x``, in place; rows that are all ``-inf`` become 0.
 
     ``x`` : ndarray, shape (..., n), floating, no NaN, no ``+inf``.
+
+    The row max is subtracted before dividing by the temperature, so every number is
+    at most 0 from then on: one that overflows (``-3e38 - 3e38`` in float32, or a
+    tiny temperature) becomes ``-inf``, whose ``exp`` is the 0 it stands for.
     """
     row_max = x.max(axis=-1, keepdims=True)  # (..., 1)
     # A row that is all -inf (every key masked) has max -inf; shifting by 0 instead
     # keeps it at -inf, so exp gives 0 and the row sums to 0 (handled below).
     np.copyto(row_max, 0, where=row_max == -np.inf)
-    np.subtract(x, row_max, out=x)
+    with np.errstate(over="ignore"):  # overflow here can only give -inf: see above
+        np.subtract(x, row_max, out=x)
+        if temperature != 1:
+            np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
     np.exp(x, out=x)
     total = x.sum(axis=-1, keepdims=True)  # (..., 1)
     np.copyto(total, 1, where=total == 0)
@@ -192,20 +207,30 @@ def softmax_rows_(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _max_abs(x) -> float:
+    """``max |x|`` without a temporary array (two reductions instead of ``abs`` then ``max``)."""
+    return float(max(x.max(initial=0), -x.min(initial=0)))
+
+
 def _score_bounds(queries, keys, scale):
     """Upper bound on ``|score|`` for every query row: ``|scale| * |q_i| * max_j |k_j|``, shape (N, T_q).
 
-    Computed in float64, so nothing can overflow for float32 input (at most 3.4e38);
-    float64 input or a scale beyond 1e50 simply gets an infinite bound (the
-    max-subtracted path).
+    The squared norms are summed in the inputs' own dtype when no square can come near
+    overflowing it (entries below 1e15: float32 reaches 3.4e38), which is about 4x faster
+    than summing float32 in float64; their rounding error, at most ``d_k`` units in the
+    last place, is covered by a slack factor. Larger entries are summed in float64. Any
+    entry or scale beyond 1e50 gets an infinite bound (the max-subtracted path).
     """
-    n, t_q = queries.shape[:2]
-    big = float(max(np.abs(queries).max(initial=0), np.abs(keys).max(initial=0), abs(scale)))
-    if not big < 1e50:
+    n, t_q, d_k = queries.shape
+    big = max(_max_abs(queries), _max_abs(keys))
+    if not (big < 1e50 and abs(scale) < 1e50):
         return np.full((n, t_q), np.inf)
-    query_norms = np.sqrt(np.einsum("nqd,nqd->nq", queries, queries, dtype=np.float64))  # (N, T_q)
-    key_norms = np.sqrt(np.einsum("nkd,nkd->nk", keys, keys, dtype=np.float64))  # (N, T_k)
-    return abs(float(scale)) * query_norms * key_norms.max(axis=1, keepdims=True)  # (N, T_q) * (N, 1) -> (N, T_q)
+    sum_dtype = None if big < 1e15 else np.float64
+    query_sq = np.einsum("nqd,nqd->nq", queries, queries, dtype=sum_dtype)  # (N, T_q)
+    key_sq = np.einsum("nkd,nkd->nk", keys, keys, dtype=sum_dtype).max(axis=1, keepdims=True)  # (N, 1)
+    slack = 1.0 + d_k * 2.0**-20  # >= 1 + d_k * eps of float32 (2**-23), with room to spare
+    # (N, T_q) * (N, 1) -> (N, T_q), in float64: the product of two squares below 1e100 cannot overflow
+    return abs(float(scale)) * np.sqrt(query_sq.astype(np.float64) * key_sq.astype(np.float64) * slack)
 
 
 def matmul_rows_(a, b, out):
@@ -235,6 +260,25 @@ def matmul_rows_(a, b, out):
     return out
 
 
+def _check_no_overflow(row_max, masked, scale):
+    """Raise a clear ``ValueError`` if a row of scores overflowed (finite inputs, so only float64 can).
+
+    ``row_max`` : (g, r, 1), the max of each row of scores after masking; ``masked`` :
+    (g, r, T_k) bool or None. A row max of ``+inf`` or NaN (from ``inf - inf`` in the
+    product) is an overflow; ``-inf`` is one too unless every key of that row is masked.
+    """
+    overflow = np.isnan(row_max) | (row_max == np.inf)
+    if masked is None:
+        overflow |= row_max == -np.inf
+    else:
+        overflow |= (row_max == -np.inf) & ~masked.all(axis=-1, keepdims=True)
+    if overflow.any():
+        raise ValueError(
+            f"the scores overflow float64 (|score| beyond 1.8e308): scale={float(scale):g} times the "
+            f"dot products of queries and keys is too large; rescale queries, keys or scale"
+        )
+
+
 def _block_layout(n, t_q, t_k, itemsize):
     """(heads, rows) per block so that one block of scores is about ``_BLOCK_BYTES``."""
     row_bytes = max(1, t_k * itemsize)
@@ -262,27 +306,33 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
         for first in range(0, n, heads)
         for start in range(0, t_q, rows)
     ]
-    # Which blocks may skip the max shift (see the module docstring), and the queries
-    # each path needs, scaled once, (N, T_q, d_k), rather than T_q x T_k scores:
-    # - bounded blocks use exp2 on scores in base 2 (scale * log2(e)) where exp2 is
-    #   the faster (_FAST_EXP2), else exp on the scores, both without the shift;
-    # - the others the textbook exp(score - row max).
+    # Which blocks may skip the max shift (see the module docstring). Each block scales
+    # its own queries, (g, r, d_k), rather than its (g, r, T_k) scores: bounded blocks by
+    # scale * log2(e), for exp2 on scores in base 2, where exp2 is the faster (_FAST_EXP2),
+    # else by scale, for exp; both without the shift. The others take the textbook
+    # exp(score - row max).
     bounds = _score_bounds(queries, keys, scale)  # (N, T_q)
-    bounded = [bool(bounds[first:last, start:stop].max() <= _SAFE_EXPONENT) for first, last, start, stop in blocks]
-    use_exp2 = _FAST_EXP2
-    queries_base2 = None
-    if use_exp2 and any(bounded):
-        queries_base2 = np.multiply(queries, np.asarray(scale * _LOG2_E, dtype=dtype))
-    queries_scaled = None if use_exp2 and all(bounded) else np.multiply(queries, np.asarray(scale, dtype=dtype))
-    bounded_exp, bounded_queries = (np.exp2, queries_base2) if use_exp2 else (np.exp, queries_scaled)
-    blocks = [block + (is_bounded,) for block, is_bounded in zip(blocks, bounded, strict=True)]
+    limit = float(np.finfo(dtype).max) / 4  # room for the rounding of the bound
+    if dtype != np.float64 and not (bounds.max() <= limit and _max_abs(queries) * abs(scale) <= limit):
+        # The scores (or the scaled queries) could overflow the inputs' dtype: compute in
+        # float64, where they cannot for any float32 input and a scale below 1e200, and
+        # round the results (weights in [0, 1], context within the range of the values).
+        wide = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
+        context_64, weights_64 = np.empty(context.shape), np.empty(weights.shape)
+        attention_(*wide, mask, scale, context_64, weights_64)
+        context[...], weights[...] = context_64, weights_64
+        return
+    blocks = [block + (bool(bounds[block[0]:block[1], block[2]:block[3]].max() <= _SAFE_EXPONENT),) for block in blocks]
+    bounded_exp, bounded_factor = (np.exp2, dtype.type(scale * _LOG2_E)) if _FAST_EXP2 else (np.exp, dtype.type(scale))
+    factor = dtype.type(scale)
 
     ones = np.ones((t_k, 1), dtype=dtype)  # (T_k, 1): the row sums as a matrix product
     next_lock = threading.Lock()  # the workers share iter_blocks: whoever is free takes the next block
 
     def run():
-        # Scratch buffers, one set per worker: the row max (or sum) and the inverted mask.
+        # Scratch buffers, one set per worker: the row max (or sum), the scaled queries and the inverted mask.
         row_buf = np.empty((heads, rows, 1), dtype=dtype)
+        queries_buf = np.empty((heads, rows, queries.shape[-1]), dtype=dtype)
         masked_buf = None if mask is None else np.empty((heads, rows, t_k), dtype=bool)
         while True:
             with next_lock:
@@ -295,25 +345,28 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
             if mask is not None:
                 masked = masked_buf[:g, :r]
                 np.logical_not(mask[first:last, start:stop], out=masked)
+            # The block's queries, scaled: (g, r, d_k) * () -> (g, r, d_k)
+            q = np.multiply(queries[first:last, start:stop], bounded_factor if is_bounded else factor,
+                            out=queries_buf[:g, :r])
+            # Only float64 scores of an unbounded block can overflow: _check_no_overflow tells.
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.matmul(q, keys_t[first:last], out=block)  # (g, r, d_k) @ (g, d_k, T_k) -> (g, r, T_k)
             if is_bounded:
                 # |score| <= 60: exp cannot overflow or underflow, no shift needed.
                 # With exp2, e^score = 2^(score * log2 e). The masked scores are zeroed
                 # after the exp, never -inf before it (exp2(-inf) takes a slow path).
-                q = bounded_queries[first:last, start:stop]
-                np.matmul(q, keys_t[first:last], out=block)  # (g, r, d_k) @ (g, d_k, T_k) -> (g, r, T_k)
                 bounded_exp(block, out=block)
                 if mask is not None:
                     np.copyto(block, 0, where=masked)
             else:
                 # The textbook stable softmax: -inf where masked, shift by the row max
                 # (by 0 for a fully masked row, which stays -inf and gives exp = 0).
-                q = queries_scaled[first:last, start:stop]
-                np.matmul(q, keys_t[first:last], out=block)  # (g, r, d_k) @ (g, d_k, T_k) -> (g, r, T_k)
                 if mask is not None:
                     np.copyto(block, -np.inf, where=masked)
                 np.max(block, axis=-1, keepdims=True, out=row)
-                if mask is not None:
-                    np.copyto(row, 0, where=row == -np.inf)
+                if not np.isfinite(row).all():
+                    _check_no_overflow(row, None if mask is None else masked, scale)
+                    np.copyto(row, 0, where=row == -np.inf)  # fully masked rows
                 np.subtract(block, row, out=block)
                 np.exp(block, out=block)
             # Row sums as a matrix-vector product with ones: the BLAS reads the block

@@ -67,9 +67,7 @@ def softmax(x, axis=-1, temperature=1.0):
     if not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"axis {axis} is out of range for x of shape {arr.shape}")
     out = np.moveaxis(arr, axis, -1).copy()  # always a new array: never modify the caller's scores
-    if temperature != 1:
-        out /= np.asarray(temperature, dtype=out.dtype)
-    softmax_rows_(out)
+    softmax_rows_(out, temperature)
     return np.moveaxis(out, -1, axis)
 
 

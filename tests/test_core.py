@@ -29,6 +29,22 @@ def test_softmax_extreme_logits_are_stable():
     np.testing.assert_array_equal(out, [0.0, 0.0, 1.0])
 
 
+@pytest.mark.parametrize(
+    "logits, temperature, expected",
+    [
+        ([3e38, 3e38, 0.0], 0.5, [0.5, 0.5, 0.0]),  # x / temperature alone would overflow float32
+        ([3e38, -3e38, 0.0], 1.0, [1.0, 0.0, 0.0]),  # x - max overflows to -inf: weight 0, as it should
+        ([1.0, 2.0], 1e-30, [0.0, 1.0]),
+    ],
+)
+def test_softmax_float32_extremes_without_warnings(logits, temperature, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = A.softmax(np.array(logits, dtype=np.float32), temperature=temperature)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_softmax_axis_and_temperature():
     x = np.array([[1.0, 2.0], [3.0, 5.0]])
     np.testing.assert_allclose(A.softmax(x, axis=0).sum(axis=0), [1.0, 1.0])
@@ -111,6 +127,20 @@ def test_sdpa_large_sequence_spans_several_blocks():
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(weights, expected, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(context, expected @ v, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("entry, scale", [(1e20, 1.0), (1e5, 1e40), (1e38, 1e30)])
+def test_float32_scores_beyond_float32_are_computed_without_overflow(entry, scale):
+    # Scores of 1e40 and more do not fit float32: they are computed in float64 and the
+    # results come back as float32. Query 0 ties between keys 0 and 2 (scores e^2, 0, e^2),
+    # query 1 between keys 1 and 2; query 2 scores 2 e^2 with key 2 alone.
+    x = np.array([[entry, 0.0], [0.0, entry], [entry, entry]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        context, weights = A.scaled_dot_product_attention(x, x, np.eye(3, 2, dtype=np.float32), scale=scale)
+    assert context.dtype == weights.dtype == np.float32
+    np.testing.assert_array_equal(weights, [[0.5, 0.0, 0.5], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])
+    np.testing.assert_array_equal(context, [[0.5, 0.0], [0.0, 0.5], [0.0, 0.0]])
 
 
 def test_fully_masked_row_gives_zero_weights_and_context_without_warning():

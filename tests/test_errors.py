@@ -109,3 +109,10 @@ def test_bad_integers():
         A.split_heads(Q, 0)
     with pytest.raises(ValueError, match="lengths must lie in"):
         A.padding_mask([5], 3)
+
+
+@pytest.mark.parametrize("mask", [None, np.array([[True, False], [True, True]])])
+def test_float64_scores_that_overflow_get_a_clear_error(mask):
+    x = np.array([[1e200, 1e200], [1e200, -1e200]])  # scores of 1e400: beyond float64
+    with pytest.raises(ValueError, match=r"scores overflow float64 .*scale=0.707107.*rescale queries, keys or scale"):
+        A.scaled_dot_product_attention(x, x, x, mask=mask)
