@@ -198,8 +198,11 @@ def softmax_rows_(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     np.copyto(row_max, 0, where=row_max == -np.inf)
     with np.errstate(over="ignore"):  # overflow here can only give -inf: see above
         np.subtract(x, row_max, out=x)
-        if temperature != 1:
-            np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
+        if temperature >= np.finfo(x.dtype).tiny:
+            if temperature != 1:
+                np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
+        else:  # the temperature is 0 or subnormal in x's dtype (float32 below 1.2e-38): divide in float64
+            np.divide(x, float(temperature), out=x, dtype=np.float64, casting="unsafe")
     np.exp(x, out=x)
     total = x.sum(axis=-1, keepdims=True)  # (..., 1)
     np.copyto(total, 1, where=total == 0)

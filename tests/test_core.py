@@ -35,6 +35,9 @@ def test_softmax_extreme_logits_are_stable():
         ([3e38, 3e38, 0.0], 0.5, [0.5, 0.5, 0.0]),  # x / temperature alone would overflow float32
         ([3e38, -3e38, 0.0], 1.0, [1.0, 0.0, 0.0]),  # x - max overflows to -inf: weight 0, as it should
         ([1.0, 2.0], 1e-30, [0.0, 1.0]),
+        ([1.0, 2.0, 2.0], 1e-50, [0.0, 0.5, 0.5]),  # 1e-50 is 0 in float32: divided in float64
+        ([1.0, 1.0 + 2**-23], 1e-300, [0.0, 1.0]),  # a difference of 1e-7 over 1e-300: still a clear winner
+        ([1.0, 2.0], 1e40, [0.5, 0.5]),  # inf in float32: every x / temperature is 0
     ],
 )
 def test_softmax_float32_extremes_without_warnings(logits, temperature, expected):
