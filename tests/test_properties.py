@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,3 +72,28 @@ def test_split_merge_round_trip(data, batch, T, num_heads, head_dim):
     assert heads.shape == (batch, num_heads, T, head_dim)
     np.testing.assert_array_equal(A.merge_heads(heads), x)
     np.testing.assert_array_equal(heads[:, -1], x[..., (num_heads - 1) * head_dim :])
+
+
+any_float32 = st.floats(width=32, allow_nan=False, allow_infinity=False)  # from -3.4e38 to 3.4e38
+
+
+@given(
+    arrays(np.float32, st.tuples(st.integers(1, 4), st.integers(1, 6)), elements=any_float32),
+    st.floats(min_value=5e-324, max_value=1e300),
+)
+def test_softmax_of_any_finite_float32_is_finite_without_warnings(x, temperature):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weights = A.softmax(x, temperature=temperature)
+    assert weights.dtype == np.float32 and np.isfinite(weights).all() and (weights >= 0).all()
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-5)
+
+
+@given(arrays(np.float32, (3, 2), elements=any_float32), st.floats(min_value=1e-30, max_value=1e100))
+def test_attention_of_any_finite_float32_is_finite_without_warnings(x, scale):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        context, weights = A.scaled_dot_product_attention(x, x, x, scale=scale)
+    assert weights.dtype == context.dtype == np.float32
+    assert np.isfinite(weights).all() and np.isfinite(context).all()
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-5)
