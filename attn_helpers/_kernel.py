@@ -11,7 +11,7 @@ Speed notes (measured with ``benchmarks/bench_attention.py``; see its README):
   worker that runs the block (not one serial pass over all the queries first).
 - The Cauchy-Schwarz bounds below are the only serial work before the workers start;
   their squared norms are summed in float32 (with a slack factor for its rounding),
-  about 4x faster than in float64: at T = 1024 they took 2.3 of about 24 ms, serially.
+  about 4x faster than in float64 (at T = 1024: 0.7 instead of 2.3 ms of a ~24 ms call).
 - Blocks hold about ``_BLOCK_BYTES`` of scores (4 MB: one head at T = 1024, 256
   query rows at T = 4096). Smaller blocks stay in L2 but make the BLAS slower
   (1 MB blocks: T = 4096 took 1.1 s of CPU instead of 0.84 s); 4 MB stays in L3.
@@ -198,9 +198,10 @@ def softmax_rows_(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     np.copyto(row_max, 0, where=row_max == -np.inf)
     with np.errstate(over="ignore"):  # overflow here can only give -inf: see above
         np.subtract(x, row_max, out=x)
-        if temperature >= np.finfo(x.dtype).tiny:
-            if temperature != 1:
-                np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
+        if temperature == 1:
+            pass
+        elif temperature >= np.finfo(x.dtype).tiny:
+            np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
         else:  # the temperature is 0 or subnormal in x's dtype (float32 below 1.2e-38): divide in float64
             np.divide(x, float(temperature), out=x, dtype=np.float64, casting="unsafe")
     np.exp(x, out=x)
@@ -325,9 +326,12 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
         attention_(*wide, mask, scale, context_64, weights_64)
         context[...], weights[...] = context_64, weights_64
         return
-    blocks = [block + (bool(bounds[block[0]:block[1], block[2]:block[3]].max() <= _SAFE_EXPONENT),) for block in blocks]
-    bounded_exp, bounded_factor = (np.exp2, dtype.type(scale * _LOG2_E)) if _FAST_EXP2 else (np.exp, dtype.type(scale))
+    blocks = [
+        (first, last, start, stop, bool(bounds[first:last, start:stop].max() <= _SAFE_EXPONENT))
+        for first, last, start, stop in blocks
+    ]
     factor = dtype.type(scale)
+    bounded_exp, bounded_factor = (np.exp2, dtype.type(scale * _LOG2_E)) if _FAST_EXP2 else (np.exp, factor)
 
     ones = np.ones((t_k, 1), dtype=dtype)  # (T_k, 1): the row sums as a matrix product
     next_lock = threading.Lock()  # the workers share iter_blocks: whoever is free takes the next block
