@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernel import attention_, softmax_rows_
-from ._validate import as_bool_mask, as_float_array, as_positive_int, result_float_dtype
+from ._validate import (
+    as_float_array,
+    as_positive_int,
+    attention_inputs,
+    batch_shape,
+    finite_scores,
+    softmax_inputs,
+)
 
 __all__ = [
     "softmax",
@@ -57,18 +63,14 @@ def softmax(x, axis=-1, temperature=1.0):
     >>> softmax([1.0, 2.0], temperature=1e-3)
     array([0., 1.])
     """
-    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
-        raise TypeError(f"temperature must be a positive number; got {type(temperature).__name__} {temperature!r}")
-    if not temperature > 0 or not np.isfinite(temperature):
-        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
-    arr = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
-    if arr.ndim == 0:
-        raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
-    if not -arr.ndim <= axis < arr.ndim:
-        raise ValueError(f"axis {axis} is out of range for x of shape {arr.shape}")
-    out = np.moveaxis(arr, axis, -1).copy()  # always a new array: never modify the caller's scores
-    softmax_rows_(out, temperature)
-    return np.moveaxis(out, -1, axis)
+    scores, axis, temperature = softmax_inputs(x, axis, temperature)
+    peak = scores.max(axis=axis, keepdims=True, initial=-np.inf)  # the largest score of each slice
+    peak[peak == -np.inf] = 0  # a fully masked slice (all -inf) stays -inf, so its weights are 0
+    with np.errstate(over="ignore"):  # every shifted score is <= 0: an overflow can only give -inf, weight 0
+        shifted = (scores - peak) / temperature
+    exps = np.exp(shifted)  # in (0, 1]: never overflows
+    total = exps.sum(axis=axis, keepdims=True)  # >= 1, or 0 for a fully masked slice
+    return (exps / np.where(total > 0, total, 1)).astype(scores.dtype, copy=False)
 
 
 def _check_last_axis(a_name, a, b_name, b, a_axis, b_axis, what):
@@ -77,15 +79,6 @@ def _check_last_axis(a_name, a, b_name, b, a_axis, b_axis, what):
             f"{what}: {a_name} has shape {a.shape} and {b_name} has shape {b.shape}; "
             f"expected {a_name}.shape[{a_axis}] == {b_name}.shape[{b_axis}]"
         )
-
-
-def _batch_shape(what, **arrays):
-    """Broadcast the leading (batch) axes of several arrays, with a clear error."""
-    try:
-        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
-    except ValueError:
-        shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
-        raise ValueError(f"{what}: the leading (batch) axes do not broadcast: {shapes}") from None
 
 
 def attention_scores(queries, keys):
@@ -110,7 +103,7 @@ def attention_scores(queries, keys):
     q = as_float_array(queries, "queries", min_ndim=2)
     k = as_float_array(keys, "keys", min_ndim=2)
     _check_last_axis("queries", q, "keys", k, -1, -1, "queries and keys need the same d_k")
-    _batch_shape("attention_scores", queries=q, keys=k)
+    batch_shape("attention_scores", queries=q, keys=k)
     return q @ np.swapaxes(k, -1, -2)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
 
 
@@ -152,52 +145,15 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
     array([[1.    , 0.    ],
            [0.3302, 0.6698]], dtype=float32)
     """
-    q = as_float_array(queries, "queries", min_ndim=2)
-    k = as_float_array(keys, "keys", min_ndim=2)
-    v = as_float_array(values, "values", min_ndim=2)
-    _check_last_axis("queries", q, "keys", k, -1, -1, "queries and keys need the same d_k")
-    _check_last_axis("keys", k, "values", v, -2, -2, "keys and values need the same T_k (one value per key)")
-    arrays = {"queries": q, "keys": k, "values": v}
-    t_q, t_k = q.shape[-2], k.shape[-2]
+    queries, keys, values, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: a clear error on the next line
+        scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    scores = finite_scores(scores, scale)  # never an inf or NaN in the weights
     if mask is not None:
-        m = as_bool_mask(mask)
-        if m.ndim < 2:
-            m = m.reshape((1,) * (2 - m.ndim) + m.shape)
-        if not (m.shape[-2] in (1, t_q) and m.shape[-1] in (1, t_k)):
-            raise ValueError(
-                f"mask of shape {np.shape(mask)} does not broadcast to the scores' shape (..., T_q, T_k) = "
-                f"(..., {t_q}, {t_k}); expected its last two axes to be ({t_q} or 1, {t_k} or 1)"
-            )
-        arrays["mask"] = m
-    batch = _batch_shape("scaled_dot_product_attention", **arrays)
-    if scale is None:
-        scale = 1.0 / np.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
-    elif isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
-        raise TypeError(f"scale must be a number; got {type(scale).__name__} {scale!r}")
-    elif not np.isfinite(scale):
-        raise ValueError(f"scale must be finite; got {scale!r}")
-
-    dtype = result_float_dtype(q, k, v)
-    n = int(np.prod(batch, dtype=np.int64))
-
-    def flat(a, name):  # (..., T, d) -> (N, T, d), a view when no broadcasting is needed
-        a = a.astype(dtype, copy=False)
-        if a.shape[:-2] != batch:
-            a = np.broadcast_to(a, batch + a.shape[-2:])
-        return a.reshape((n,) + a.shape[-2:])
-
-    context = np.empty((n, t_q, v.shape[-1]), dtype=dtype)
-    weights = np.empty((n, t_q, t_k), dtype=dtype)
-    flat_mask = None
-    if mask is not None:
-        mask_tail = arrays["mask"].shape[-2:]
-        flat_mask = np.broadcast_to(arrays["mask"], batch + mask_tail).reshape((n,) + mask_tail)
-    if n and t_q and t_k:
-        attention_(flat(q, "queries"), flat(k, "keys"), flat(v, "values"), flat_mask, scale, context, weights)
-    else:  # empty sequences: nothing to attend to
-        context.fill(0)
-        weights.fill(0)
-    return context.reshape(batch + (t_q, v.shape[-1])), weights.reshape(batch + (t_q, t_k))
+        scores = np.where(mask, scores, -np.inf)  # True = may attend; a masked key gets weight 0
+    weights = softmax(scores, axis=-1)  # each row sums to 1 (a fully masked row is all 0)
+    context = weights @ values  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+    return context.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
 
 def causal_mask(T):

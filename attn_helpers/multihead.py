@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernel import matmul_rows_
 from ._validate import as_bool_mask, as_float_array, as_positive_int, result_float_dtype
 from .core import scaled_dot_product_attention
 
@@ -138,26 +137,13 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         mask = as_bool_mask(mask)
         if mask.ndim >= 2:
             mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
-    dtype = result_float_dtype(x, w_q, w_k, w_v, w_o)
-    x = x.astype(dtype, copy=False)
-
-    # 1. Project: one matrix product for Q, K and V together, every token of every batch at once.
-    d_qk, d_vv = w_q.shape[1], w_v.shape[1]
-    w_qkv = np.concatenate([w_q, w_k, w_v], axis=1).astype(dtype, copy=False)  # (d_model, 2 d_qk + d_vv)
-    rows = x.reshape(int(np.prod(x.shape[:-1])), d_model)  # (..., T, d_model) -> (B * T, d_model)
-    qkv = np.empty((rows.shape[0], w_qkv.shape[1]), dtype=dtype)
-    matmul_rows_(rows, w_qkv, out=qkv)  # (B * T, d_model) @ (d_model, 2 d_qk + d_vv) -> (B * T, 2 d_qk + d_vv)
-    qkv = qkv.reshape(x.shape[:-1] + (w_qkv.shape[1],))  # (..., T, 2 d_qk + d_vv)
-    # 2. Split into heads: (..., T, h * d_h) -> (..., h, T, d_h), views of qkv (no copies).
-    queries = split_heads(qkv[..., :d_qk], num_heads)
-    keys = split_heads(qkv[..., d_qk : 2 * d_qk], num_heads)
-    values = split_heads(qkv[..., 2 * d_qk :], num_heads)
-    # 3. Attend, every head at once: the head axis is a batch axis.
+    # 1. Project every token: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h).
+    # 2. Split the features into heads: (..., T, h * d_h) -> (..., h, T, d_h).
+    queries = split_heads(x @ w_q, num_heads)
+    keys = split_heads(x @ w_k, num_heads)
+    values = split_heads(x @ w_v, num_heads)  # (..., h, T, d_v)
+    # 3. Attend, every head at once: the head axis is one more batch axis.
     context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)  # (..., h, T, d_v)
-    # 4. Concatenate heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    merged = merge_heads(context).reshape(rows.shape[0], d_vv)  # (B * T, h * d_v), one copy
-    w_o = w_o.astype(dtype, copy=False)
-    out = np.empty((merged.shape[0], w_o.shape[1]), dtype=dtype)
-    matmul_rows_(merged, w_o, out=out)  # (B * T, h * d_v) @ (h * d_v, d_out) -> (B * T, d_out)
-    out = out.reshape(x.shape[:-1] + (w_o.shape[1],))  # (..., T, d_out)
-    return out, weights
+    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
+    out = merge_heads(context) @ w_o
+    return out.astype(result_float_dtype(x, w_q, w_k, w_v, w_o), copy=False), weights

@@ -12,10 +12,61 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-__all__ = ["setup_style", "heatmap", "heatmap_grid", "bar_weights", "MASKED_COLOUR"]
+__all__ = [
+    "setup_style",
+    "heatmap",
+    "heatmap_grid",
+    "bar_weights",
+    "MASKED_COLOUR",
+    "OKABE_ITO",
+    "SERIES_COLOURS",
+    "token_colour",
+    "token_colours",
+]
 
 #: Colour of masked cells: visibly different from any weight, even 0.
 MASKED_COLOUR = "#d9d9d9"
+
+#: The Okabe-Ito palette (Okabe & Ito, 2008): eight colours that stay distinct for the
+#: common kinds of colour blindness. Every categorical colour of the series comes from here.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+    "black": "#000000",
+}
+
+#: The order in which categories (heads, tokens of an unknown sentence, lines) take colours:
+#: yellow, hard to read on white, comes last; black is kept for text.
+SERIES_COLOURS = tuple(OKABE_ITO[name] for name in (
+    "blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "yellow"))
+
+#: One colour per token across the whole series: a word has the same colour in every notebook.
+_TOKEN_COLOUR_NAMES = {
+    # "Your journey starts with one step" (notebooks 02-05)
+    "Your": "blue", "journey": "orange", "starts": "bluish green", "with": "vermillion", "one": "reddish purple",
+    "step": "sky blue",
+    # "I love AI" (notebook 05)
+    "I": "blue", "love": "vermillion", "AI": "bluish green",
+    # "a fluffy blue creature roamed the verdant forest" (notebooks 07-08)
+    "a": "sky blue", "fluffy": "orange", "blue": "blue", "creature": "vermillion", "roamed": "reddish purple",
+    "the": "sky blue", "verdant": "bluish green", "forest": "bluish green",
+}
+
+
+def token_colour(token, index=0):
+    """The series' colour of ``token``; a word the series has not named takes ``SERIES_COLOURS[index]``."""
+    name = _TOKEN_COLOUR_NAMES.get(str(token))
+    return OKABE_ITO[name] if name else SERIES_COLOURS[index % len(SERIES_COLOURS)]
+
+
+def token_colours(tokens):
+    """One colour per token of a sentence (a list of hex strings), the same in every notebook."""
+    return [token_colour(token, i) for i, token in enumerate(tokens)]
 
 _STYLE = {
     "figure.dpi": 90,

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from attn_helpers import _kernel, multi_head_attention, scaled_dot_product_attention
+from attn_helpers import efficient as _kernel, multi_head_attention, scaled_dot_product_attention
 
 
 def attention_float64(queries, keys, values, mask=None, scale=None):
@@ -68,7 +68,7 @@ def test_kernel_paths_match_float64(threads, block_bytes, bounded_exp, magnitude
         mask[[0, 5]] = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
+        context, weights = _kernel.blocked_attention(queries, keys, values, mask=mask)
     expected_context, expected_weights = attention_float64(queries, keys, values, mask=mask)
     assert context.dtype == weights.dtype == dtype
     assert np.isfinite(context).all() and np.isfinite(weights).all()
@@ -94,7 +94,7 @@ def test_no_max_shift_path_is_taken_only_when_scores_are_bounded(monkeypatch):
         scores = (queries.astype(np.float64) @ keys[0].T.astype(np.float64)) / 2.0  # scale 1 / sqrt(d_k = 4)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            _, weights = scaled_dot_product_attention(queries, keys, keys)
+            _, weights = _kernel.blocked_attention(queries, keys, keys)
         assert np.isfinite(weights).all()
         np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-5)
         bound = calls[-1]
@@ -108,7 +108,7 @@ def test_huge_numbers_take_the_max_shift_without_warnings(x, scale):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isinf(_kernel._score_bounds(queries, queries, scale)).all()
-        _, weights = scaled_dot_product_attention(queries, queries, queries, scale=scale)
+        _, weights = _kernel.blocked_attention(queries, queries, queries, scale=scale)
     np.testing.assert_array_equal(weights[0], np.eye(2))
 
 

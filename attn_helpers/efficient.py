@@ -1,6 +1,8 @@
-"""The fast inner loops behind ``softmax`` and ``scaled_dot_product_attention``.
+"""Fast attention, opt-in: the same results as the readable core, computed in blocks and threads.
 
-Inputs here are already validated, floating, and of one dtype. The attention kernel
+``blocked_attention`` has the contract of :func:`attn_helpers.scaled_dot_product_attention`
+(and is tested equal to it); the core never imports this module. Notebook 13 explains
+the ideas. The attention kernel
 works on blocks of query rows: each block of scores is computed, masked,
 soft-maxed and multiplied by the values while it is still in the CPU cache, and
 every step writes in place into the output arrays (no T x T temporaries).
@@ -55,6 +57,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ._validate import attention_inputs, batch_shape
+
+__all__ = ["blocked_attention"]
 
 # Bytes of one block of scores (see the speed notes above).
 _BLOCK_BYTES = 1 << 22
@@ -400,3 +406,55 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
                 future.result()
     finally:
         _restore_blas_threads()
+
+
+def blocked_attention(queries, keys, values, mask=None, scale=None):
+    r"""Scaled dot-product attention computed block by block on several threads.
+
+    Same contract and results (to float32 rounding) as
+    :func:`attn_helpers.scaled_dot_product_attention`; faster for long sequences.
+
+    Parameters
+    ----------
+    queries : array_like, shape (..., T_q, d_k)
+    keys : array_like, shape (..., T_k, d_k)
+    values : array_like, shape (..., T_k, d_v)
+    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
+        ``True`` = query ``i`` may attend to key ``j``.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    context : ndarray, shape (..., T_q, d_v)
+    weights : ndarray, shape (..., T_q, T_k)
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> context, weights = blocked_attention(x, x, x, scale=np.log(3.0))
+    >>> weights
+    array([[0.75, 0.25],
+           [0.25, 0.75]], dtype=float32)
+    """
+    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    arrays = {"queries": q, "keys": k, "values": v} if mask is None else {"queries": q, "keys": k, "values": v,
+                                                                         "mask": mask}
+    batch = batch_shape("blocked_attention", **arrays)
+    t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    n = int(np.prod(batch, dtype=np.int64))
+
+    def flat(a):  # (..., T, d) -> (N, T, d), a view when no broadcasting is needed
+        a = a.astype(dtype, copy=False)
+        if a.shape[:-2] != batch:
+            a = np.broadcast_to(a, batch + a.shape[-2:])
+        return a.reshape((n,) + a.shape[-2:])
+
+    context = np.zeros((n, t_q, d_v), dtype=dtype)
+    weights = np.zeros((n, t_q, t_k), dtype=dtype)
+    if n and t_q and t_k:  # empty sequences: nothing to attend to, all zeros
+        flat_mask = None
+        if mask is not None:
+            flat_mask = np.broadcast_to(mask, batch + mask.shape[-2:]).reshape((n,) + mask.shape[-2:])
+        attention_(flat(q), flat(k), flat(v), flat_mask, scale, context, weights)
+    return context.reshape(batch + (t_q, d_v)), weights.reshape(batch + (t_q, t_k))
