@@ -83,13 +83,60 @@ def _check_weight(name, w, d_in):
         raise ValueError(f"{name} has shape {w.shape}; expected ({d_in}, d_out) to match the {d_in} input features")
 
 
-def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    r"""Multi-head self-attention without biases.
+def _check_bias(name, b, width):
+    if b is None:
+        return None
+    b = as_float_array(b, name)
+    if b.shape != (width,):
+        raise ValueError(f"{name} has shape {b.shape}; expected ({width},), one number per output feature")
+    return b
+
+
+def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases):
+    """Validated inputs of :func:`multi_head_attention` (arrays as float arrays, mask as bool)."""
+    x = as_float_array(x, "x", min_ndim=2)
+    T, d_model = x.shape[-2:]
+    num_heads = as_positive_int(num_heads, "num_heads")
+    w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in
+                          ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        _check_weight(name, w, d_model)
+        if w.shape[1] % num_heads:
+            raise ValueError(
+                f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by num_heads={num_heads}"
+            )
+    if w_k.shape[1] != w_q.shape[1]:
+        raise ValueError(
+            f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width"
+        )
+    _check_weight("w_o", w_o, w_v.shape[1])
+    widths = {"b_q": w_q.shape[1], "b_k": w_k.shape[1], "b_v": w_v.shape[1], "b_o": w_o.shape[1]}
+    biases = [_check_bias(name, b, widths[name]) for name, b in zip(widths, biases)]
+    if mask is not None:
+        shape = np.shape(mask)
+        mask = as_bool_mask(mask)
+        if mask.ndim < 2 or mask.shape[-2] not in (1, T) or mask.shape[-1] not in (1, T):
+            raise ValueError(
+                f"mask of shape {shape} does not broadcast to the scores' shape (..., T, T) = (..., {T}, {T}); "
+                f"expected its last two axes to be ({T} or 1, {T} or 1)"
+            )
+        mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
+    return x, w_q, w_k, w_v, w_o, num_heads, mask, biases
+
+
+def _plus(a, b):
+    return a if b is None else a + b
+
+
+def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=None, b_k=None, b_v=None, b_o=None):
+    r"""Multi-head self-attention (biases optional, off by default).
 
     .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(i)}, X W_v^{(i)}), \qquad
               \mathrm{out} = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_o
 
     where :math:`W_q^{(i)}` is the block of columns ``[i * d_h : (i + 1) * d_h]`` of ``w_q``.
+    The paper's formulas have no biases; PyTorch's ``nn.MultiheadAttention``, GPT-2 and
+    BERT add one to each projection (``b_q``, ``b_k``, ``b_v``, ``b_o``).
 
     Parameters
     ----------
@@ -101,6 +148,9 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         ``h``; must divide the output width of every projection.
     mask : array_like of bool, broadcastable to (..., T, T), optional
         ``True`` = may attend; shared by every head.
+    b_q, b_k : array_like, shape (h * d_h,), optional
+    b_v : array_like, shape (h * d_v,), optional
+    b_o : array_like, shape (d_out,), optional
 
     Returns
     -------
@@ -117,33 +167,16 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     >>> out.shape, weights.shape, out.dtype
     ((5, 8), (2, 5, 5), dtype('float32'))
     """
-    x = as_float_array(x, "x", min_ndim=2)
-    d_model = x.shape[-1]
-    num_heads = as_positive_int(num_heads, "num_heads")
-    named = ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o"))
-    w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in named)
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        _check_weight(name, w, d_model)
-        if w.shape[1] % num_heads:
-            raise ValueError(
-                f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by num_heads={num_heads}"
-            )
-    if w_k.shape[1] != w_q.shape[1]:
-        raise ValueError(
-            f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width"
-        )
-    _check_weight("w_o", w_o, w_v.shape[1])
-    if mask is not None:
-        mask = as_bool_mask(mask)
-        if mask.ndim >= 2:
-            mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
+    x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o) = _mha_inputs(
+        x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o))
     # 1. Project every token: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h).
     # 2. Split the features into heads: (..., T, h * d_h) -> (..., h, T, d_h).
-    queries = split_heads(x @ w_q, num_heads)
-    keys = split_heads(x @ w_k, num_heads)
-    values = split_heads(x @ w_v, num_heads)  # (..., h, T, d_v)
+    queries = split_heads(_plus(x @ w_q, b_q), num_heads)
+    keys = split_heads(_plus(x @ w_k, b_k), num_heads)
+    values = split_heads(_plus(x @ w_v, b_v), num_heads)  # (..., h, T, d_v)
     # 3. Attend, every head at once: the head axis is one more batch axis.
     context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)  # (..., h, T, d_v)
     # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    out = merge_heads(context) @ w_o
-    return out.astype(result_float_dtype(x, w_q, w_k, w_v, w_o), copy=False), weights
+    out = _plus(merge_heads(context) @ w_o, b_o)
+    dtype = result_float_dtype(x, w_q, w_k, w_v, w_o, *(b for b in (b_q, b_k, b_v, b_o) if b is not None))
+    return out.astype(dtype, copy=False), weights.astype(dtype, copy=False)

@@ -250,3 +250,33 @@ def test_importing_the_core_does_not_import_plotting_or_widgets():
             "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_multi_head_attention_with_biases_matches_the_loop_reference():
+    """Biases (as in PyTorch's nn.MultiheadAttention, GPT-2, BERT) = the same heads on shifted projections."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 8))
+    w_q, w_k, w_v, w_o = rng.standard_normal((4, 8, 8))
+    b_q, b_k, b_v, b_o = rng.standard_normal((4, 8))
+    out, weights = A.multi_head_attention(x, w_q, w_k, w_v, w_o, 2, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
+    # A bias on a projection is a weight on a constant feature 1: append it to x.
+    x1 = np.concatenate([x, np.ones((6, 1))], axis=1)
+    stack = [np.vstack([w, b]) for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v))]
+    ref_out, ref_weights = multi_head_ref(x1, *stack, w_o, 2)
+    np.testing.assert_allclose(weights, ref_weights, rtol=1e-10)
+    np.testing.assert_allclose(out, ref_out + b_o, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["b_q", "b_k", "b_v", "b_o"])
+def test_multi_head_attention_bias_of_the_wrong_shape_is_named(name):
+    x = np.ones((3, 4))
+    w = np.ones((4, 4))
+    with pytest.raises(ValueError, match=rf"{name} has shape \(3,\); expected \(4,\)"):
+        A.multi_head_attention(x, w, w, w, w, 2, **{name: np.ones(3)})
+
+
+def test_multi_head_attention_names_the_mask_shape_it_was_given():
+    x = np.ones((3, 4))
+    w = np.ones((4, 4))
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast"):
+        A.multi_head_attention(x, w, w, w, w, 2, mask=np.ones((4, 4), bool))

@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 import pytest
 
-from attn_helpers import efficient as _kernel, multi_head_attention, scaled_dot_product_attention
+from attn_helpers import efficient as _kernel
+from attn_helpers import multi_head_attention
 
 
 def attention_float64(queries, keys, values, mask=None, scale=None):
