@@ -7,6 +7,7 @@ learner never has to read a numpy traceback from deep inside a matrix product.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -32,25 +33,38 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
     non-numeric input raise ``TypeError``; NaN (and infinities, unless
     ``allow_neg_inf`` lets ``-inf`` through) raise ``ValueError``.
     """
-    if isinstance(x, np.ndarray):
+    if type(x) is np.ndarray:  # the common case; subclasses (np.matrix) become plain arrays below
         arr = x
+    elif isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array (numpy.ma), whose mask numpy would silently drop here; pass plain values "
+            f"({name}.filled(...)) and, for attention, a boolean mask= with True = may attend"
+        )
     else:
         try:
             arr = np.asarray(x)
         except ValueError as err:  # ragged nested lists
             raise ValueError(f"{name} must be a rectangular array of numbers; could not convert it ({err})") from None
-    kind = arr.dtype.kind
+        except Exception as err:  # an object whose __array__ raises (a tensor of another library, say)
+            raise TypeError(
+                f"{name} could not be turned into a numpy array ({type(err).__name__}: {err}); pass a numpy array"
+            ) from None
+    if arr.dtype == np.float32 or arr.dtype == np.float64:  # the usual case: nothing to convert
+        kind = "f"
+    else:
+        kind = arr.dtype.kind
     if kind not in "iuf":
         got = type(x).__name__ if arr.dtype == object else f"an array of dtype {arr.dtype}"
         raise TypeError(f"{name} must be numeric (an array of floats); got {got}")
     if kind != "f":
         arr = arr.astype(np.float64)
-    elif arr.dtype == np.float16:
-        arr = arr.astype(np.float32)
+    elif arr.dtype not in (np.float32, np.float64):  # float16 -> float32, longdouble -> float64
+        arr = arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
     if arr.ndim < min_ndim:
         need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
         raise ValueError(f"{name} must have shape {need}; got shape {arr.shape}")
-    if arr.size and not np.isfinite(arr).all():
+    # One comparison in the usual case: x < inf is False exactly for NaN and +inf.
+    if not np.logical_and.reduce(np.isfinite(arr) if not allow_neg_inf else arr < np.inf, axis=None):
         if np.isnan(arr).any():
             raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
         if not allow_neg_inf or np.isposinf(arr).any():
@@ -87,18 +101,22 @@ def as_positive_int(n, name: str, *, allow_zero: bool = False) -> int:
 
 def result_float_dtype(*arrays: np.ndarray) -> np.dtype:
     """The floating dtype of a result computed from ``arrays`` (float32 only if all are)."""
+    if all(a.dtype == np.float32 for a in arrays):  # the usual case, without numpy's type promotion
+        return np.dtype(np.float32)
     return np.result_type(*arrays, np.float32)
 
 
 def as_number(value, name: str, kind: str = "a number", range_: str = "finite") -> float:
     """``value`` as a Python float, or a ``TypeError`` (not ``kind``) / ``ValueError`` (not ``range_``)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if type(value) is not float and (  # the common case first: a plain float is fine
+        isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer))
+    ):
         raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
     try:
         number = float(value)
     except OverflowError:  # an int beyond float64, such as 10**400
         raise ValueError(f"{name} must be {range_}; got {value!r}, beyond float64's range") from None
-    if not np.isfinite(number):
+    if not math.isfinite(number):
         raise ValueError(f"{name} must be {range_}; got {value!r}")
     return number
 
@@ -110,13 +128,14 @@ def softmax_inputs(x, axis, temperature):
     the scores are float32 and the temperature lies outside float32's normal range
     (then the division happens in float64, never ``x / 0`` or ``x / inf``).
     """
-    temperature = as_number(temperature, "temperature", "a positive number", "a finite number > 0")
+    if type(temperature) is not float or not 0 < temperature < math.inf:  # a plain positive float passes at once
+        temperature = as_number(temperature, "temperature", "a positive number", "a finite number > 0")
     if not temperature > 0:
         raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
     scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+    if type(axis) is not int and (isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral)):
         raise TypeError(f"axis must be an integer (the axis that sums to 1); got {type(axis).__name__} {axis!r}")
     if not -scores.ndim <= axis < scores.ndim:
         raise ValueError(f"axis {axis} is out of range for x of shape {scores.shape}")
@@ -128,11 +147,9 @@ def softmax_inputs(x, axis, temperature):
 def attention_inputs(queries, keys, values, mask, scale):
     """Validated inputs of scaled dot-product attention.
 
-    Returns ``(queries, keys, values, mask, scale, dtype)``: the arrays in the dtype
-    to compute in, the mask as bool (or None), the scale as a Python float (default
-    ``1 / sqrt(d_k)``) and the dtype of the results. The arrays are float64 when
-    float32 scores could overflow (a bound from the largest entries); the results
-    are then rounded back to ``dtype``.
+    Returns ``(queries, keys, values, mask, scale, dtype)``: the arrays as floating
+    arrays, the mask as bool (or None), the scale as a Python float (default
+    ``1 / sqrt(d_k)``) and the dtype of the results (float32 only if all inputs are).
     """
     q = as_float_array(queries, "queries", min_ndim=2)
     k = as_float_array(keys, "keys", min_ndim=2)
@@ -160,33 +177,37 @@ def attention_inputs(queries, keys, values, mask, scale):
             )
         arrays["mask"] = mask = m
     batch_shape("scaled_dot_product_attention", **arrays)
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None and q.shape[-1] else 1.0 if scale is None else scale
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = as_number(scale, "scale")
-    dtype = result_float_dtype(q, k, v)
-    work = dtype
-    if dtype != np.float64 and q.size and k.size:
-        # |q . k| <= d_k max|q| max|k|: if that (or it times the scale) could pass float32's
-        # range, compute in float64, where no float32 input can overflow.
-        bound = q.shape[-1] * float(np.abs(q).max()) * float(np.abs(k).max()) * max(1.0, abs(scale))
-        if bound > float(np.finfo(dtype).max) / 4:
-            work = np.float64
-    return q.astype(work, copy=False), k.astype(work, copy=False), v.astype(work, copy=False), mask, scale, dtype
+    return q, k, v, mask, scale, result_float_dtype(q, k, v)
 
 
 def batch_shape(what: str, **arrays: np.ndarray) -> tuple:
     """Broadcast the leading (batch) axes of several arrays, with a clear error."""
+    shapes = {a.shape[:-2] for a in arrays.values()}
+    if len(shapes) == 1:  # the usual case: nothing to broadcast
+        return shapes.pop()
     try:
-        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
+        return np.broadcast_shapes(*shapes)
     except ValueError:
         shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
         raise ValueError(f"{what}: the leading (batch) axes do not broadcast: {shapes}") from None
 
 
-def finite_scores(scores: np.ndarray, scale: float) -> np.ndarray:
-    """``scores`` if every entry is finite; else a ``ValueError`` (float64 overflow), never NaN later."""
-    if not np.isfinite(scores).all():
-        raise ValueError(
-            f"the scores overflow float64 (|score| beyond 1.8e308): scale={scale:g} times the dot products of "
-            f"queries and keys is too large; rescale queries, keys or scale"
-        )
-    return scores
+def finite_scores(scores: np.ndarray, queries: np.ndarray, keys: np.ndarray, scale: float) -> np.ndarray:
+    """The scores ``queries @ keys^T * scale``, finite: recomputed in float64 if float32 overflowed.
+
+    float32 overflows beyond 3.4e38, which float32 queries and keys can reach; float64 holds
+    every product of float32 numbers. Scores that overflow float64 too (entries near 1e154,
+    or a huge ``scale``) raise a ``ValueError``: never an inf or NaN in the weights.
+    """
+    if np.isfinite(scores).all():
+        return scores
+    if scores.dtype != np.float64:
+        wide = queries.astype(np.float64) @ np.swapaxes(keys, -1, -2).astype(np.float64) * scale
+        return finite_scores(wide, queries, keys, scale)
+    raise ValueError(
+        f"the scores overflow float64 (|score| beyond 1.8e308): scale={scale:g} times the dot products of "
+        f"queries and keys is too large; rescale queries, keys or scale"
+    )

@@ -64,13 +64,15 @@ def softmax(x, axis=-1, temperature=1.0):
     array([0., 1.])
     """
     scores, axis, temperature = softmax_inputs(x, axis, temperature)
-    peak = scores.max(axis=axis, keepdims=True, initial=-np.inf)  # the largest score of each slice
-    peak[peak == -np.inf] = 0  # a fully masked slice (all -inf) stays -inf, so its weights are 0
+    # The largest score of each slice; a fully masked slice (all -inf) gets the lowest finite
+    # number instead, so that its scores stay -inf and its weights 0.
+    peak = scores.max(axis=axis, keepdims=True, initial=np.finfo(scores.dtype).min)
     with np.errstate(over="ignore"):  # every shifted score is <= 0: an overflow can only give -inf, weight 0
         shifted = (scores - peak) / temperature
     exps = np.exp(shifted)  # in (0, 1]: never overflows
-    total = exps.sum(axis=axis, keepdims=True)  # >= 1, or 0 for a fully masked slice
-    return (exps / np.where(total > 0, total, 1)).astype(scores.dtype, copy=False)
+    total = exps.sum(axis=axis, keepdims=True)  # >= 1 (the peak gives exp(0) = 1), or 0 if fully masked
+    # Dividing a fully masked slice by the smallest positive number keeps it 0 (never 0 / 0).
+    return (exps / np.maximum(total, np.finfo(exps.dtype).tiny)).astype(scores.dtype, copy=False)
 
 
 def _check_last_axis(a_name, a, b_name, b, a_axis, b_axis, what):
@@ -146,9 +148,9 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
            [0.3302, 0.6698]], dtype=float32)
     """
     queries, keys, values, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
-    with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: a clear error on the next line
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is dealt with on the next line
         scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
-    scores = finite_scores(scores, scale)  # never an inf or NaN in the weights
+    scores = finite_scores(scores, queries, keys, scale)  # float32 overflow: redone in float64; never inf or NaN
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # True = may attend; a masked key gets weight 0
     weights = softmax(scores, axis=-1)  # each row sums to 1 (a fully masked row is all 0)
