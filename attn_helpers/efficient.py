@@ -34,11 +34,11 @@ Speed notes (measured with ``benchmarks/bench_attention.py``; see its README):
   slower one (AVX2 only: 2.5 ns against 1.3 ns) and they use ``exp`` (see
   ``_FAST_EXP2``). Blocks whose bound is larger, and all float64 input beyond 1e50,
   use the textbook max-subtracted softmax with ``exp``.
-- Worker threads (``_THREADS``, the calling thread included) share the blocks of
-  a large problem; numpy's ufuncs and matrix products release the GIL. Each worker
-  runs whole blocks, so the BLAS is held to one thread meanwhile (see
-  :func:`_one_blas_thread`): with both kinds of threads on 2 cores, one call took
-  3-4x longer on a busy machine.
+- Worker threads (``_THREADS``, the calling thread included, never more than the
+  caller allows the BLAS) share the blocks of a large problem; numpy's ufuncs and
+  matrix products release the GIL. Each worker runs whole blocks, so the BLAS is held
+  to one thread meanwhile (see :func:`_hold_blas_to_one_thread`): with both kinds of
+  threads on 2 cores, one call took 3-4x longer on a busy machine.
 - Row sums are a matrix-vector product with a column of ones: the BLAS reads a
   block about 4x faster than ``np.sum`` (0.1 against 0.45 ns per number here).
 - Fully masked rows: their scores are all ``-inf`` (or, in a bounded block, their
@@ -57,6 +57,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ._validate import attention_inputs, batch_shape
 
@@ -70,19 +71,18 @@ _LOG2_E = float(np.log2(np.e))
 
 
 def _numpy_has_simd_exp2() -> bool:
-    """Whether numpy's float32 ``exp2`` is vectorized on this CPU (its AVX512_SKX loops).
+    """Whether numpy's float32 ``exp2`` is vectorized on this CPU (its AVX-512 loops).
 
     Without them ``exp2`` is a scalar loop, about twice as slow as the vectorized
-    ``exp`` (measured 2.5 against 1.3 ns per number on an AVX2-only AMD EPYC).
+    ``exp`` (measured 2.5 against 1.3 ns per number on an AVX2-only AMD EPYC). Read from
+    numpy's public build report (``np.show_config(mode="dicts")``), whose "SIMD
+    Extensions" name the CPU features numpy dispatches to: "AVX512_SKX" up to numpy 2.3,
+    the group "X86_V4" from numpy 2.4. ``tests/test_efficient.py`` fails loudly if a numpy
+    version stops reporting them.
     """
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy 1.x
-        try:
-            from numpy.core._multiarray_umath import __cpu_features__ as features
-        except ImportError:
-            return False
-    return bool(features.get("AVX512_SKX", False))
+    simd = np.show_config(mode="dicts").get("SIMD Extensions", {})
+    found = set(simd.get("baseline", ())) | set(simd.get("found", ()))
+    return bool(found & {"AVX512_SKX", "X86_V4"})
 
 
 #: Bounded blocks use exp2 on base-2 scores where that is the faster function.
@@ -106,115 +106,50 @@ def _get_pool():
 
 def _after_fork_in_child():
     # A forked child has none of the parent's threads: start a fresh pool when needed.
-    global _pool, _pool_lock, _blas_lock, _blas_users
-    _pool, _pool_lock, _blas_lock, _blas_users = None, threading.Lock(), threading.Lock(), 0
+    global _pool, _pool_lock, _blas_lock, _blas_users, _blas_limit
+    _pool, _pool_lock, _blas_lock, _blas_users, _blas_limit = None, threading.Lock(), threading.Lock(), 0, None
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _find_openblas_threads():
-    """``(get_num_threads, set_num_threads)`` of the OpenBLAS bundled with numpy's wheels, or None.
-
-    numpy offers no way to limit its BLAS threads; the wheels bundle OpenBLAS, whose
-    C functions ``ctypes`` can call (what ``threadpoolctl`` does, without the dependency).
-    Any other BLAS (MKL, Accelerate, a system OpenBLAS) gives None.
-    """
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-    except Exception:  # an old or unusual numpy build: leave its BLAS alone
-        return None
-    if "openblas" not in str(blas.get("name", "")).lower():
-        return None
-    import ctypes
-    import glob
-
-    here = os.path.dirname(np.__file__)
-    for path in glob.glob(os.path.join(here + ".libs", "*openblas*")) + glob.glob(
-        os.path.join(here, ".dylibs", "*openblas*")
-    ):
-        try:
-            lib = ctypes.CDLL(path)  # already loaded by numpy: the same library, not a second copy
-        except OSError:
-            continue
-        for prefix, suffix in (
-            ("scipy_openblas", "64_"),
-            ("scipy_openblas", ""),
-            ("openblas", "64_"),
-            ("openblas", ""),
-        ):
-            get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-            set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-            if get is not None and set_ is not None:
-                get.argtypes, get.restype = [], ctypes.c_int
-                set_.argtypes, set_.restype = [ctypes.c_int], None
-                return get, set_
-    return None
-
-
-_openblas = None  # (get, set) once looked up; False when there is none
+_blas = ThreadpoolController().select(user_api="blas")
 _blas_lock = threading.Lock()
 _blas_users = 0
-_blas_saved_threads = 1
+_blas_limit = None  # the threadpoolctl limiter while a call runs, else None
+_caller_threads = 1  # the BLAS threads the caller allowed, read when the first call began
 
 
-def _one_blas_thread():
-    """Limit the BLAS to one thread while our own workers run; return False if we cannot.
+def _hold_blas_to_one_thread() -> int:
+    """Hold the BLAS to one thread for the duration of a call; return how many threads the caller allows.
 
-    Our workers each run whole blocks (matrix products and softmax) in parallel, so
-    the BLAS must not start threads of its own: 2 workers x 2 BLAS threads on 2 cores
-    made one call 3-4x slower when the machine was busy. The setting is process-wide,
-    so it is counted: the first caller saves it and the last one restores it.
+    The caller's allowance is the BLAS's setting when the call begins: ``OMP_NUM_THREADS``,
+    ``OPENBLAS_NUM_THREADS`` or an enclosing ``threadpoolctl.threadpool_limits(n)``; our own
+    workers never outnumber it. Inside the call the BLAS runs on one thread: our workers run
+    whole blocks in parallel (2 workers x 2 BLAS threads on 2 cores made one call 3-4x slower
+    on a busy machine), and every product then sums in the same order whatever else runs, so
+    the results do not depend on other threads. The setting is process-wide, so overlapping
+    calls share one limit: the first saves the caller's setting, the last restores it
+    (``threadpoolctl`` saves and restores). Undo with :func:`_release_blas`.
     """
-    global _openblas, _blas_users, _blas_saved_threads
+    global _blas_users, _blas_limit, _caller_threads
     with _blas_lock:
-        if _openblas is None:
-            _openblas = _find_openblas_threads() or False
-        if not _openblas:
-            return False
-        get, set_ = _openblas
         if _blas_users == 0:
-            _blas_saved_threads = get()
-            set_(1)
+            counts = [info["num_threads"] for info in _blas.info()]
+            _caller_threads = min(counts) if counts else 1
+            _blas_limit = _blas.limit(limits=1) if counts else None
         _blas_users += 1
-        return True
+        return _caller_threads
 
 
-def _restore_blas_threads():
-    global _blas_users
+def _release_blas() -> None:
+    global _blas_users, _blas_limit
     with _blas_lock:
         _blas_users -= 1
-        if _blas_users == 0:
-            _openblas[1](_blas_saved_threads)
-
-
-def softmax_rows_(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Softmax of ``x / temperature`` over the last axis of ``x``, in place; rows that are all ``-inf`` become 0.
-
-    ``x`` : ndarray, shape (..., n), floating, no NaN, no ``+inf``.
-
-    The row max is subtracted before dividing by the temperature, so every number is
-    at most 0 from then on: one that overflows (``-3e38 - 3e38`` in float32, or a
-    tiny temperature) becomes ``-inf``, whose ``exp`` is the 0 it stands for.
-    """
-    row_max = x.max(axis=-1, keepdims=True)  # (..., 1)
-    # A row that is all -inf (every key masked) has max -inf; shifting by 0 instead
-    # keeps it at -inf, so exp gives 0 and the row sums to 0 (handled below).
-    np.copyto(row_max, 0, where=row_max == -np.inf)
-    with np.errstate(over="ignore"):  # overflow here can only give -inf: see above
-        np.subtract(x, row_max, out=x)
-        if temperature == 1:
-            pass
-        elif temperature >= np.finfo(x.dtype).tiny:
-            np.divide(x, np.asarray(temperature, dtype=x.dtype), out=x)
-        else:  # the temperature is 0 or subnormal in x's dtype (float32 below 1.2e-38): divide in float64
-            np.divide(x, float(temperature), out=x, dtype=np.float64, casting="unsafe")
-    np.exp(x, out=x)
-    total = x.sum(axis=-1, keepdims=True)  # (..., 1)
-    np.copyto(total, 1, where=total == 0)
-    np.divide(x, total, out=x)
-    return x
+        if _blas_users == 0 and _blas_limit is not None:
+            _blas_limit.restore_original_limits()
+            _blas_limit = None
 
 
 def _max_abs(x) -> float:
@@ -241,33 +176,6 @@ def _score_bounds(queries, keys, scale):
     slack = 1.0 + d_k * 2.0**-20  # >= 1 + d_k * eps of float32 (2**-23), with room to spare
     # (N, T_q) * (N, 1) -> (N, T_q), in float64: the product of two squares below 1e100 cannot overflow
     return abs(float(scale)) * np.sqrt(query_sq.astype(np.float64) * key_sq.astype(np.float64) * slack)
-
-
-def matmul_rows_(a, b, out):
-    """``np.matmul(a, b, out=out)`` for a large ``a`` of shape (M, K), its rows shared by our workers.
-
-    Each worker multiplies a slab of rows with a one-threaded BLAS. Falls back to one
-    plain ``np.matmul`` (whose BLAS may use its own threads) for small products or when
-    the BLAS threads cannot be limited.
-    """
-    m = a.shape[0]
-    workers = min(_THREADS, m // 64)
-    if workers < 2 or a.size * b.shape[-1] < _PARALLEL_MIN_SCORES * 64 or not _one_blas_thread():
-        return np.matmul(a, b, out=out)
-    try:
-        cuts = [m * i // workers for i in range(workers + 1)]
-        futures = [
-            _get_pool().submit(np.matmul, a[lo:hi], b, out=out[lo:hi])
-            for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)
-        ]
-        try:
-            np.matmul(a[: cuts[1]], b, out=out[: cuts[1]])  # (m / workers, K) @ (K, n) -> (m / workers, n)
-        finally:
-            for future in futures:
-                future.result()
-    finally:
-        _restore_blas_threads()
-    return out
 
 
 def _check_no_overflow(row_max, masked, scale):
@@ -297,7 +205,7 @@ def _block_layout(n, t_q, t_k, itemsize):
     return 1, min(t_q, max(8, _BLOCK_BYTES // row_bytes))
 
 
-def attention_(queries, keys, values, mask, scale, context, weights) -> None:
+def _attention_into(queries, keys, values, mask, scale, context, weights) -> None:
     """Scaled dot-product attention into preallocated ``context`` and ``weights``.
 
     queries : (N, T_q, d_k)  keys : (N, T_k, d_k)  values : (N, T_k, d_v)
@@ -329,7 +237,7 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
         # round the results (weights in [0, 1], context within the range of the values).
         wide = [np.asarray(a, dtype=np.float64) for a in (queries, keys, values)]
         context_64, weights_64 = np.empty(context.shape), np.empty(weights.shape)
-        attention_(*wide, mask, scale, context_64, weights_64)
+        _attention_into(*wide, mask, scale, context_64, weights_64)
         context[...], weights[...] = context_64, weights_64
         return
     blocks = [
@@ -393,11 +301,12 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
             np.matmul(block, values[first:last], out=out)  # (g, r, T_k) @ (g, T_k, d_v) -> (g, r, d_v)
 
     iter_blocks = iter(blocks)
-    workers = min(_THREADS, len(blocks))
-    if workers < 2 or n * t_q * t_k < _PARALLEL_MIN_SCORES or not _one_blas_thread():
-        run()  # one thread here; the BLAS may still use its own threads for the matrix products
-        return
+    allowed = _hold_blas_to_one_thread()
     try:
+        workers = min(_THREADS, len(blocks), allowed)
+        if workers < 2 or n * t_q * t_k < _PARALLEL_MIN_SCORES:
+            run()  # one thread: small problems pay more for threads than they gain
+            return
         futures = [_get_pool().submit(run) for _ in range(workers - 1)]
         try:
             run()  # this thread is a worker too
@@ -405,7 +314,7 @@ def attention_(queries, keys, values, mask, scale, context, weights) -> None:
             for future in futures:
                 future.result()
     finally:
-        _restore_blas_threads()
+        _release_blas()
 
 
 def blocked_attention(queries, keys, values, mask=None, scale=None):
@@ -456,5 +365,5 @@ def blocked_attention(queries, keys, values, mask=None, scale=None):
         flat_mask = None
         if mask is not None:
             flat_mask = np.broadcast_to(mask, batch + mask.shape[-2:]).reshape((n,) + mask.shape[-2:])
-        attention_(flat(q), flat(k), flat(v), flat_mask, scale, context, weights)
+        _attention_into(flat(q), flat(k), flat(v), flat_mask, scale, context, weights)
     return context.reshape(batch + (t_q, d_v)), weights.reshape(batch + (t_q, t_k))

@@ -1,4 +1,9 @@
-"""Benchmark attn_helpers' numpy attention against PyTorch's CPU kernels.
+"""Benchmark the opt-in fast attention of ``attn_helpers.efficient`` against PyTorch's CPU kernels.
+
+The ``sdpa`` cases time ``attn_helpers.efficient.blocked_attention`` (the readable
+default, ``scaled_dot_product_attention``, is timed at lesson sizes by
+``bench_lesson_size.py``; its line here is for information). The ``mha`` lines time
+the readable ``multi_head_attention`` and have no target.
 
 Scope: speed only (correctness lives in ``tests/``). Each side runs in its own
 worker process, so numpy's BLAS threads and torch's OpenMP threads never compete
@@ -30,14 +35,19 @@ SEED = 0
 CASES = {
     "sdpa-1024": dict(kind="sdpa", T=1024, B=1, h=8, d_k=64, target=1.5),
     "sdpa-4096": dict(kind="sdpa", T=4096, B=1, h=8, d_k=64, target=1.5),
-    "mha-1024": dict(kind="mha", T=1024, B=1, h=8, d_model=512, target=1.2, need_weights=True),
+    # Extra line, no target: the readable default on the same problem.
+    "sdpa-1024-readable": dict(kind="sdpa", T=1024, B=1, h=8, d_k=64, target=None, readable=True),
+    "mha-1024": dict(kind="mha", T=1024, B=1, h=8, d_model=512, target=None, need_weights=True),
     # Extra line, no target: torch skips the (B, T, T) weights entirely; numpy must return them.
     "mha-1024-noweights": dict(kind="mha", T=1024, B=1, h=8, d_model=512, target=None, need_weights=False),
 }
 
 LABELS = {
-    "sdpa-1024": "sdpa  T=1024 B=1 h=8 d_k=64 f32      vs F.scaled_dot_product_attention",
-    "sdpa-4096": "sdpa  T=4096 B=1 h=8 d_k=64 f32      vs F.scaled_dot_product_attention",
+    "sdpa-1024": "blocked_attention T=1024 B=1 h=8 d_k=64 f32 vs F.scaled_dot_product_attention",
+    "sdpa-4096": "blocked_attention T=4096 B=1 h=8 d_k=64 f32 vs F.scaled_dot_product_attention",
+    "sdpa-1024-readable": (
+        "scaled_dot_product_attention (readable) T=1024 vs F.scaled_dot_product_attention [extra, no target]"
+    ),
     "mha-1024": "mha   T=1024 d_model=512 h=8 f32      vs nn.MultiheadAttention(need_weights=True)",
     "mha-1024-noweights": (
         "mha   T=1024 d_model=512 h=8 f32      vs nn.MultiheadAttention(need_weights=False) [extra, no target]"
@@ -65,9 +75,11 @@ def make_inputs(case):
 
 def numpy_callable(case, inputs):
     import attn_helpers
+    from attn_helpers.efficient import blocked_attention
 
     if case["kind"] == "sdpa":
-        return lambda: attn_helpers.scaled_dot_product_attention(inputs["queries"], inputs["keys"], inputs["values"])
+        fn = attn_helpers.scaled_dot_product_attention if case.get("readable") else blocked_attention
+        return lambda: fn(inputs["queries"], inputs["keys"], inputs["values"])
     x, w_q, w_k, w_v, w_o = (inputs[k] for k in ("x", "w_q", "w_k", "w_v", "w_o"))
     return lambda: attn_helpers.multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads=case["h"])
 
@@ -88,7 +100,7 @@ def floor_callable(case, inputs, variant):
 
     import numpy as np
 
-    from attn_helpers import _kernel
+    from attn_helpers import efficient as _kernel
 
     queries, keys, values = (inputs[n].reshape(-1, *inputs[n].shape[-2:]) for n in ("queries", "keys", "values"))
     n, t, _ = queries.shape
@@ -115,13 +127,13 @@ def floor_callable(case, inputs, variant):
         if variant == "heads":
             run()
         else:
-            _kernel._one_blas_thread()
+            _kernel._hold_blas_to_one_thread()
             try:
                 future = _kernel._get_pool().submit(run)
                 run()
                 future.result()
             finally:
-                _kernel._restore_blas_threads()
+                _kernel._release_blas()
         return context, weights
 
     return call
