@@ -18,6 +18,7 @@ __all__ = [
     "as_positive_int",
     "result_float_dtype",
     "as_number",
+    "check_axis",
     "softmax_inputs",
     "attention_inputs",
     "batch_shape",
@@ -135,13 +136,18 @@ def softmax_inputs(x, axis, temperature):
     scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
-    if type(axis) is not int and (isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral)):
-        raise TypeError(f"axis must be an integer (the axis that sums to 1); got {type(axis).__name__} {axis!r}")
-    if not -scores.ndim <= axis < scores.ndim:
-        raise ValueError(f"axis {axis} is out of range for x of shape {scores.shape}")
+    check_axis(axis, scores, "x")
     info = np.finfo(scores.dtype)
     fits = float(info.tiny) <= temperature <= float(info.max)
     return scores, int(axis), (scores.dtype.type if fits else np.float64)(temperature)
+
+
+def check_axis(axis, arr: np.ndarray, name: str) -> None:
+    """A ``TypeError``/``ValueError`` unless ``axis`` is an integer naming an axis of ``arr``."""
+    if type(axis) is not int and (isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral)):
+        raise TypeError(f"axis must be an integer (the axis that sums to 1); got {type(axis).__name__} {axis!r}")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for {name} of shape {arr.shape}")
 
 
 def attention_inputs(queries, keys, values, mask, scale):

@@ -15,6 +15,7 @@ from ._validate import (
     as_positive_int,
     attention_inputs,
     batch_shape,
+    check_axis,
     finite_scores,
     softmax_inputs,
 )
@@ -204,7 +205,10 @@ def padding_mask(lengths, T):
            [[ True, False, False]]])
     """
     T = as_positive_int(T, "T", allow_zero=True)
-    lengths = np.asarray(lengths)
+    try:
+        lengths = np.asarray(lengths)
+    except ValueError:  # ragged nested lists
+        raise TypeError(f"lengths must be a 1-D array of integers, one per sequence; got {lengths!r}") from None
     if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
         raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
     if (lengths < 0).any() or (lengths > T).any():
@@ -276,11 +280,20 @@ def cosine_similarity(a, b):
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
+    # The angle does not change when a vector is rescaled: divide each by its largest entry
+    # first, so that squares neither overflow (entries of 1e20 in float32) nor underflow (1e-30).
+    a, b = _unit_max(a), _unit_max(b)
     dot = np.einsum("...d,...d->...", a, b)
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     out = np.zeros(np.shape(dot), dtype=np.result_type(dot, norms))
     np.divide(dot, norms, out=out, where=norms > 0)
     return np.clip(out, -1.0, 1.0)
+
+
+def _unit_max(x):
+    """``x`` divided by the largest ``|entry|`` of each vector (a zero vector stays zero)."""
+    peak = np.abs(x).max(axis=-1, keepdims=True, initial=0)
+    return np.divide(x, peak, out=np.zeros_like(x), where=peak > 0)
 
 
 def entropy(weights, axis=-1):
@@ -296,6 +309,7 @@ def entropy(weights, axis=-1):
     0.0
     """
     p = as_float_array(weights, "weights")
+    check_axis(axis, p, "weights")
     logp = np.zeros_like(p)
     np.log(p, out=logp, where=p > 0)
     return -(p * logp).sum(axis=axis)

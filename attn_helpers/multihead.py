@@ -63,6 +63,9 @@ def merge_heads(x):
     Returns
     -------
     merged : ndarray, shape (..., T, h * d_h)
+        A new array, except when ``x`` came straight from :func:`split_heads`: then, like
+        ``np.reshape``, it may be a view of the array that was split (``merge_heads(split_heads(x))``
+        shares memory with ``x``); write into a ``.copy()`` if you need one.
 
     Examples
     --------
