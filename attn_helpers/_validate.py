@@ -22,17 +22,19 @@ __all__ = [
     "softmax_inputs",
     "attention_inputs",
     "batch_shape",
-    "finite_scores",
+    "largest_magnitude",
 ]
 
 
-def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False) -> np.ndarray:
+def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False, check_finite: bool = True
+                   ) -> np.ndarray:
     """Return ``x`` as a floating-point array, or raise a clear error.
 
     Floating arrays keep their dtype (float32 stays float32); integer input becomes
     float64; float16 becomes float32. Booleans, strings, ``None`` and other
     non-numeric input raise ``TypeError``; NaN (and infinities, unless
-    ``allow_neg_inf`` lets ``-inf`` through) raise ``ValueError``.
+    ``allow_neg_inf`` lets ``-inf`` through) raise ``ValueError``; ``check_finite=False``
+    leaves that check to the caller (see :func:`largest_magnitude`).
     """
     if type(x) is np.ndarray:  # the common case; subclasses (np.matrix) become plain arrays below
         arr = x
@@ -64,14 +66,30 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
     if arr.ndim < min_ndim:
         need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
         raise ValueError(f"{name} must have shape {need}; got shape {arr.shape}")
-    # One comparison in the usual case: x < inf is False exactly for NaN and +inf.
-    if not np.logical_and.reduce(np.isfinite(arr) if not allow_neg_inf else arr < np.inf, axis=None):
-        if np.isnan(arr).any():
-            raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
-        if not allow_neg_inf or np.isposinf(arr).any():
-            allowed = "finite or -inf" if allow_neg_inf else "finite"
-            raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
+    # One reduction each: NaN and +inf propagate through max.
+    if check_finite and allow_neg_inf:
+        if not arr.max(initial=-np.inf) < np.inf:
+            _not_finite(arr, name, allow_neg_inf=True)
+    elif check_finite:
+        largest_magnitude(arr, name)  # raises for NaN or an infinity
     return arr
+
+
+def _not_finite(arr: np.ndarray, name: str, allow_neg_inf: bool = False):
+    """Raise the ``ValueError`` that says what in ``arr`` is not finite."""
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
+    if not allow_neg_inf or np.isposinf(arr).any():
+        allowed = "finite or -inf" if allow_neg_inf else "finite"
+        raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
+
+
+def largest_magnitude(arr: np.ndarray, name: str) -> float:
+    """``max |arr|`` as a Python float (0 for an empty array); a clear ``ValueError`` for NaN or inf."""
+    largest = float(np.abs(arr).max(initial=0))  # NaN and inf propagate: one reduction checks them too
+    if not math.isfinite(largest):
+        _not_finite(arr, name)
+    return largest
 
 
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
@@ -137,9 +155,14 @@ def softmax_inputs(x, axis, temperature):
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
     check_axis(axis, scores, "x")
-    info = np.finfo(scores.dtype)
-    fits = float(info.tiny) <= temperature <= float(info.max)
-    return scores, int(axis), (scores.dtype.type if fits else np.float64)(temperature)
+    tiny, largest = _NORMAL_RANGE[scores.dtype]
+    return scores, int(axis), (scores.dtype.type if tiny <= temperature <= largest else np.float64)(temperature)
+
+
+#: The smallest and largest normal number of each float dtype.
+_NORMAL_RANGE = {np.dtype(t): (float(np.finfo(t).tiny), float(np.finfo(t).max)) for t in (np.float32, np.float64)}
+#: A quarter of each float dtype's largest number: room for the rounding of the bound.
+_LARGEST = {np.dtype(t): float(np.finfo(t).max) / 4 for t in (np.float32, np.float64)}
 
 
 def check_axis(axis, arr: np.ndarray, name: str) -> None:
@@ -154,11 +177,12 @@ def attention_inputs(queries, keys, values, mask, scale):
     """Validated inputs of scaled dot-product attention.
 
     Returns ``(queries, keys, values, mask, scale, dtype)``: the arrays as floating
-    arrays, the mask as bool (or None), the scale as a Python float (default
-    ``1 / sqrt(d_k)``) and the dtype of the results (float32 only if all inputs are).
+    arrays (float64 when float32 scores could overflow), the mask as bool (or None), the
+    scale as a Python float (default ``1 / sqrt(d_k)``) and the dtype of the results
+    (float32 only if all inputs are). Scores that could overflow float64 raise ``ValueError``.
     """
-    q = as_float_array(queries, "queries", min_ndim=2)
-    k = as_float_array(keys, "keys", min_ndim=2)
+    q = as_float_array(queries, "queries", min_ndim=2, check_finite=False)  # checked with the bound below
+    k = as_float_array(keys, "keys", min_ndim=2, check_finite=False)
     v = as_float_array(values, "values", min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -186,7 +210,19 @@ def attention_inputs(queries, keys, values, mask, scale):
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = as_number(scale, "scale")
-    return q, k, v, mask, scale, result_float_dtype(q, k, v)
+    dtype = result_float_dtype(q, k, v)
+    # Every score is at most |q . k| * |scale| <= d_k * max|q| * max|k| * |scale|. When that
+    # bound could pass float32's range, compute in float64 (no float32 input overflows there)
+    # and round the results back; when it could pass float64's, say so rather than give NaN.
+    bound = q.shape[-1] * largest_magnitude(q, "queries") * largest_magnitude(k, "keys") * max(1.0, abs(scale))
+    if bound > _LARGEST[dtype]:
+        if bound > _LARGEST[np.dtype(np.float64)]:
+            raise ValueError(
+                f"the scores could overflow float64 (|score| up to {bound:.3g}, beyond 1.8e308): scale={scale:g} "
+                f"times the dot products of queries and keys is too large; rescale queries, keys or scale"
+            )
+        q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    return q, k, v, mask, scale, dtype
 
 
 def batch_shape(what: str, **arrays: np.ndarray) -> tuple:
@@ -199,21 +235,3 @@ def batch_shape(what: str, **arrays: np.ndarray) -> tuple:
     except ValueError:
         shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
         raise ValueError(f"{what}: the leading (batch) axes do not broadcast: {shapes}") from None
-
-
-def finite_scores(scores: np.ndarray, queries: np.ndarray, keys: np.ndarray, scale: float) -> np.ndarray:
-    """The scores ``queries @ keys^T * scale``, finite: recomputed in float64 if float32 overflowed.
-
-    float32 overflows beyond 3.4e38, which float32 queries and keys can reach; float64 holds
-    every product of float32 numbers. Scores that overflow float64 too (entries near 1e154,
-    or a huge ``scale``) raise a ``ValueError``: never an inf or NaN in the weights.
-    """
-    if np.isfinite(scores).all():
-        return scores
-    if scores.dtype != np.float64:
-        wide = queries.astype(np.float64) @ np.swapaxes(keys, -1, -2).astype(np.float64) * scale
-        return finite_scores(wide, queries, keys, scale)
-    raise ValueError(
-        f"the scores overflow float64 (|score| beyond 1.8e308): scale={scale:g} times the dot products of "
-        f"queries and keys is too large; rescale queries, keys or scale"
-    )
