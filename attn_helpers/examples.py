@@ -15,6 +15,8 @@ __all__ = [
     "I_LOVE_AI_TOKENS",
     "i_love_ai",
     "CREATURE_TOKENS",
+    "DOG_BITES_MAN_TOKENS",
+    "dog_bites_man",
     "PRINT_OPTIONS",
     "setup_printing",
 ]
@@ -41,6 +43,9 @@ I_LOVE_AI_TOKENS = ("I", "love", "AI")
 
 #: The eight-token sentence of notebook 07.
 CREATURE_TOKENS = ("a", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest")
+
+#: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
+DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
 
 def journey_embeddings(dtype=np.float32):
@@ -79,6 +84,36 @@ def i_love_ai(dtype=np.float32):
         "W_k": np.array([[0, 1], [1, 0]], dtype=dtype),
         "W_v": np.array([[1, 2], [0, 1]], dtype=dtype),
     }
+
+
+def dog_bites_man(dtype=np.float32, seed=SEED):
+    """GloVe vectors of "dog bites man" and seeded projections (notebook 09).
+
+    ``X`` holds the real 50-dimensional GloVe vectors of the three words (:mod:`attn_helpers.glove`,
+    no download). ``W_q``, ``W_k``, ``W_v`` (50, 50) are drawn from ``np.random.default_rng(seed)``
+    in that order, each standard normal divided by ``sqrt(50)``: untrained, so the attention
+    pattern means nothing about language; what matters is what it does with word order.
+
+    Returns
+    -------
+    example : dict
+        ``tokens``, ``X`` (3, 50), ``W_q``, ``W_k``, ``W_v`` (50, 50).
+
+    Examples
+    --------
+    >>> ex = dog_bites_man()
+    >>> ex["tokens"], ex["X"].shape, ex["W_q"].shape, ex["X"].dtype
+    (('dog', 'bites', 'man'), (3, 50), (50, 50), dtype('float32'))
+    """
+    from .glove import load_glove, word_to_index
+
+    _, vectors = load_glove()
+    index = word_to_index()
+    X = np.array([vectors[index[word]] for word in DOG_BITES_MAN_TOKENS], dtype=dtype)  # (T, 50)
+    d_model = X.shape[1]
+    rng = np.random.default_rng(seed)
+    W_q, W_k, W_v = ((rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(dtype) for _ in range(3))
+    return {"tokens": DOG_BITES_MAN_TOKENS, "X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}
 
 
 def setup_printing():
