@@ -17,6 +17,7 @@ __all__ = [
     "CREATURE_TOKENS",
     "DOG_BITES_MAN_TOKENS",
     "dog_bites_man",
+    "reorder_outputs",
     "PRINT_OPTIONS",
     "setup_printing",
 ]
@@ -114,6 +115,45 @@ def dog_bites_man(dtype=np.float32, seed=SEED):
     rng = np.random.default_rng(seed)
     W_q, W_k, W_v = ((rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(dtype) for _ in range(3))
     return {"tokens": DOG_BITES_MAN_TOKENS, "X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}
+
+
+def reorder_outputs(order, with_positions=False, example=None):
+    """Self-attention on "dog bites man" in another word order: the outputs, and how much each word's changed.
+
+    The sentence's words are put in ``order`` (``(2, 1, 0)`` is "man bites dog"); with ``with_positions``
+    the sinusoidal encoding of the NEW positions is added to the embeddings before the projections.
+
+    Returns
+    -------
+    result : dict
+        ``tokens`` (the words in the new order), ``context`` (T, d_model) (one row per word, in the new
+        order) and ``change`` (T,): for each word of the ORIGINAL sentence, the distance between its
+        context vector in the new order and in "dog bites man" (:func:`~attn_helpers.positions.order_sensitivity`).
+
+    Examples
+    --------
+    >>> result = reorder_outputs((2, 1, 0))
+    >>> result["tokens"], result["change"].round(4)
+    (('man', 'bites', 'dog'), array([0., 0., 0.], dtype=float32))
+    >>> reorder_outputs((2, 1, 0), with_positions=True)["change"].round(2)
+    array([0.33, 0.2 , 0.34], dtype=float32)
+    """
+    from .core import scaled_dot_product_attention
+    from .positions import order_sensitivity, positional_encoding
+
+    example = dog_bites_man() if example is None else example
+    W_q, W_k, W_v = example["W_q"], example["W_k"], example["W_v"]
+
+    def attend(X):
+        if with_positions:
+            X = X + positional_encoding(len(X), X.shape[-1], dtype=X.dtype)  # (T, d_model) + (T, d_model)
+        context, _ = scaled_dot_product_attention(X @ W_q, X @ W_k, X @ W_v)  # (T, d_model) @ (d_model, d_model)
+        return context
+
+    order = tuple(int(i) for i in order)
+    X = example["X"]
+    return {"tokens": tuple(example["tokens"][i] for i in order), "context": attend(X[list(order)]),
+            "change": order_sensitivity(attend, X, order)}
 
 
 def setup_printing():

@@ -138,3 +138,78 @@ def test_wrong_predictions_get_a_hint(prediction, expected):
     verdict = check_order_prediction(prediction)
     assert not verdict.passed
     assert expected in verdict.hint or expected in verdict.message, verdict
+
+
+# --- Explorers: every number they show comes from the core --------------------------------------------
+
+from attn_helpers import rope  # noqa: E402
+from attn_helpers.examples import reorder_outputs  # noqa: E402
+from attn_helpers.widgets.nb09 import (  # noqa: E402
+    D_MODEL_CHOICES,
+    ENCODING_POSITIONS,
+    EXPLORERS,
+    ORDERS,
+    ROPE_KEY,
+    ROPE_QUERY,
+    rotated_pair,
+)
+
+
+def test_explorer_registry():
+    assert set(EXPLORERS) == {"order_explorer", "encoding_explorer", "rotation_explorer"}
+    assert len(ORDERS) == 6 and ORDERS["man bites dog"] == (2, 1, 0)
+
+
+@pytest.mark.parametrize("positions", [False, True])
+def test_order_explorer_every_order(positions):
+    explorer = EXPLORERS["order_explorer"]()
+    for sentence, order in ORDERS.items():
+        fig = explorer.figure(sentence=sentence, positions=positions)
+        change = reorder_outputs(order, with_positions=positions)["change"]
+        if not positions:
+            assert "every word keeps exactly its context vector" in fig.note
+        elif sentence == "dog bites man":
+            assert "nothing moved" in fig.note
+        else:
+            assert f"the largest distance is {change.max():.2f}" in fig.note
+        bars = fig.axes[1].patches  # left heatmap, right bars, then the colorbar
+        np.testing.assert_allclose([bar.get_height() for bar in bars], change)
+    assert explorer.render_png(sentence="bites man dog", positions=True).startswith(b"\x89PNG")
+    assert "dog bites man" in explorer.figure(sentence="no such order").note  # unknown order: the original
+
+
+def test_reorder_outputs_matches_a_direct_computation():
+    result = reorder_outputs((1, 2, 0), with_positions=True)
+    from attn_helpers import scaled_dot_product_attention
+    from attn_helpers.examples import dog_bites_man
+
+    ex = dog_bites_man()
+    X = ex["X"][[1, 2, 0]] + positional_encoding(3, 50)
+    context, _ = scaled_dot_product_attention(X @ ex["W_q"], X @ ex["W_k"], X @ ex["W_v"])
+    np.testing.assert_allclose(result["context"], context, rtol=1e-5)
+    assert result["tokens"] == ("bites", "man", "dog")
+
+
+def test_encoding_explorer_extremes_and_note():
+    explorer = EXPLORERS["encoding_explorer"]()
+    for d_model in D_MODEL_CHOICES:
+        for position in (0, ENCODING_POSITIONS - 1):
+            fig = explorer.figure(position=position, d_model=d_model)
+            pe = positional_encoding(ENCODING_POSITIONS, d_model, dtype=np.float64)
+            neighbour = position + 1 if position + 1 < ENCODING_POSITIONS else position - 1
+            assert f"= {pe[position] @ pe[neighbour]:.2f}, the same for any two neighbours" in fig.note
+            assert f"= {d_model // 2} at every position" in fig.note
+    assert explorer.figure(position=999).note  # clipped to the last position, never raises
+
+
+def test_rotation_pair_and_explorer():
+    q, k, score = rotated_pair(3, 1)
+    np.testing.assert_allclose(q, rope(np.array([ROPE_QUERY]), positions=[3])[0])
+    np.testing.assert_allclose(np.linalg.norm(k), np.hypot(*ROPE_KEY))
+    for shift in (0, 5, 20):
+        assert rotated_pair(3, 1, shift)[2] == pytest.approx(score)
+    assert rotated_pair(4, 1)[2] != pytest.approx(score)
+    explorer = EXPLORERS["rotation_explorer"]()
+    fig = explorer.figure(query_position=8, key_position=0, shift=20)
+    assert f"score = {rotated_pair(8, 0)[2]:.3f}" in fig.note and "Offset m − n = 8" in fig.note
+    assert explorer.render_png(query_position=0, key_position=8).startswith(b"\x89PNG")

@@ -7,9 +7,8 @@ import warnings
 
 import numpy as np
 
-from ..core import scaled_dot_product_attention
-from ..examples import dog_bites_man
-from ..positions import order_sensitivity, positional_encoding
+from ..examples import dog_bites_man, reorder_outputs
+from ..positions import positional_encoding
 from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
 
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction"]
@@ -155,15 +154,8 @@ _KEYS = ("without positions", "with positions")
 
 def changed_words(order=MAN_BITES_DOG, with_positions=False, tol=1e-4):
     """How many words of "dog bites man" get a different context vector after reordering (computed)."""
-    example = dog_bites_man(dtype=np.float64)
-
-    def attend(X):
-        if with_positions:
-            X = X + positional_encoding(len(X), X.shape[-1], dtype=np.float64)  # (T, d_model) + (T, d_model)
-        context, _ = scaled_dot_product_attention(X @ example["W_q"], X @ example["W_k"], X @ example["W_v"])
-        return context
-
-    return int((order_sensitivity(attend, example["X"], order) > tol).sum())
+    change = reorder_outputs(order, with_positions=with_positions, example=dog_bites_man(dtype=np.float64))["change"]
+    return int((change > tol).sum())
 
 
 _PREDICTION_WRONGS = {
