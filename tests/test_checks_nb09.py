@@ -213,3 +213,21 @@ def test_rotation_pair_and_explorer():
     fig = explorer.figure(query_position=8, key_position=0, shift=20)
     assert f"score = {rotated_pair(8, 0)[2]:.3f}" in fig.note and "Offset m − n = 8" in fig.note
     assert explorer.render_png(query_position=0, key_position=8).startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("name, changes", [
+    ("order_explorer", [{"sentence": "dog man bites"}, {"positions": True}, {"sentence": "man dog bites"},
+                        {"positions": False}]),
+    ("encoding_explorer", [{"position": 0}, {"position": 49}, {"d_model": 16}, {"position": 3}]),
+    ("rotation_explorer", [{"query_position": 8}, {"shift": 20}, {"key_position": 5}]),
+])
+def test_update_path_matches_a_full_drawing(name, changes):
+    """The live widget's fast path (update over a cached background) says what a fresh figure says."""
+    explorer = EXPLORERS[name]()
+    explorer.render()
+    values = dict(explorer.values)
+    for change in changes:
+        values.update(change)
+        png, note = explorer.render(**values)
+        assert png.startswith(b"\x89PNG")
+        assert note == explorer.figure(**values).note

@@ -17,11 +17,11 @@ import numpy as np
 from ..examples import DOG_BITES_MAN_TOKENS, reorder_outputs
 from ..plotting import OKABE_ITO, heatmap, token_colours
 from ..positions import positional_encoding, rope
-from . import Explorer, dropdown, slider, toggle
+from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider, toggle
 
-__all__ = ["ORDERS", "NUM_FEATURES_SHOWN", "draw_order", "order_explorer", "ENCODING_POSITIONS", "D_MODEL_CHOICES",
-           "draw_encoding", "encoding_explorer", "ROPE_QUERY", "ROPE_KEY", "rotated_pair", "draw_rotation",
-           "rotation_explorer", "EXPLORERS"]
+__all__ = ["ORDERS", "NUM_FEATURES_SHOWN", "draw_order", "update_order", "order_explorer", "ENCODING_POSITIONS",
+           "D_MODEL_CHOICES", "draw_encoding", "update_encoding", "encoding_explorer", "ROPE_QUERY", "ROPE_KEY",
+           "rotated_pair", "draw_rotation", "update_rotation", "rotation_explorer", "EXPLORERS"]
 
 #: Every order of the three words, by its sentence ("man bites dog" -> (2, 1, 0)).
 ORDERS = {" ".join(DOG_BITES_MAN_TOKENS[i] for i in order): order
@@ -39,27 +39,51 @@ def _largest_change():
 
 
 def draw_order(fig, sentence="man bites dog", positions=False, y_max=None):
-    """Left: the context vectors of the reordered sentence; right: how far each word's output moved."""
-    if sentence not in ORDERS:
-        sentence = " ".join(DOG_BITES_MAN_TOKENS)  # an unknown order: the original sentence
-    order = ORDERS[sentence]
-    result = reorder_outputs(order, with_positions=bool(positions))
-    reference = reorder_outputs((0, 1, 2), with_positions=bool(positions))
-    left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
-    shown = result["context"][:, :NUM_FEATURES_SHOWN]
-    limit = float(np.abs(reference["context"][:, :NUM_FEATURES_SHOWN]).max())
-    heatmap(shown, result["tokens"], range(NUM_FEATURES_SHOWN), ax=left, vmin=-limit, vmax=limit, cmap="PuOr_r",
-            annotate=False, xlabel=f"feature (first {NUM_FEATURES_SHOWN} of {result['context'].shape[1]})",
-            ylabel="word (new order)", cbar_label="context value",
-            title=f"context vectors of {sentence!r}" + (" + positions" if positions else ""))
+    """Left: the context vectors of the reordered sentence; right: how far each word's output moved.
+
+    Draws the frame (axes, colorbar, feature ticks) and the artists that change, listed in
+    ``fig.dynamic``; :func:`update_order` fills them in (the live widget calls only that one afterwards).
+    """
     words = DOG_BITES_MAN_TOKENS
-    change = result["change"]
-    bars = right.bar(range(len(words)), change, color=[_WORD_COLOURS[w] for w in words])
-    right.bar_label(bars, labels=[f"{c:.2f}" for c in change], fontsize=11)
-    right.set_xticks(range(len(words)), labels=words)
+    T = len(words)
+    left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    image = heatmap(np.zeros((T, NUM_FEATURES_SHOWN)), [""] * T, range(NUM_FEATURES_SHOWN), ax=left, vmin=-1,
+                    vmax=1, cmap="PuOr_r", annotate=False, xlabel=f"feature (first {NUM_FEATURES_SHOWN} of 50)",
+                    ylabel="word (new order)", cbar_label="context value", title=" ")
+    row_labels = [left.text(-0.7, i, "", ha="right", va="center", fontsize=11) for i in range(T)]  # the words
+    left.set_ylabel("word (new order)", labelpad=48)  # room for the word labels, which are texts, not ticks
+    bars = right.bar(range(T), np.zeros(T), color=[_WORD_COLOURS[w] for w in words])
+    labels = right.bar_label(bars, labels=[""] * T, fontsize=11)
+    right.set_xticks(range(T), labels=words)
     right.set_ylim(0, 1.2 * (_largest_change() if y_max is None else y_max))
     right.set_ylabel("distance to the original output")
     right.set_title("how far each output moved")
+    fig.handles = {"image": image, "row_labels": row_labels, "bars": bars, "labels": labels, "left": left}
+    fig.dynamic = [image, *row_labels, *bars, *labels, left.title]
+    return update_order(fig, sentence=sentence, positions=positions)
+
+
+def update_order(fig, sentence="man bites dog", positions=False, **_):
+    """Refill the heatmap, the word labels, the bars and the title for another order or positions setting."""
+    h = fig.handles
+    if sentence not in ORDERS:
+        sentence = " ".join(DOG_BITES_MAN_TOKENS)  # an unknown order: the original sentence
+    result = reorder_outputs(ORDERS[sentence], with_positions=bool(positions))
+    reference = reorder_outputs((0, 1, 2), with_positions=bool(positions))
+    limit = float(np.abs(reference["context"][:, :NUM_FEATURES_SHOWN]).max())
+    if h["image"].get_clim() != (-limit, limit):
+        h["image"].set_clim(-limit, limit)
+        fig.background_changed = True  # the colorbar follows the new limits
+    h["image"].set_data(result["context"][:, :NUM_FEATURES_SHOWN])
+    for text, word in zip(h["row_labels"], result["tokens"], strict=True):
+        text.set_text(word)
+    change = result["change"]
+    for bar, label, value in zip(h["bars"], h["labels"], change, strict=True):
+        bar.set_height(value)
+        label.set_text(f"{value:.2f}")
+        label.xy = (bar.get_x() + bar.get_width() / 2, value)
+    h["left"].set_title(f"context vectors of {sentence!r}" + (" + positions" if positions else ""))
+    words = DOG_BITES_MAN_TOKENS
     moved = [w for w, c in zip(words, change, strict=True) if c > 1e-4]
     if not positions:
         return (f"{sentence!r} without positions: every word keeps exactly its context vector (largest distance "
@@ -79,7 +103,7 @@ def order_explorer():
     def draw(fig, sentence, positions):
         return draw_order(fig, sentence=sentence, positions=positions, y_max=y_max)
 
-    return Explorer(draw, controls, figsize=(11, 3.9))
+    return Explorer(draw, controls, figsize=(11, 3.9), update=update_order)
 
 
 #: Positions the encoding explorer draws (rows of its heatmap).
@@ -90,24 +114,46 @@ D_MODEL_CHOICES = (16, 32, 64, 128)
 
 
 def draw_encoding(fig, position=10, d_model=64):
-    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position outlined; right: its dot products."""
+    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position marked; right: its dot products.
+
+    Draws the frame for this ``d_model`` and the artists that follow the position (listed in
+    ``fig.dynamic``); :func:`update_encoding` moves them (the live widget's fast path).
+    """
     T = ENCODING_POSITIONS
-    position = int(min(max(position, 0), T - 1))
-    pe = positional_encoding(T, int(d_model), dtype=np.float64)  # (T, d_model)
+    d_model = int(d_model)
+    pe = positional_encoding(T, d_model, dtype=np.float64)  # (T, d_model)
     left, right = fig.subplots(1, 2, width_ratios=[1.3, 1])
     image = left.imshow(pe, cmap="PuOr_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     fig.colorbar(image, ax=left, label="PE value", fraction=0.046, pad=0.03)
-    left.axhline(position, color=OKABE_ITO["black"], linewidth=2.5)
     left.set_xlabel("feature (even: sin, odd: cos)")
     left.set_ylabel("position p")
     left.set_title(f"sinusoidal encoding, d_model = {d_model}")
-    dots = pe @ pe[position]  # (T, d_model) @ (d_model,) -> (T,): PE[q] . PE[p] for every q
-    right.plot(range(T), dots, color=OKABE_ITO["blue"], linewidth=2, marker="o", markersize=3)
-    right.axvline(position, color=OKABE_ITO["black"], linewidth=1.5, linestyle="--")
+    marker = left.axhline(0, color=OKABE_ITO["black"], linewidth=2.5)
+    (curve,) = right.plot(range(T), np.zeros(T), color=OKABE_ITO["blue"], linewidth=2, marker="o", markersize=3)
+    cursor = right.axvline(0, color=OKABE_ITO["black"], linewidth=1.5, linestyle="--")
+    right.set_xlim(-1, T)
     right.set_ylim(-0.15 * d_model / 2, 1.1 * d_model / 2)
     right.set_xlabel("position q")
-    right.set_ylabel(f"PE[q] · PE[{position}]")
-    right.set_title(f"how similar position {position} is to the others")
+    right.set_ylabel("PE[q] · PE[p]")
+    right.set_title(" ")
+    fig.handles = {"pe": pe, "d_model": d_model, "marker": marker, "curve": curve, "cursor": cursor, "right": right}
+    fig.dynamic = [marker, curve, cursor, right.title]
+    return update_encoding(fig, position=position, d_model=d_model)
+
+
+def update_encoding(fig, position=10, d_model=64, **_):
+    """Move the marked position: the line on the heatmap, the dot-product curve, the title and the note."""
+    h = fig.handles
+    if int(d_model) != h["d_model"]:
+        raise FullRedraw  # another d_model: new heatmap, new axes limits
+    pe = h["pe"]
+    T = len(pe)
+    position = int(min(max(position, 0), T - 1))
+    dots = pe @ pe[position]  # (T, d_model) @ (d_model,) -> (T,): PE[q] . PE[p] for every q
+    h["marker"].set_ydata([position, position])
+    h["curve"].set_ydata(dots)
+    h["cursor"].set_xdata([position, position])
+    h["right"].set_title(f"how similar position {position} is to the others")
     neighbour = position + 1 if position + 1 < T else position - 1
     return (f"|PE[p]|² = d_model / 2 = {dots[position]:.0f} at every position; PE[{position}] · PE[{neighbour}] = "
             f"{dots[neighbour]:.2f}, the same for any two neighbours. The dot product falls off with the distance.")
@@ -117,7 +163,7 @@ def encoding_explorer():
     """Move the position, change d_model: the encoding's heatmap and one position's similarities."""
     controls = {"position": slider("position p", 10, 0, ENCODING_POSITIONS - 1, 1, integer=True),
                 "d_model": dropdown("d_model", D_MODEL_CHOICES, 64)}
-    return Explorer(draw_encoding, controls, figsize=(11, 4.2))
+    return Explorer(draw_encoding, controls, figsize=(11, 4.2), update=update_encoding)
 
 
 #: The query and key pair the rotation explorer rotates (features 0 and 1 of a query and a key).
@@ -140,18 +186,18 @@ def rotated_pair(query_position, key_position, shift=0):
 
 
 def draw_rotation(fig, query_position=2, key_position=0, shift=0):
-    """The query and key pairs before (faint) and after the rotation, with the score and the offset."""
+    """The query and key pairs before (faint) and after the rotation, with the score and the offset.
+
+    Draws the plane (circle, axes, the unrotated pairs); :func:`update_rotation` draws the rotated
+    pairs and the title (the live widget redraws only those).
+    """
     ax = fig.subplots()
     circle = np.linspace(0, 2 * np.pi, 200)
     radius = max(np.hypot(*ROPE_QUERY), np.hypot(*ROPE_KEY))
     ax.plot(radius * np.cos(circle), radius * np.sin(circle), color=OKABE_ITO["black"], linewidth=0.6, alpha=0.3)
-    q, k, score = rotated_pair(query_position, key_position, shift)
-    for vector, original, colour, name in [(q, ROPE_QUERY, OKABE_ITO["blue"], "query"),
-                                           (k, ROPE_KEY, OKABE_ITO["orange"], "key")]:
+    for original, colour in [(ROPE_QUERY, OKABE_ITO["blue"]), (ROPE_KEY, OKABE_ITO["orange"])]:
         ax.annotate("", xy=original, xytext=(0, 0),
                     arrowprops={"arrowstyle": "->", "color": colour, "alpha": 0.35, "linestyle": "--", "lw": 1.5})
-        ax.annotate("", xy=vector, xytext=(0, 0), arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2.5})
-        ax.text(*(1.12 * vector), f"{name}", color=colour, fontsize=12, ha="center", va="center")
     ax.set_xlim(-1.5, 1.5)
     ax.set_ylim(-1.5, 1.5)
     ax.set_aspect("equal")
@@ -159,6 +205,23 @@ def draw_rotation(fig, query_position=2, key_position=0, shift=0):
     ax.axvline(0, color=OKABE_ITO["black"], linewidth=0.5, alpha=0.4)
     ax.set_xlabel("feature 0")
     ax.set_ylabel("feature 1")
+    ax.set_title(" ")
+    fig.handles = {"ax": ax}
+    fig.dynamic = [ax.title]
+    return update_rotation(fig, query_position=query_position, key_position=key_position, shift=shift)
+
+
+def update_rotation(fig, query_position=2, key_position=0, shift=0, **_):
+    """Draw the rotated query and key pairs again, and the title with the offset and the score."""
+    ax = fig.handles["ax"]
+    q, k, score = rotated_pair(query_position, key_position, shift)
+
+    def arrows():
+        for vector, colour, name in [(q, OKABE_ITO["blue"], "query"), (k, OKABE_ITO["orange"], "key")]:
+            ax.annotate("", xy=vector, xytext=(0, 0), arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2.5})
+            ax.text(*(1.12 * vector), name, color=colour, fontsize=12, ha="center", va="center")
+
+    redraw_dynamic(fig, "pairs", arrows)
     m, n = query_position + shift, key_position + shift
     ax.set_title(f"query at {m}, key at {n}: offset {m - n}, score {score:.3f}")
     return (f"Each position turns a pair by 1 radian (dashed: before the rotation). Offset m − n = {m - n}; "
@@ -170,7 +233,7 @@ def rotation_explorer():
     controls = {"query_position": slider("query position m", 2, 0, 8, 1, integer=True),
                 "key_position": slider("key position n", 0, 0, 8, 1, integer=True),
                 "shift": slider("shift both by", 0, 0, 20, 1, integer=True)}
-    return Explorer(draw_rotation, controls, figsize=(5.6, 5.4))
+    return Explorer(draw_rotation, controls, figsize=(5.6, 5.4), update=update_rotation)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
