@@ -122,7 +122,7 @@ def draw_encoding(fig, position=10, d_model=64):
     T = ENCODING_POSITIONS
     d_model = int(d_model)
     pe = positional_encoding(T, d_model, dtype=np.float64)  # (T, d_model)
-    left, right = fig.subplots(1, 2, width_ratios=[1.3, 1])
+    left, right = fig.subplots(1, 2, width_ratios=[1.3, 1], gridspec_kw={"wspace": 0.12})
     image = left.imshow(pe, cmap="PuOr_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     fig.colorbar(image, ax=left, label="PE value", fraction=0.046, pad=0.03)
     left.set_xlabel("feature (even: sin, odd: cos)")
@@ -156,7 +156,7 @@ def update_encoding(fig, position=10, d_model=64, **_):
     h["right"].set_title(f"how similar position {position} is to the others")
     neighbour = position + 1 if position + 1 < T else position - 1
     return (f"|PE[p]|² = d_model / 2 = {dots[position]:.0f} at every position; PE[{position}] · PE[{neighbour}] = "
-            f"{dots[neighbour]:.2f}, the same for any two neighbours. The dot product falls off with the distance.")
+            f"{dots[neighbour]:.2f}, the same for any two neighbours. Farther away it falls off, with ripples.")
 
 
 def encoding_explorer():
