@@ -14,7 +14,7 @@ import itertools
 
 import numpy as np
 
-from ..examples import DOG_BITES_MAN_TOKENS, reorder_outputs
+from ..examples import DOG_BITES_MAN_TOKENS, dog_bites_man, reorder_outputs
 from ..plotting import OKABE_ITO, heatmap, token_colours
 from ..positions import positional_encoding, rope
 from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider, toggle
@@ -58,7 +58,11 @@ def draw_order(fig, sentence="man bites dog", positions=False, y_max=None):
     right.set_ylim(0, 1.2 * (_largest_change() if y_max is None else y_max))
     right.set_ylabel("distance to the original output")
     right.set_title("how far each output moved")
-    fig.handles = {"image": image, "row_labels": row_labels, "bars": bars, "labels": labels, "left": left}
+    example = dog_bites_man()  # built once per figure: every update reuses it
+    limits = {flag: float(np.abs(reorder_outputs((0, 1, 2), flag, example)["context"][:, :NUM_FEATURES_SHOWN]).max())
+              for flag in (False, True)}  # one colour scale per setting, from the original order
+    fig.handles = {"image": image, "row_labels": row_labels, "bars": bars, "labels": labels, "left": left,
+                   "example": example, "limits": limits}
     fig.dynamic = [image, *row_labels, *bars, *labels, left.title]
     return update_order(fig, sentence=sentence, positions=positions)
 
@@ -68,9 +72,8 @@ def update_order(fig, sentence="man bites dog", positions=False, **_):
     h = fig.handles
     if sentence not in ORDERS:
         sentence = " ".join(DOG_BITES_MAN_TOKENS)  # an unknown order: the original sentence
-    result = reorder_outputs(ORDERS[sentence], with_positions=bool(positions))
-    reference = reorder_outputs((0, 1, 2), with_positions=bool(positions))
-    limit = float(np.abs(reference["context"][:, :NUM_FEATURES_SHOWN]).max())
+    result = reorder_outputs(ORDERS[sentence], with_positions=bool(positions), example=h["example"])
+    limit = h["limits"][bool(positions)]
     if h["image"].get_clim() != (-limit, limit):
         h["image"].set_clim(-limit, limit)
         fig.background_changed = True  # the colorbar follows the new limits
