@@ -11,23 +11,41 @@ from .core import (
     cosine_similarity,
     entropy,
     padding_mask,
-    positional_encoding,
     scaled_dot_product_attention,
     softmax,
 )
 from .multihead import merge_heads, multi_head_attention, split_heads
+from .positions import (
+    alibi_bias,
+    alibi_slopes,
+    frequencies,
+    inverse_permutation,
+    learned_positions,
+    order_sensitivity,
+    permutation_matrix,
+    positional_encoding,
+    rope,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "alibi_bias",
+    "alibi_slopes",
     "attention_scores",
     "causal_mask",
     "cosine_similarity",
     "entropy",
+    "frequencies",
+    "inverse_permutation",
+    "learned_positions",
     "merge_heads",
     "multi_head_attention",
+    "order_sensitivity",
     "padding_mask",
+    "permutation_matrix",
     "positional_encoding",
+    "rope",
     "scaled_dot_product_attention",
     "softmax",
     "split_heads",

@@ -25,7 +25,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "causal_mask",
     "padding_mask",
-    "positional_encoding",
     "cosine_similarity",
     "entropy",
 ]
@@ -211,41 +210,6 @@ def padding_mask(lengths, T):
     if (lengths < 0).any() or (lengths > T).any():
         raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
     return (np.arange(T) < lengths[:, None])[:, None, :]  # (B, 1, T)
-
-
-def positional_encoding(T, d_model, dtype=np.float32):
-    r"""Sinusoidal positional encoding of "Attention Is All You Need".
-
-    .. math:: PE_{(pos, 2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad
-              PE_{(pos, 2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)
-
-    Parameters
-    ----------
-    T : int
-        Number of positions (0 .. T-1).
-    d_model : int
-        Number of features; sin on even features, cos on odd ones.
-    dtype : numpy dtype, default float32
-
-    Returns
-    -------
-    pe : ndarray, shape (T, d_model)
-
-    Examples
-    --------
-    >>> positional_encoding(2, 4).round(4)
-    array([[0.    , 1.    , 0.    , 1.    ],
-           [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
-    """
-    T = as_positive_int(T, "T", allow_zero=True)
-    d_model = as_positive_int(d_model, "d_model")
-    position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
-    pair = np.arange(0, d_model, 2, dtype=np.float64)  # 2i for each sin/cos pair
-    angle = position / 10000.0 ** (pair / d_model)  # (T, ceil(d_model / 2))
-    pe = np.empty((T, d_model), dtype=np.float64)
-    pe[:, 0::2] = np.sin(angle)
-    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
-    return pe.astype(dtype)
 
 
 def cosine_similarity(a, b):

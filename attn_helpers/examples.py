@@ -15,6 +15,9 @@ __all__ = [
     "I_LOVE_AI_TOKENS",
     "i_love_ai",
     "CREATURE_TOKENS",
+    "DOG_BITES_MAN_TOKENS",
+    "dog_bites_man",
+    "reorder_outputs",
     "PRINT_OPTIONS",
     "setup_printing",
 ]
@@ -41,6 +44,9 @@ I_LOVE_AI_TOKENS = ("I", "love", "AI")
 
 #: The eight-token sentence of notebook 07.
 CREATURE_TOKENS = ("a", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest")
+
+#: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
+DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
 
 def journey_embeddings(dtype=np.float32):
@@ -79,6 +85,75 @@ def i_love_ai(dtype=np.float32):
         "W_k": np.array([[0, 1], [1, 0]], dtype=dtype),
         "W_v": np.array([[1, 2], [0, 1]], dtype=dtype),
     }
+
+
+def dog_bites_man(dtype=np.float32, seed=SEED):
+    """GloVe vectors of "dog bites man" and seeded projections (notebook 09).
+
+    ``X`` holds the real 50-dimensional GloVe vectors of the three words (:mod:`attn_helpers.glove`,
+    no download). ``W_q``, ``W_k``, ``W_v`` (50, 50) are drawn from ``np.random.default_rng(seed)``
+    in that order, each standard normal divided by ``sqrt(50)``: untrained, so the attention
+    pattern means nothing about language; what matters is what it does with word order.
+
+    Returns
+    -------
+    example : dict
+        ``tokens``, ``X`` (3, 50), ``W_q``, ``W_k``, ``W_v`` (50, 50).
+
+    Examples
+    --------
+    >>> ex = dog_bites_man()
+    >>> ex["tokens"], ex["X"].shape, ex["W_q"].shape, ex["X"].dtype
+    (('dog', 'bites', 'man'), (3, 50), (50, 50), dtype('float32'))
+    """
+    from .glove import load_glove, word_to_index
+
+    _, vectors = load_glove()
+    index = word_to_index()
+    X = np.array([vectors[index[word]] for word in DOG_BITES_MAN_TOKENS], dtype=dtype)  # (T, 50)
+    d_model = X.shape[1]
+    rng = np.random.default_rng(seed)
+    W_q, W_k, W_v = ((rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(dtype) for _ in range(3))
+    return {"tokens": DOG_BITES_MAN_TOKENS, "X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}
+
+
+def reorder_outputs(order, with_positions=False, example=None):
+    """Self-attention on "dog bites man" in another word order: the outputs, and how much each word's changed.
+
+    The sentence's words are put in ``order`` (``(2, 1, 0)`` is "man bites dog"); with ``with_positions``
+    the sinusoidal encoding of the NEW positions is added to the embeddings before the projections.
+
+    Returns
+    -------
+    result : dict
+        ``tokens`` (the words in the new order), ``context`` (T, d_model) (one row per word, in the new
+        order) and ``change`` (T,): for each word of the ORIGINAL sentence, the distance between its
+        context vector in the new order and in "dog bites man" (:func:`~attn_helpers.positions.order_sensitivity`).
+
+    Examples
+    --------
+    >>> result = reorder_outputs((2, 1, 0))
+    >>> result["tokens"], result["change"].round(4)
+    (('man', 'bites', 'dog'), array([0., 0., 0.], dtype=float32))
+    >>> reorder_outputs((2, 1, 0), with_positions=True)["change"].round(2)
+    array([0.33, 0.2 , 0.34], dtype=float32)
+    """
+    from .core import scaled_dot_product_attention
+    from .positions import order_sensitivity, positional_encoding
+
+    example = dog_bites_man() if example is None else example
+    W_q, W_k, W_v = example["W_q"], example["W_k"], example["W_v"]
+
+    def attend(X):
+        if with_positions:
+            X = X + positional_encoding(len(X), X.shape[-1], dtype=X.dtype)  # (T, d_model) + (T, d_model)
+        context, _ = scaled_dot_product_attention(X @ W_q, X @ W_k, X @ W_v)  # (T, d_model) @ (d_model, d_model)
+        return context
+
+    order = tuple(int(i) for i in order)
+    X = example["X"]
+    return {"tokens": tuple(example["tokens"][i] for i in order), "context": attend(X[list(order)]),
+            "change": order_sensitivity(attend, X, order)}
 
 
 def setup_printing():

@@ -16,10 +16,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Polygon, Rectangle
 
-from ..core import causal_mask, positional_encoding
+from ..core import causal_mask
 from ..examples import CREATURE_TOKENS, SEED
 from ..multihead import multi_head_attention
 from ..plotting import MASKED_COLOUR, heatmap
+from ..positions import positional_encoding
 from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
 __all__ = ["HEAD_COLOURS", "SPLITS", "creature_example", "head_assignment", "head_contributions", "head_shares",

@@ -1,0 +1,218 @@
+"""Checkers for notebook 09 (word order and positions)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ..examples import dog_bites_man, reorder_outputs
+from ..positions import positional_encoding
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
+
+__all__ = ["check_sinusoidal_encoding", "check_order_prediction"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 09.1: the sinusoidal encoding
+
+
+@register_solution("sinusoidal_encoding")
+def sinusoidal_encoding(T, d_model):
+    """PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(the same angle); shape (T, d_model)."""
+    position = np.arange(T)[:, None]  # (T, 1): one row per position
+    two_i = np.arange(0, d_model, 2)  # (d_model/2,): 0, 2, 4, ... is already 2i
+    angle = position / 10000 ** (two_i / d_model)  # (T, 1) / (d_model/2,) -> (T, d_model/2), in radians
+    pe = np.zeros((T, d_model))
+    pe[:, 0::2] = np.sin(angle)  # even features: sin
+    pe[:, 1::2] = np.cos(angle)  # odd features: cos of the same angle
+    return pe
+
+
+def _interleave(even, odd):
+    pe = np.empty((even.shape[0], 2 * even.shape[1]))
+    pe[:, 0::2], pe[:, 1::2] = even, odd
+    return pe
+
+
+def _pair_angle(T, d_model, exponent=lambda two_i, d: two_i / d, shift=0):
+    two_i = np.arange(0, d_model, 2)
+    return (np.arange(T)[:, None] + shift) / 10000.0 ** exponent(two_i, d_model)  # (T, d_model/2)
+
+
+def _swapped_angle(T, d_model):
+    """Pair index over a power of the position: rows and columns of the angle confused."""
+    return np.arange(d_model // 2)[None, :] / 10000.0 ** (2 * np.arange(T)[:, None] / d_model)  # (T, d_model/2)
+
+
+def _feature_angle(T, d_model, exponent):
+    """An angle per FEATURE j (not per pair): what using np.arange(d_model) in the exponent gives."""
+    j = np.arange(d_model)
+    return np.arange(T)[:, None] / 10000.0 ** exponent(j, d_model)  # (T, d_model)
+
+
+def _sin_even_cos_odd(angle):
+    return np.where(np.arange(angle.shape[1]) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def _encoding_wrongs():
+    return [
+        Wrong(lambda T, d: _interleave(np.cos(_pair_angle(T, d)), np.sin(_pair_angle(T, d))),
+              "sin and cos are swapped: the paper puts sin on the EVEN features (0, 2, 4, ...) and cos on the odd "
+              "ones, so row 0 (position 0) reads 0, 1, 0, 1, ..."),
+        Wrong(lambda T, d: np.concatenate([np.sin(_pair_angle(T, d)), np.cos(_pair_angle(T, d))], axis=1),
+              "you put all the sines first and all the cosines after them (some libraries do). The paper and this "
+              "series interleave them: sin on feature 2i, cos on feature 2i+1, for the same angle"),
+        Wrong(lambda T, d: (_interleave(np.sin(_pair_angle(T, d)), np.cos(_pair_angle(T, d)))).T,
+              "rows and columns are swapped: the encoding has one ROW per position, shape (T, d_model). "
+              "Build the angle as position[:, None] / 10000 ** (two_i / d_model)"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, lambda t, d: 2 * t / d)),
+                                       np.cos(_pair_angle(T, d, lambda t, d: 2 * t / d))),
+              "your exponent is twice too large: np.arange(0, d_model, 2) already gives 2i (0, 2, 4, ...), so the "
+              "exponent is two_i / d_model, not 2 * two_i / d_model"),
+        Wrong(lambda T, d: _sin_even_cos_odd(_feature_angle(T, d, lambda j, d: j / d)),
+              "each feature got its own frequency (exponent j / d_model for feature j). A sin and its cos share "
+              "ONE angle: features 2i and 2i+1 both use 10000 ** (2i / d_model)"),
+        Wrong(lambda T, d: _sin_even_cos_odd(_feature_angle(T, d, lambda j, d: 2 * j / d)),
+              "you used 2 * j / d_model with j the feature index (0, 1, 2, 3, ...). Use the pair: features 2i "
+              "and 2i+1 share the exponent 2i / d_model, so take j from np.arange(0, d_model, 2)"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, lambda t, d: t)),
+                                       np.cos(_pair_angle(T, d, lambda t, d: t))),
+              "the exponent must be divided by d_model: 10000 ** (2i / d_model). Without it the frequencies "
+              "collapse to 0 after the first pair"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, lambda t, d: -t / d)),
+                                       np.cos(_pair_angle(T, d, lambda t, d: -t / d))),
+              "you multiplied the position by 10000 ** (2i / d_model); divide by it (the frequencies must "
+              "DECREASE from 1, so the later features change slowly)"),
+        Wrong(lambda T, d: _interleave(np.sin(np.radians(_pair_angle(T, d))), np.cos(np.radians(_pair_angle(T, d)))),
+              "you converted the angle to radians as if it were in degrees. np.sin and np.cos take radians and "
+              "p / 10000 ** (2i / d_model) already is one: use it as it is"),
+        Wrong(lambda T, d: _interleave(np.sin(np.degrees(_pair_angle(T, d))), np.cos(np.degrees(_pair_angle(T, d)))),
+              "you converted the angle to degrees; np.sin and np.cos take radians, which is what "
+              "p / 10000 ** (2i / d_model) already is"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, shift=1)), np.cos(_pair_angle(T, d, shift=1))),
+              "your positions start at 1. They count from 0, so row 0 is sin(0), cos(0), ... = 0, 1, 0, 1, ..."),
+        Wrong(lambda T, d: _interleave(np.sin(_swapped_angle(T, d)), np.cos(_swapped_angle(T, d))),
+              "the roles of position and pair index are mixed up: the position p (the row) is divided by "
+              "10000 ** (2i / d_model), where i counts the PAIRS (the columns), not the positions"),
+    ]
+
+
+def _encoding_cases():
+    return [
+        Case((6, 8), label="T = 6 positions, d_model = 8"),
+        Case((10, 16), label="T = 10, d_model = 16"),
+        Case((50, 4), label="T = 50, d_model = 4"),
+        Case((1, 2), label="T = 1, d_model = 2"),
+    ]
+
+
+_BROADCAST_HINT = ("the angle array has the wrong orientation for pe[:, 0::2]: build it with positions down the rows "
+                   "and pairs across the columns, position[:, None] / 10000 ** (two_i / d_model), shape "
+                   "(T, d_model/2)")
+
+
+def _broadcast_problem(fn):
+    """A verdict when ``fn`` crashes with a broadcasting error (an angle array of shape (d_model/2, T)), else None."""
+    case = _encoding_cases()[0]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            fn(*case.args)
+        except ValueError as err:
+            if "broadcast" in str(err):
+                return Verdict(False, f"on {case.label}, your function raised ValueError: {err}", _BROADCAST_HINT)
+        except Exception:  # noqa: BLE001 - the grader below turns it into a hint
+            return None
+    return None
+
+
+def check_sinusoidal_encoding(fn):
+    """Grade ``fn(T, d_model) -> (T, d_model)``: the sinusoidal positional encoding (even ``d_model``)."""
+    problem = _broadcast_problem(fn) if callable(fn) else None
+    if problem is not None:
+        return problem
+    return grade_function(
+        fn, lambda T, d: positional_encoding(T, d, dtype=np.float64), _encoding_cases(),
+        what="sinusoidal_encoding", wrongs=_encoding_wrongs(), atol=1e-6,
+        shape_hint="one row per position and one column per feature: shape (T, d_model)",
+        success="sin on the even features, cos on the odd ones, one frequency 1 / 10000^(2i/d_model) per pair.",
+        hints={"matmul": "no matrix product is needed here: broadcast position[:, None] (T, 1) against the "
+                         "frequencies (d_model/2,) to get every angle, shape (T, d_model/2)"},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 09.2: predict, then run: which outputs change when "dog bites man" becomes "man bites dog"?
+
+#: The reordering of the prediction exercise: "dog bites man" -> "man bites dog".
+MAN_BITES_DOG = (2, 1, 0)
+
+_KEYS = ("without positions", "with positions")
+
+
+def changed_words(order=MAN_BITES_DOG, with_positions=False, tol=1e-4):
+    """How many words of "dog bites man" get a different context vector after reordering (computed)."""
+    change = reorder_outputs(order, with_positions=with_positions, example=dog_bites_man(dtype=np.float64))["change"]
+    return int((change > tol).sum())
+
+
+_PREDICTION_WRONGS = {
+    "without positions": [
+        (3, "every word is in the same company as before. Without positions, attention sees a SET of words: each "
+            "output depends only on the word's own query and on all the keys and values, whatever their order. "
+            "The outputs move with their words, but none of them changes"),
+        (2, "'dog' and 'man' swap places, but their outputs travel with them unchanged: attention without "
+            "positions cannot tell where a word stands"),
+        (1, "'bites' stays in the middle, and the other two words keep their outputs as well: without positions "
+            "nothing about the order reaches the scores"),
+    ],
+    "with positions": [
+        (2, "'bites' stays at position 1, yet its output changes too: its neighbours now carry different position "
+            "vectors (PE[0] and PE[2] swapped), so the keys and values it mixes are different"),
+        (0, "the position vectors are added to the embeddings BEFORE the projections, so every query, key and "
+            "value depends on where its word stands: reordering changes them"),
+        (1, "more than one word is affected: 'dog' and 'man' get new position vectors, and 'bites' attends to "
+            "them"),
+    ],
+}
+
+
+def check_order_prediction(prediction):
+    """Grade a prediction ``{"without positions": n, "with positions": m}``: how many of the 3 words of
+    "dog bites man" get a different context vector when the sentence becomes "man bites dog"."""
+    try:
+        return _check_order_prediction(prediction)
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"could not read this prediction ({type(err).__name__})",
+                       'write a dict of two whole numbers: {"without positions": 0, "with positions": 0}')
+
+
+def _check_order_prediction(prediction):
+    if prediction is None or prediction is Ellipsis:
+        return Verdict(False, "my_prediction is not filled in yet", "replace each ... with a whole number from 0 to 3")
+    if not isinstance(prediction, dict) or set(prediction) != set(_KEYS):
+        got = sorted(map(str, prediction)) if isinstance(prediction, dict) else type(prediction).__name__
+        return Verdict(False, f"my_prediction must be a dict with the keys {list(_KEYS)}; got {got}",
+                       'write {"without positions": n, "with positions": m}, each a number of words from 0 to 3')
+    for key in _KEYS:
+        value = prediction[key]
+        if value is Ellipsis or value is None:
+            return Verdict(False, f"your prediction {key!r} is not filled in yet",
+                           "replace the ... with a whole number from 0 to 3")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= 3:
+            return Verdict(False, f"your prediction {key!r} is {value!r}",
+                           "predict a count of words: a whole number from 0 to 3")
+    actual = {key: changed_words(with_positions=(key == "with positions")) for key in _KEYS}
+    for key in _KEYS:
+        verdict = grade_value(prediction[key], actual[key], name=f"your prediction {key!r}",
+                              wrongs=[w for w in _PREDICTION_WRONGS[key] if w[0] != actual[key]])
+        if not verdict.passed:
+            found = f"{actual[key]} {'word' if actual[key] == 1 else 'words'}"
+            return Verdict(False, f"{key}: you predicted {prediction[key]}, the run above found {found} with a "
+                                  f"different context vector",
+                           verdict.hint or "compare with the distances printed above")
+    return Verdict(True, f"without positions {actual['without positions']} words change (the outputs are only "
+                         f"reordered); with positions all {actual['with positions']} do, even 'bites', which did "
+                         f"not move.")

@@ -1,0 +1,375 @@
+"""Word order for attention: permutations, absolute positions and relative positions (numpy only).
+
+Attention treats its input as a *set*: shuffle the tokens and the outputs come out shuffled the
+same way (notebook 09). The functions here give it a sense of order:
+
+- :func:`positional_encoding`: the sinusoidal encoding of Vaswani et al. (2017), added to the embeddings;
+- :func:`learned_positions`: a learned table of position vectors, as in BERT and GPT-2;
+- :func:`rope`: the rotary position embedding of Su et al. (2021), applied to queries and keys;
+- :func:`alibi_bias`: the linear distance penalty of Press et al. (2021), added to the scores;
+- :func:`permutation_matrix`, :func:`inverse_permutation`, :func:`order_sensitivity`: the tools to
+  show that attention without positions ignores order, and that positions change that.
+
+Conventions as in :mod:`attn_helpers.core`: one token per row, ``(..., T, d)`` arrays, float32 in,
+float32 out; positions count from 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_float_array, as_number, as_positive_int
+
+__all__ = [
+    "frequencies",
+    "positional_encoding",
+    "learned_positions",
+    "rope",
+    "alibi_slopes",
+    "alibi_bias",
+    "permutation_matrix",
+    "inverse_permutation",
+    "order_sensitivity",
+]
+
+
+def _as_base(base):
+    base = as_number(base, "base", "a positive number", "a finite number > 0")
+    if not base > 0:
+        raise ValueError(f"base must be a finite number > 0; got {base!r}")
+    return base
+
+
+def _as_float_dtype(dtype):
+    """``dtype`` as a numpy floating dtype, or a ``TypeError`` naming it (``str``, ``int``, ``bool`` are not)."""
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r}") from None
+    if resolved.kind != "f":
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
+    return resolved
+
+
+def frequencies(d_model, base=10000.0):
+    r"""The angular frequency of each sin/cos pair: :math:`\omega_i = 1 / \mathrm{base}^{2i / d_{model}}`.
+
+    Pair ``i`` (features ``2i`` and ``2i + 1``) turns by :math:`\omega_i` radians per position:
+    pair 0 once per :math:`2\pi \approx 6.3` positions, the last pair about ``base`` times slower.
+    The sinusoidal encoding and RoPE use the same frequencies.
+
+    Parameters
+    ----------
+    d_model : int
+        Number of features; there are ``ceil(d_model / 2)`` pairs.
+    base : float, default 10000
+        The wavelength of the slowest pair is about ``2 pi base``.
+
+    Returns
+    -------
+    omega : ndarray, shape (ceil(d_model / 2),), float64
+        Decreasing from 1.
+
+    Examples
+    --------
+    >>> frequencies(6, base=100.0).round(4)
+    array([1.    , 0.2154, 0.0464])
+    """
+    d_model = as_positive_int(d_model, "d_model")
+    base = _as_base(base)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)  # 2i for each pair
+    return base ** (-two_i / d_model)
+
+
+def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
+    r"""Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
+
+    .. math:: PE_{(p, 2i)} = \sin(p\,\omega_i), \quad PE_{(p, 2i+1)} = \cos(p\,\omega_i), \quad
+              \omega_i = 1 / 10000^{2i/d_{model}}
+
+    Row ``p`` is the position vector added to the embedding of the token at position ``p``.
+    Because each pair is a point on a circle, :math:`PE_p \cdot PE_{p+k} = \sum_i \cos(k\,\omega_i)`
+    depends only on the offset ``k``.
+
+    Parameters
+    ----------
+    T : int
+        Number of positions (0 .. T-1).
+    d_model : int
+        Number of features; sin on even features, cos on odd ones (for an odd ``d_model`` the
+        last feature is a sin).
+    dtype : numpy floating dtype, default float32
+    base : float, default 10000
+
+    Returns
+    -------
+    pe : ndarray, shape (T, d_model)
+
+    Examples
+    --------
+    >>> positional_encoding(2, 4).round(4)
+    array([[0.    , 1.    , 0.    , 1.    ],
+           [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
+    """
+    T = as_positive_int(T, "T", allow_zero=True)
+    dtype = _as_float_dtype(dtype)
+    omega = frequencies(d_model, base)  # (ceil(d_model / 2),)
+    position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
+    angle = position * omega  # (T, 1) * (ceil(d_model / 2),) -> (T, ceil(d_model / 2))
+    pe = np.empty((T, d_model), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
+    return pe.astype(dtype)
+
+
+def learned_positions(table, T):
+    """The first ``T`` rows of a learned position table: the position vectors of a ``T``-token input.
+
+    A model with learned positions (BERT, GPT-2) trains one vector per position, a lookup table of
+    ``max_len`` rows, exactly like its token embeddings. Position ``p`` gets row ``p``; a position
+    at or past ``max_len`` has no row, so such a model cannot read a longer input.
+
+    Parameters
+    ----------
+    table : array_like, shape (max_len, d_model)
+    T : int
+        Number of positions wanted; at most ``max_len``.
+
+    Returns
+    -------
+    positions : ndarray, shape (T, d_model)
+
+    Raises
+    ------
+    ValueError
+        If ``T > max_len`` (the message names both).
+
+    Examples
+    --------
+    >>> table = np.arange(6.0).reshape(3, 2)
+    >>> learned_positions(table, 2)
+    array([[0., 1.],
+           [2., 3.]])
+    """
+    table = as_float_array(table, "table", min_ndim=2)
+    if table.ndim != 2:
+        raise ValueError(f"table must have shape (max_len, d_model); got shape {table.shape}")
+    T = as_positive_int(T, "T", allow_zero=True)
+    max_len = table.shape[0]
+    if T > max_len:
+        raise ValueError(
+            f"T = {T} positions, but the table was trained for max_len = {max_len} (shape {table.shape}): "
+            f"positions {max_len} to {T - 1} have no learned vector"
+        )
+    return table[:T]  # row p is the vector of position p
+
+
+def rope(x, positions=None, base=10000.0):
+    r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
+
+    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` the pair is rotated by the angle
+    :math:`p\,\omega_i`, with the frequencies :math:`\omega_i = \mathrm{base}^{-2i/d}` of
+    :func:`frequencies`:
+
+    .. math:: \begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} =
+              \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
+              \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}
+
+    Apply it to the queries and the keys (not the values). Rotations keep lengths, and the score
+    of a rotated query at position ``m`` with a rotated key at position ``n`` depends only on
+    ``m - n``: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k`.
+
+    **Pairing.** This function pairs *adjacent* features, as the RoFormer paper writes it and as
+    RoFormer, GPT-J (``rotate_every_two``) and Meta's reference LLaMA code (complex numbers made of
+    adjacent features) do. GPT-NeoX and the Hugging Face implementations of LLaMA-style models
+    (``rotate_half``) pair feature ``i`` with feature ``i + d/2`` instead. The two are the same
+    rotation on a reordered feature axis, so a model trained with one works with the other once
+    the columns of its ``W_q`` and ``W_k`` are permuted (Hugging Face's LLaMA weight conversion does
+    exactly that); but the two layouts are not interchangeable on the same weights.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., T, d)
+        Queries or keys, one token per row; ``d`` must be even.
+    positions : array_like, shape (T,) or broadcastable to (..., T), optional
+        The position of each row; default ``0, 1, ..., T-1``. Any real numbers work.
+    base : float, default 10000
+
+    Returns
+    -------
+    rotated : ndarray, shape (..., T, d)
+        Same dtype as ``x`` (float32 stays float32).
+
+    Examples
+    --------
+    >>> rope([[1.0, 0.0], [1.0, 0.0]], positions=[0, np.pi / 2]).round(4)
+    array([[1., 0.],
+           [0., 1.]])
+    >>> q = np.array([[0.5, 1.0, -1.0, 2.0]])
+    >>> k = np.array([[1.0, 0.0, 0.3, 0.2]])
+    >>> s1 = rope(q, [3]) @ rope(k, [1]).T  # offset 2
+    >>> s2 = rope(q, [10]) @ rope(k, [8]).T  # offset 2 again: the same score
+    >>> bool(np.allclose(s1, s2))
+    True
+    """
+    x = as_float_array(x, "x", min_ndim=2)
+    T, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x must have an even number of features (pairs are rotated); got shape {x.shape}")
+    if positions is None:
+        positions = np.arange(T, dtype=np.float64)
+    else:
+        positions = as_float_array(positions, "positions").astype(np.float64)
+        if positions.shape[-1] != T:
+            raise ValueError(f"positions must have one entry per row of x: x has shape {x.shape} (T = {T}) and "
+                             f"positions has shape {positions.shape}; expected positions.shape[-1] == {T}")
+        try:
+            np.broadcast_shapes(positions.shape, x.shape[:-1])
+        except ValueError:
+            raise ValueError(f"positions of shape {positions.shape} do not broadcast to x's rows "
+                             f"{x.shape[:-1]}") from None
+    omega = frequencies(d, base)  # (d/2,)
+    angle = positions[..., None] * omega  # (..., T, 1) * (d/2,) -> (..., T, d/2)
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]  # the two coordinates of every pair: (..., T, d/2) each
+    rotated = np.empty(np.broadcast_shapes(x.shape, angle.shape[:-1] + (d,)), dtype=x.dtype)
+    rotated[..., 0::2] = even * cos - odd * sin  # the 2-D rotation of each pair
+    rotated[..., 1::2] = even * sin + odd * cos
+    return rotated
+
+
+def alibi_slopes(num_heads):
+    r"""The head slopes of ALiBi (Press et al. 2021): a geometric sequence starting at :math:`2^{-8/h}`.
+
+    For ``h`` a power of two the slopes are :math:`2^{-8k/h}`, ``k = 1 .. h``; otherwise the slopes
+    of the nearest smaller power of two, then every other slope of the next larger one (the rule of
+    the authors' code).
+
+    Examples
+    --------
+    >>> alibi_slopes(4).round(4)
+    array([0.25  , 0.0625, 0.0156, 0.0039])
+    >>> alibi_slopes(8)[:3]
+    array([0.5  , 0.25 , 0.125])
+    """
+    num_heads = as_positive_int(num_heads, "num_heads")
+    power = 2 ** int(np.floor(np.log2(num_heads)))  # the largest power of two <= num_heads
+    slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)
+    if power < num_heads:
+        extra = 2.0 ** (-8.0 * np.arange(1, 2 * power + 1) / (2 * power))[0::2]
+        slopes = np.concatenate([slopes, extra[: num_heads - power]])
+    return slopes
+
+
+def alibi_bias(T, num_heads):
+    r"""ALiBi's bias :math:`-m_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
+
+    The farther key ``j`` is from query ``i``, the lower its score, by a fixed slope :math:`m_h`
+    per token (:func:`alibi_slopes`): no position vectors at all. In a causal model, where only
+    ``j <= i`` is allowed, this is the paper's :math:`-m_h (i - j)`; the other triangle is filled
+    symmetrically, so the bias also works without a mask.
+
+    Returns
+    -------
+    bias : ndarray, shape (num_heads, T, T), float32
+        ``bias[h, i, j]``; zero on the diagonal.
+
+    Examples
+    --------
+    >>> alibi_bias(3, 2)[0]  # head 0, slope 2 ** -4
+    array([[ 0.    , -0.0625, -0.125 ],
+           [-0.0625,  0.    , -0.0625],
+           [-0.125 , -0.0625,  0.    ]], dtype=float32)
+    """
+    T = as_positive_int(T, "T", allow_zero=True)
+    slopes = alibi_slopes(num_heads)  # (h,)
+    distance = np.abs(np.arange(T)[:, None] - np.arange(T)[None, :])  # (T, 1) - (1, T) -> (T, T)
+    return (0.0 - slopes[:, None, None] * distance).astype(np.float32)  # (h, 1, 1) * (T, T) -> (h, T, T)
+
+
+def _as_order(order, name="order"):
+    """``order`` as a 1-D int array that is a permutation of 0..T-1, or a clear error."""
+    arr = np.asarray(order)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of integers (a permutation of 0..T-1); "
+                        f"got dtype {arr.dtype} with shape {arr.shape}")
+    if not np.array_equal(np.sort(arr), np.arange(arr.size)):
+        raise ValueError(f"{name} must contain each of 0..{arr.size - 1} exactly once; got {arr.tolist()}")
+    return arr.astype(np.intp)
+
+
+def permutation_matrix(order):
+    """The ``(T, T)`` matrix ``P`` with ``P @ X == X[order]``: row ``i`` of the result is row ``order[i]``.
+
+    Parameters
+    ----------
+    order : array_like of int, shape (T,)
+        A permutation of ``0 .. T-1``: the new order of the tokens.
+
+    Returns
+    -------
+    P : ndarray, shape (T, T), float64
+        One 1 in every row and every column; ``P.T`` undoes it.
+
+    Examples
+    --------
+    >>> permutation_matrix([2, 1, 0])
+    array([[0., 0., 1.],
+           [0., 1., 0.],
+           [1., 0., 0.]])
+    """
+    order = _as_order(order)
+    return np.eye(order.size)[order]  # row i is the one-hot vector of order[i]
+
+
+def inverse_permutation(order):
+    """The order that undoes ``order``: ``X[order][inverse_permutation(order)] == X``.
+
+    Examples
+    --------
+    >>> inverse_permutation([1, 2, 0])
+    array([2, 0, 1])
+    """
+    order = _as_order(order)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)  # the token at old position order[i] now sits at i
+    return inverse
+
+
+def order_sensitivity(attend, X, order):
+    """How far each token's output moves when the tokens are reordered.
+
+    Runs ``attend`` on ``X`` and on ``X[order]``, puts the second output back in the original
+    order and measures, for every token, the distance between its two outputs. Attention without
+    positions gives zeros (up to rounding): each token's output depends only on the *set* of tokens.
+
+    Parameters
+    ----------
+    attend : callable
+        ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
+        self-attention, with or without positions added inside).
+    X : array_like, shape (T, d)
+    order : array_like of int, shape (T,)
+
+    Returns
+    -------
+    change : ndarray, shape (T,)
+        ``change[t]`` = distance between token ``t``'s output in the reordered sentence and in the
+        original one (``t`` counts tokens in the original order).
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    >>> order_sensitivity(lambda X: X.sum(axis=0) - X, X, [2, 0, 1])  # "everyone but me": no order
+    array([0., 0., 0.])
+    >>> order_sensitivity(lambda X: np.cumsum(X, axis=0), X, [2, 0, 1]).round(4)  # "everyone before me"
+    array([1.4142, 1.4142, 2.2361])
+    """
+    X = as_float_array(X, "X", min_ndim=2)
+    order = _as_order(order)
+    if order.size != X.shape[-2]:
+        raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
+    original = np.asarray(attend(X))  # (T, d_out)
+    reordered = np.asarray(attend(X[order]))  # (T, d_out), row i belongs to token order[i]
+    back = reordered[inverse_permutation(order)]  # row t belongs to token t again
+    return np.linalg.norm(back - original, axis=-1)
