@@ -15,6 +15,7 @@ __all__ = [
     "I_LOVE_AI_TOKENS",
     "i_love_ai",
     "CREATURE_TOKENS",
+    "GPT2_SMALL",
     "PRINT_OPTIONS",
     "setup_printing",
 ]
@@ -41,6 +42,21 @@ I_LOVE_AI_TOKENS = ("I", "love", "AI")
 
 #: The eight-token sentence of notebook 07.
 CREATURE_TOKENS = ("a", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest")
+
+#: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
+#: :func:`~attn_helpers.block.parameter_count`: pre-norm, biases, tied embeddings.
+GPT2_SMALL = {
+    "num_layers": 12,
+    "d_model": 768,
+    "num_heads": 12,
+    "vocab_size": 50257,
+    "context_length": 1024,
+    "d_ff": 3072,
+    "bias": True,
+    "tied_embeddings": True,
+    "learned_positions": True,
+    "final_norm": True,
+}
 
 
 def journey_embeddings(dtype=np.float32):
