@@ -196,7 +196,7 @@ TRANSLATION_SOURCE = ("le", "chat", "noir", "dort")
 TRANSLATION_TARGET = ("<s>", "the", "black", "cat", "sleeps")
 
 
-def translation_example(d_model=8, seed=SEED):
+def translation_example(d_model=16, seed=SEED):
     """Made-up embeddings in which a word and its translation share a meaning vector.
 
     Each of the four meanings (le/the, chat/cat, noir/black, dort/sleeps) is a random vector;
@@ -214,7 +214,7 @@ def translation_example(d_model=8, seed=SEED):
     --------
     >>> example = translation_example()
     >>> example["target"].shape, example["source"].shape, example["alignment"]
-    ((5, 8), (4, 8), (-1, 0, 2, 1, 3))
+    ((5, 16), (4, 16), (-1, 0, 2, 1, 3))
     """
     rng = np.random.default_rng(seed)
     meanings = rng.standard_normal((len(TRANSLATION_SOURCE), d_model))  # (4, d_model): le, chat, noir, dort
