@@ -14,8 +14,7 @@ from ..multihead import multi_head_attention
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
 from .nb08 import _quiet_call
 
-__all__ = ["check_layer_norm", "check_pre_norm_block", "check_changed_rows", "check_gpt2_parameter_count",
-           "changed_rows"]
+__all__ = ["check_layer_norm", "check_pre_norm_block", "check_changed_rows", "check_gpt2_parameter_count"]
 
 
 # ---------------------------------------------------------------------------------------------
