@@ -216,8 +216,9 @@ def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, 
     fig.handles = {"diagnostics": diagnostics, "length_ax": length_ax, "cosine_ax": cosine_ax,
                    "matrix_ax": matrix_ax, "length_line": length_line, "own_line": own_line,
                    "between_line": between_line, "image": image}
-    fig.dynamic = [length_line, own_line, between_line, image, length_ax.title, cosine_ax.title, matrix_ax.title]
-    for artist in (length_ax.title, cosine_ax.title, matrix_ax.title):
+    cosine_ax.set_title("is each token still itself?")
+    fig.dynamic = [length_line, own_line, between_line, image, length_ax.title, matrix_ax.title]
+    for artist in (length_ax.title, matrix_ax.title):
         artist.set_text(" ")
     return update_stream(fig, placement=placement, residual=residual, num_blocks=num_blocks)
 
@@ -236,7 +237,6 @@ def update_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6
     h["image"].set_data(d["similarity"][n])
     name = "pre-norm" if norm_first else "post-norm"
     h["length_ax"].set_title(f"{name}, residuals {'on' if residual else 'off'}")
-    h["cosine_ax"].set_title("is each token still itself?")
     h["matrix_ax"].set_title(f"token similarity after {n} block{'s' if n != 1 else ''}")
     return (f"After {n} block{'s' if n != 1 else ''} ({name}, residuals {'on' if residual else 'off'}): "
             f"a token vector has length {d['norm'][n]:.1f}, keeps a cosine of {d['own_input'][n]:.2f} with its "
