@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .block import init_block_params, parameter_count, residual_stream
+from .core import cosine_similarity, positional_encoding
+
 __all__ = [
     "SEED",
     "JOURNEY_TOKENS",
@@ -19,6 +22,7 @@ __all__ = [
     "PRINT_OPTIONS",
     "setup_printing",
     "GPT2_FAMILY",
+    "parameter_shares",
     "creature_block_example",
     "stack_diagnostics",
     "TRANSLATION_SOURCE",
@@ -138,9 +142,6 @@ def creature_block_example(num_blocks=12, d_model=16, num_heads=4):
     >>> example["X"].shape, len(example["blocks"]), example["blocks"][0].d_ff
     ((8, 16), 2, 64)
     """
-    from .block import init_block_params
-    from .core import positional_encoding
-
     rng = np.random.default_rng(SEED)
     embeddings = rng.standard_normal((len(CREATURE_TOKENS), d_model)).astype(np.float32)
     X = embeddings + positional_encoding(len(CREATURE_TOKENS), d_model)  # (T, d_model)
@@ -175,9 +176,6 @@ def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
     >>> d["norm"].shape, float(d["own_input"][0]), d["similarity"].shape
     ((4,), 1.0, (4, 8, 8))
     """
-    from .block import residual_stream
-    from .core import cosine_similarity
-
     states = residual_stream(x, blocks, mask, norm_first, residual=residual)  # (N + 1, T, d_model)
     similarity = cosine_similarity(states[:, :, None, :], states[:, None, :, :])  # (N + 1, T, T)
     T = states.shape[1]
@@ -189,6 +187,34 @@ def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
         "similarity": similarity,
         "between_tokens": similarity[:, off_diagonal].mean(axis=-1) if T > 1 else np.ones(len(states)),
     }
+
+
+def parameter_shares(configs=None):
+    """The share of each part in each model's total, from :func:`~attn_helpers.block.parameter_count`.
+
+    Returns
+    -------
+    shares : dict of name -> dict of part -> float
+        The parts ``token_embeddings`` (with token-type tables and an untied output head, if any),
+        ``position_embeddings``, ``attention``, ``feed_forward`` and ``layer_norms`` (with the final
+        and the embedding layer norms); each model's shares add up to 1.
+
+    Examples
+    --------
+    >>> shares = parameter_shares()
+    >>> round(shares["small"]["feed_forward"], 3), round(sum(shares["xl"].values()), 12)
+    (0.455, 1.0)
+    """
+    configs = GPT2_FAMILY if configs is None else configs
+    shares = {}
+    for name, config in configs.items():
+        counts = parameter_count(config)
+        parts = {part: counts[part] for part in ("token_embeddings", "position_embeddings", "attention",
+                                                 "feed_forward", "layer_norms")}
+        parts["layer_norms"] += counts["final_norm"] + counts["embedding_norm"]
+        parts["token_embeddings"] += counts["token_type_embeddings"] + counts["output_head"]
+        shares[name] = {part: value / counts["total"] for part, value in parts.items()}
+    return shares
 
 
 #: A source sentence (French) and the target sentence (English) for cross-attention; ``<s>`` starts the target.

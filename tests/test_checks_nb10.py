@@ -14,7 +14,7 @@ from attn_helpers.checks import (
     solution,
 )
 from attn_helpers.checks import nb10 as checks
-from attn_helpers.examples import GPT2_FAMILY, creature_block_example, stack_diagnostics
+from attn_helpers.examples import GPT2_FAMILY, creature_block_example, parameter_shares, stack_diagnostics
 from attn_helpers.widgets import nb10
 
 
@@ -238,7 +238,7 @@ def test_solutions_are_registered(name):
 
 
 def test_parameter_shares_add_up_and_match_the_counts():
-    shares = nb10.parameter_shares()
+    shares = parameter_shares()
     for name, parts in shares.items():
         assert abs(sum(parts.values()) - 1) < 1e-12
         counts = A.parameter_count(GPT2_FAMILY[name])

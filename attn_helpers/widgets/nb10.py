@@ -16,11 +16,11 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from ..block import parameter_count
-from ..examples import CREATURE_TOKENS, GPT2_FAMILY, creature_block_example, stack_diagnostics
+from ..examples import CREATURE_TOKENS, GPT2_FAMILY, creature_block_example, parameter_shares, stack_diagnostics
 from ..plotting import OKABE_ITO, SERIES_COLOURS, heatmap
 from . import Explorer, dropdown, slider, toggle
 
-__all__ = ["PLACEMENTS", "PARAMETER_PARTS", "draw_block_diagram", "parameter_shares", "draw_parameter_breakdown",
+__all__ = ["PLACEMENTS", "PARAMETER_PARTS", "draw_block_diagram", "draw_parameter_breakdown",
            "all_diagnostics", "draw_stream", "update_stream", "stream_explorer", "EXPLORERS"]
 
 #: The explorer's choice of where the layer norms sit (label -> ``norm_first``).
@@ -95,7 +95,7 @@ def draw_block_diagram(fig):
 
 # --- where the parameters sit ----------------------------------------------------------------
 
-#: The parts of :func:`~attn_helpers.block.parameter_count` the breakdown figure shows, with a colour each.
+#: The parts of :func:`~attn_helpers.examples.parameter_shares` the breakdown figure shows, with a colour each.
 PARAMETER_PARTS = {
     "token_embeddings": ("token embeddings", SERIES_COLOURS[5]),
     "position_embeddings": ("position embeddings", SERIES_COLOURS[6]),
@@ -103,32 +103,6 @@ PARAMETER_PARTS = {
     "feed_forward": ("feed-forward (W_1, W_2)", SERIES_COLOURS[2]),
     "layer_norms": ("layer norms", SERIES_COLOURS[4]),
 }
-
-
-def parameter_shares(configs=None):
-    """The share of each part in each model's total, computed by :func:`parameter_count`.
-
-    Returns
-    -------
-    shares : dict of name -> dict of part -> float
-        Parts are those of :data:`PARAMETER_PARTS` (the final layer norm counts with ``layer_norms``);
-        each model's shares add up to 1.
-
-    Examples
-    --------
-    >>> shares = parameter_shares()
-    >>> round(shares["small"]["feed_forward"], 3), round(sum(shares["xl"].values()), 12)
-    (0.455, 1.0)
-    """
-    configs = GPT2_FAMILY if configs is None else configs
-    shares = {}
-    for name, config in configs.items():
-        counts = parameter_count(config)
-        parts = {part: counts[part] for part in PARAMETER_PARTS}
-        parts["layer_norms"] += counts["final_norm"] + counts["embedding_norm"]
-        parts["token_embeddings"] += counts["token_type_embeddings"] + counts["output_head"]
-        shares[name] = {part: value / counts["total"] for part, value in parts.items()}
-    return shares
 
 
 def draw_parameter_breakdown(fig, configs=None):
