@@ -42,7 +42,7 @@ def _box(ax, x, y, label, width=1.9, height=0.62):
 
 
 def _plus_node(ax, x, y):
-    ax.add_patch(FancyBboxPatch((x - 0.2, y - 0.2), 0.4, 0.4, boxstyle="circle,pad=0", facecolor="white",
+    ax.add_patch(FancyBboxPatch((x - 0.2, y - 0.2), 0.4, 0.4, boxstyle="circle,pad=0", facecolor="none",
                                 edgecolor=_INK, linewidth=1.4))
     ax.text(x, y, "+", ha="center", va="center", fontsize=15, fontweight="bold")
 
@@ -115,7 +115,7 @@ def draw_parameter_breakdown(fig, configs=None):
         left = 0.0
         for part, (label, colour) in PARAMETER_PARTS.items():
             share = shares[name][part]
-            ax.barh(row, share, left=left, color=colour, edgecolor="white", label=label if row == 0 else None)
+            ax.barh(row, share, left=left, color=colour, linewidth=0, label=label if row == 0 else None)
             if share > 0.06:
                 ax.text(left + share / 2, row, f"{share:.0%}", ha="center", va="center", fontsize=11)
             left += share
