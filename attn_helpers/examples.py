@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .block import init_block_params, parameter_count, residual_stream
+from .core import cosine_similarity
+from .positions import positional_encoding
+
 __all__ = [
     "SEED",
     "JOURNEY_TOKENS",
@@ -18,8 +22,16 @@ __all__ = [
     "DOG_BITES_MAN_TOKENS",
     "dog_bites_man",
     "reorder_outputs",
+    "GPT2_SMALL",
     "PRINT_OPTIONS",
     "setup_printing",
+    "GPT2_FAMILY",
+    "parameter_shares",
+    "creature_block_example",
+    "stack_diagnostics",
+    "TRANSLATION_SOURCE",
+    "TRANSLATION_TARGET",
+    "translation_example",
 ]
 
 #: The seed every notebook passes to ``np.random.default_rng``.
@@ -47,6 +59,20 @@ CREATURE_TOKENS = ("a", "fluffy", "blue", "creature", "roamed", "the", "verdant"
 
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
 DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
+#: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
+#: :func:`~attn_helpers.block.parameter_count`: pre-norm, biases, tied embeddings.
+GPT2_SMALL = {
+    "num_layers": 12,
+    "d_model": 768,
+    "num_heads": 12,
+    "vocab_size": 50257,
+    "context_length": 1024,
+    "d_ff": 3072,
+    "bias": True,
+    "tied_embeddings": True,
+    "learned_positions": True,
+    "final_norm": True,
+}
 
 
 def journey_embeddings(dtype=np.float32):
@@ -159,3 +185,143 @@ def reorder_outputs(order, with_positions=False, example=None):
 def setup_printing():
     """Apply :data:`PRINT_OPTIONS` (call it in a notebook's first cell)."""
     np.set_printoptions(**PRINT_OPTIONS)
+
+
+# --- Notebook 10: the transformer block ----------------------------------------------------------
+
+#: GPT-2's four sizes (Radford et al., 2019): one recipe, deeper and wider. ``d_ff = 4 d_model``.
+GPT2_FAMILY = {
+    "small": GPT2_SMALL,
+    "medium": {**GPT2_SMALL, "num_layers": 24, "d_model": 1024, "num_heads": 16, "d_ff": 4096},
+    "large": {**GPT2_SMALL, "num_layers": 36, "d_model": 1280, "num_heads": 20, "d_ff": 5120},
+    "xl": {**GPT2_SMALL, "num_layers": 48, "d_model": 1600, "num_heads": 25, "d_ff": 6400},
+}
+
+
+def creature_block_example(num_blocks=12, d_model=16, num_heads=4):
+    """The creature sentence of notebook 08 and ``num_blocks`` random (untrained) transformer blocks.
+
+    ``X`` is notebook 08's input: ``rng = np.random.default_rng(SEED)``, made-up embeddings
+    ``rng.standard_normal((8, d_model))`` in float32, plus the sinusoidal positional encoding.
+    Block ``n`` is ``init_block_params(d_model, num_heads, rng=np.random.default_rng([SEED, n]))``:
+    its own random stream, so block 0 is the same whatever ``num_blocks`` is.
+
+    Returns
+    -------
+    example : dict
+        ``tokens``, ``X`` (8, d_model) and ``blocks`` (a list of ``BlockParams``).
+
+    Examples
+    --------
+    >>> example = creature_block_example(num_blocks=2)
+    >>> example["X"].shape, len(example["blocks"]), example["blocks"][0].d_ff
+    ((8, 16), 2, 64)
+    """
+    rng = np.random.default_rng(SEED)
+    embeddings = rng.standard_normal((len(CREATURE_TOKENS), d_model)).astype(np.float32)
+    X = embeddings + positional_encoding(len(CREATURE_TOKENS), d_model)  # (T, d_model)
+    blocks = [init_block_params(d_model, num_heads, rng=np.random.default_rng([SEED, n])) for n in range(num_blocks)]
+    return {"tokens": CREATURE_TOKENS, "X": X, "blocks": blocks}
+
+
+def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
+    """What happens to the residual stream, block after block.
+
+    Parameters
+    ----------
+    x : array_like, shape (T, d_model)
+    blocks : sequence of BlockParams
+    norm_first, residual, mask
+        As in :func:`~attn_helpers.block.transformer_block`.
+
+    Returns
+    -------
+    diagnostics : dict
+        ``states`` (N + 1, T, d_model): the stream before and after each block;
+        ``norm`` (N + 1,): the mean length of a token's vector;
+        ``own_input`` (N + 1,): the mean cosine similarity of each token's vector with its
+        own input vector (1 before the first block: how much of the token is still there);
+        ``similarity`` (N + 1, T, T): the cosine similarity of every pair of tokens;
+        ``between_tokens`` (N + 1,): its mean over pairs of different tokens (1 = all tokens alike).
+
+    Examples
+    --------
+    >>> example = creature_block_example(num_blocks=3)
+    >>> d = stack_diagnostics(example["X"], example["blocks"])
+    >>> d["norm"].shape, float(d["own_input"][0]), d["similarity"].shape
+    ((4,), 1.0, (4, 8, 8))
+    """
+    states = residual_stream(x, blocks, mask, norm_first, residual=residual)  # (N + 1, T, d_model)
+    similarity = cosine_similarity(states[:, :, None, :], states[:, None, :, :])  # (N + 1, T, T)
+    T = states.shape[1]
+    off_diagonal = ~np.eye(T, dtype=bool)
+    return {
+        "states": states,
+        "norm": np.linalg.norm(states, axis=-1).mean(axis=-1),  # (N + 1, T) -> (N + 1,)
+        "own_input": cosine_similarity(states, states[0]).mean(axis=-1),  # (N + 1, T) -> (N + 1,)
+        "similarity": similarity,
+        "between_tokens": similarity[:, off_diagonal].mean(axis=-1) if T > 1 else np.ones(len(states)),
+    }
+
+
+def parameter_shares(configs=None):
+    """The share of each part in each model's total, from :func:`~attn_helpers.block.parameter_count`.
+
+    Returns
+    -------
+    shares : dict of name -> dict of part -> float
+        The parts ``token_embeddings`` (with token-type tables and an untied output head, if any),
+        ``position_embeddings``, ``attention``, ``feed_forward`` and ``layer_norms`` (with the final
+        and the embedding layer norms); each model's shares add up to 1.
+
+    Examples
+    --------
+    >>> shares = parameter_shares()
+    >>> round(shares["small"]["feed_forward"], 3), round(sum(shares["xl"].values()), 12)
+    (0.455, 1.0)
+    """
+    configs = GPT2_FAMILY if configs is None else configs
+    shares = {}
+    for name, config in configs.items():
+        counts = parameter_count(config)
+        parts = {part: counts[part] for part in ("token_embeddings", "position_embeddings", "attention",
+                                                 "feed_forward", "layer_norms")}
+        parts["layer_norms"] += counts["final_norm"] + counts["embedding_norm"]
+        parts["token_embeddings"] += counts["token_type_embeddings"] + counts["output_head"]
+        shares[name] = {part: value / counts["total"] for part, value in parts.items()}
+    return shares
+
+
+#: A source sentence (French) and the target sentence (English) for cross-attention; ``<s>`` starts the target.
+TRANSLATION_SOURCE = ("le", "chat", "noir", "dort")
+TRANSLATION_TARGET = ("<s>", "the", "black", "cat", "sleeps")
+
+
+def translation_example(d_model=16, seed=SEED):
+    """Made-up embeddings in which a word and its translation share a meaning vector.
+
+    Each of the four meanings (le/the, chat/cat, noir/black, dort/sleeps) is a random vector;
+    a word's embedding is its meaning plus a little noise of its own (std 0.3); ``<s>`` is
+    noise only. French puts the adjective after the noun ("chat noir") and English before it
+    ("black cat"), so the alignment crosses.
+
+    Returns
+    -------
+    example : dict
+        ``source`` (4, d_model), ``target`` (5, d_model), ``source_tokens``, ``target_tokens``
+        and ``alignment``: for each target token, the index of its source word (``-1`` for ``<s>``).
+
+    Examples
+    --------
+    >>> example = translation_example()
+    >>> example["target"].shape, example["source"].shape, example["alignment"]
+    ((5, 16), (4, 16), (-1, 0, 2, 1, 3))
+    """
+    rng = np.random.default_rng(seed)
+    meanings = rng.standard_normal((len(TRANSLATION_SOURCE), d_model))  # (4, d_model): le, chat, noir, dort
+    alignment = (-1, 0, 2, 1, 3)  # <s> -, the -> le, black -> noir, cat -> chat, sleeps -> dort
+    source = meanings + 0.3 * rng.standard_normal(meanings.shape)
+    target = np.stack([meanings[j] if j >= 0 else np.zeros(d_model) for j in alignment])
+    target = target + 0.3 * rng.standard_normal(target.shape)
+    return {"source": source.astype(np.float32), "target": target.astype(np.float32),
+            "source_tokens": TRANSLATION_SOURCE, "target_tokens": TRANSLATION_TARGET, "alignment": alignment}

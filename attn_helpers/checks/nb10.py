@@ -1,0 +1,328 @@
+"""Checkers for notebook 10 (the transformer block): layer norm, a pre-norm block, a prediction, GPT-2's size."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import numpy as np
+
+from ..block import feed_forward, init_block_params, layer_norm, parameter_count, transformer_block
+from ..core import causal_mask
+from ..examples import GPT2_FAMILY, creature_block_example
+from ..multihead import multi_head_attention
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from .nb08 import _quiet_call
+
+__all__ = ["check_layer_norm", "check_pre_norm_block", "check_changed_rows", "check_gpt2_parameter_count"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 10.1: layer norm
+
+
+@register_solution("my_layer_norm")
+def my_layer_norm(x, gamma, beta, eps=1e-5):
+    """Normalise each token (each row) over its features, then scale by gamma and shift by beta."""
+    mean = x.mean(axis=-1, keepdims=True)                    # (..., T, 1): one mean per token
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., T, 1): divide by d, not d - 1
+    normalised = (x - mean) / np.sqrt(variance + eps)        # eps inside the square root
+    return gamma * normalised + beta                         # (d_model,) broadcasts over the tokens
+
+
+def _ln_cases():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((5, 4)) * 3 + 1
+    gamma, beta = rng.uniform(0.5, 2.0, 4), rng.standard_normal(4)
+    square = rng.standard_normal((4, 4)) * 2
+    tiny = np.array([[0.001, -0.002, 0.0015, 0.0], [1.0, 2.0, 3.0, 4.0], [7.0, 7.0, 7.0, 7.0]])
+    batch = rng.standard_normal((2, 3, 6))
+    return [
+        Case((x, gamma, beta), label="x of shape (5, 4) with random gamma and beta"),
+        Case((square, gamma, beta), label="a square x of shape (4, 4)"),
+        Case((tiny, gamma, beta), label="a token with tiny features (variance 1.4e-6, below eps), a plain token "
+                                        "and a constant token"),
+        Case((batch, np.linspace(0.5, 1.5, 6), np.linspace(-1, 1, 6)), label="a batch of shape (2, 3, 6)"),
+    ]
+
+
+def _normalise(x, axis=-1, ddof=0, eps=1e-5):
+    mean = x.mean(axis=axis, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=axis, ddof=ddof, keepdims=True) + eps)
+
+
+_LN_WRONGS = [
+    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, axis=0, eps=eps) + b,
+          "you normalised each feature over the tokens (axis=0): that is batch-norm's direction, and it makes a "
+          "token depend on the other tokens. Layer norm takes the statistics of each token over its features: "
+          "axis=-1"),
+    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, axis=1, eps=eps) + b,
+          "axis=1 is the feature axis of a (T, d) matrix but the token axis of a batch (B, T, d): use axis=-1, "
+          "the last axis, so that the same code serves both"),
+    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, ddof=1, eps=eps) + b,
+          "you used the unbiased variance (dividing by d - 1, as ddof=1 or a statistics textbook does). Layer norm "
+          "divides by d: np.var's default, or ((x - mean) ** 2).mean(...)"),
+    Wrong(lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + eps) + b,
+          "eps goes inside the square root: (x - mean) / sqrt(variance + eps). With eps outside, a token whose "
+          "variance is below eps is blown up to unit length"),
+    Wrong(lambda x, g, b, eps=1e-5: _normalise(x, eps=eps),
+          "you normalised but forgot the learned scale and shift: multiply by gamma, then add beta"),
+    Wrong(lambda x, g, b, eps=1e-5: b * _normalise(x, eps=eps) + g,
+          "gamma and beta are swapped: gamma multiplies (scale), beta is added (shift)"),
+    Wrong(lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + eps) + b,
+          "you divided by the variance: divide by its square root, the standard deviation"),
+    Wrong(lambda x, g, b, eps=1e-5: g * x / np.sqrt(x.var(-1, keepdims=True) + eps) + b,
+          "subtract each token's mean before dividing: (x - mean) / sqrt(variance + eps)"),
+    Wrong(lambda x, g, b, eps=1e-5: g * ((x - x.mean(-1)) / np.sqrt(x.var(-1) + eps)) + b,
+          "without keepdims=True the mean has shape (T,), which numpy lines up with the FEATURE axis: "
+          "use x.mean(axis=-1, keepdims=True), shape (T, 1), one number per token"),
+]
+
+
+def check_layer_norm(fn):
+    """Grade ``fn(x, gamma, beta, eps=1e-5)``: layer normalization over the last axis."""
+    if callable(fn):
+        _, err = _quiet_call(fn, np.ones((5, 4)), np.ones(4), np.zeros(4))
+        if isinstance(err, ValueError) and "broadcast" in str(err):
+            return Verdict(False, f"on x of shape (5, 4), your function raised ValueError: {err}",
+                           "x.mean(axis=-1) has shape (5,), which does not line up with x of shape (5, 4): keep "
+                           "the axis with keepdims=True (shape (5, 1)), one mean per token")
+    return grade_function(fn, my_layer_norm, _ln_cases(), what="my_layer_norm", wrongs=_LN_WRONGS, rtol=1e-6,
+                          atol=1e-7, shape_hint="layer norm keeps the shape of x",
+                          success="each token gets mean 0 and variance 1 over its features, then gamma and beta.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 10.2: one pre-norm block
+
+
+@register_solution("my_pre_norm_block")
+def my_pre_norm_block(x, p):
+    """x + MHA(LN_1(x)), then x + FFN(LN_2(x)): the sub-layers read a normalised copy, the stream stays raw."""
+    h = layer_norm(x, p.norm_1_gamma, p.norm_1_beta, p.eps)
+    attended, _ = multi_head_attention(h, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)
+    x = x + attended                                   # residual: add to the stream
+    h = layer_norm(x, p.norm_2_gamma, p.norm_2_beta, p.eps)
+    return x + feed_forward(h, p.w_1, p.w_2)           # residual again
+
+
+def _block_params(seed, d_model=8, num_heads=2):
+    """Random block parameters with random gammas and betas, so that mixing up the two norms shows."""
+    p = init_block_params(d_model, num_heads, d_ff=3 * d_model, rng=seed, dtype=np.float64)
+    rng = np.random.default_rng(seed + 100)
+    return dataclasses.replace(p, norm_1_gamma=rng.uniform(0.5, 1.5, d_model), norm_1_beta=rng.normal(0, 0.3, d_model),
+                               norm_2_gamma=rng.uniform(0.5, 1.5, d_model), norm_2_beta=rng.normal(0, 0.3, d_model))
+
+
+def _block_cases():
+    rng = np.random.default_rng(11)
+    return [
+        Case((rng.standard_normal((5, 8)), _block_params(1)), label="x of shape (5, 8), 2 heads"),
+        Case((rng.standard_normal((3, 12)) * 2, _block_params(2, 12, 3)), label="x of shape (3, 12), 3 heads"),
+        Case((rng.standard_normal((2, 4, 8)), _block_params(3)), label="a batch x of shape (2, 4, 8)"),
+    ]
+
+
+def _ln(x, p, which):
+    return layer_norm(x, getattr(p, f"norm_{which}_gamma"), getattr(p, f"norm_{which}_beta"), p.eps)
+
+
+def _mha(x, p):
+    return multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)[0]
+
+
+def _ffn(x, p):
+    return feed_forward(x, p.w_1, p.w_2)
+
+
+def _normalised_stream(x, p):
+    x = _ln(x, p, 1)
+    x = x + _mha(x, p)
+    x = _ln(x, p, 2)
+    return x + _ffn(x, p)
+
+
+_BLOCK_WRONGS = [
+    Wrong(lambda x, p: transformer_block(x, p, norm_first=False)[0],
+          "that is the post-norm block, LN(x + MHA(x)): in a pre-norm block the sub-layer reads LN(x) and its "
+          "output is added to the raw x, which is never normalised"),
+    Wrong(lambda x, p: transformer_block(x, p, residual=False)[0],
+          "no residual connections: add each sub-layer's output to its input, x = x + MHA(LN(x))"),
+    Wrong(lambda x, p: _ffn(_ln(x + _mha(_ln(x, p, 1), p), p, 2), p),
+          "the second residual is missing: x + FFN(LN_2(x)), not FFN(LN_2(x)) alone"),
+    Wrong(lambda x, p: x + _mha(_ln(x, p, 1), p) + _ffn(_ln(x, p, 2), p),
+          "the feed-forward network must read the stream AFTER attention has added to it: compute "
+          "x = x + MHA(LN_1(x)) first, then x + FFN(LN_2(x)) with that new x"),
+    Wrong(_normalised_stream,
+          "you overwrote the stream with its normalised copy (x = LN(x)), so the residual adds to LN(x). Keep x "
+          "raw: h = LN(x), then x = x + MHA(h)"),
+    Wrong(lambda x, p: (lambda y: y + _ffn(_ln(y, p, 1), p))(x + _mha(_ln(x, p, 1), p)),
+          "both sub-layers used norm_1's gamma and beta: the feed-forward sub-layer has its own, norm_2_gamma "
+          "and norm_2_beta"),
+    Wrong(lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)),
+          "the order is attention first (tokens exchange information), then the feed-forward network"),
+]
+
+
+def check_pre_norm_block(fn):
+    """Grade ``fn(x, p)``: one pre-norm block (no biases), returning the block's output only."""
+    if not callable(fn):
+        return grade_function(fn, my_pre_norm_block, [], what="my_pre_norm_block")
+    return grade_function(
+        fn, my_pre_norm_block, _block_cases(), what="my_pre_norm_block", wrongs=_BLOCK_WRONGS, rtol=1e-5, atol=1e-6,
+        shape_hint="a block returns the same shape as its input x",
+        hints={"tuple": "multi_head_attention returns (out, weights): unpack it, attended, _ = ...; the block "
+                        "returns the output only"},
+        success="pre-norm: each sub-layer reads a normalised copy and adds its result to the raw stream.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 10.3: predict, then run: which outputs of a decoder block change?
+
+
+def changed_rows(position, causal=True, example=None):
+    """The output rows of the creature example's first block that change when token ``position`` changes.
+
+    The block is ``example["blocks"][0]`` (pre-norm); token ``position`` of ``X`` is replaced by
+    its negative.
+
+    Examples
+    --------
+    >>> changed_rows(2)
+    [2, 3, 4, 5, 6, 7]
+    >>> changed_rows(2, causal=False)
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    example = creature_block_example(num_blocks=1) if example is None else example
+    X, params = example["X"], example["blocks"][0]
+    changed = X.copy()
+    changed[position] = -X[position]
+    mask = causal_mask(len(X)) if causal else None
+    before, _ = transformer_block(X, params, mask=mask)
+    after, _ = transformer_block(changed, params, mask=mask)
+    return [int(i) for i in np.flatnonzero(np.abs(after - before).max(axis=-1) > 1e-6)]
+
+
+def check_changed_rows(prediction, position=2):
+    """Compare the learner's predicted list of changed rows with what the decoder block really does."""
+    T = len(creature_block_example(num_blocks=0)["X"])
+    if prediction is None or prediction is Ellipsis:
+        return Verdict(False, "my_prediction is not filled in yet",
+                       "write the positions you expect to change, for example [0, 1] (a list of integers)")
+    if isinstance(prediction, (numbers.Integral, np.integer)) and not isinstance(prediction, bool):
+        prediction = [prediction]
+    try:
+        predicted = sorted({int(i) for i in prediction})
+        if any(isinstance(i, bool) or int(i) != i for i in prediction):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        return Verdict(False, f"my_prediction should be a list of positions (integers 0 to {T - 1}); "
+                              f"got {type(prediction).__name__} {prediction!r:.60}",
+                       "for example [0, 1, 2]")
+    if any(not 0 <= i < T for i in predicted):
+        return Verdict(False, f"positions run from 0 to {T - 1}; you wrote {predicted}", "one position per token")
+    actual = changed_rows(position)
+    if predicted == actual:
+        return Verdict(True, f"rows {actual} change. Token {position} is seen by itself and by every later token; "
+                             "the earlier rows cannot see it through the causal mask, and nothing else in the block "
+                             "mixes tokens.")
+    hints = {
+        (position,): "the changed token's own row does change, but so does every row that may attend to it: "
+                     "in a decoder, each LATER token can see it",
+        tuple(range(position + 1)): "reversed: with the causal mask, token i sees keys j <= i, so token "
+                                    f"{position} is seen by the tokens AFTER it, not before it",
+        tuple(range(position)): "reversed, and the changed token's own row changes too",
+        tuple(range(T)): "that is an encoder block (no mask, every token sees every other). With the causal mask "
+                         "the earlier tokens cannot see the change",
+        (): "the token's own output row changes at least: the block reads its new input (residual, attention, "
+            "feed-forward)",
+    }
+    hint = hints.get(tuple(predicted), "row i changes if it can attend to the changed token (mask[i, j] is True), "
+                                       "or if it IS the changed token")
+    return Verdict(False, f"you predicted rows {predicted}; the block changed rows {actual}", hint)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 10.4: GPT-2 small's parameter count, block by block
+
+
+@register_solution("my_gpt2_parameter_count")
+def my_gpt2_parameter_count(config):
+    """Count GPT-2's parameters from its configuration, one block first (d_ff = 4 d_model, biases, tied)."""
+    d, L = config["d_model"], config["num_layers"]
+    d_ff = 4 * d
+    attention = 4 * (d * d + d)                 # W_q, W_k, W_v, W_o: (d, d) each, plus a bias of d
+    feed_forward = (d * d_ff + d_ff) + (d_ff * d + d)   # W_1 (d, d_ff) + b_1, W_2 (d_ff, d) + b_2
+    layer_norms = 2 * (2 * d)                   # two layer norms, each a gamma and a beta of d
+    per_block = attention + feed_forward + layer_norms
+    embeddings = config["vocab_size"] * d + config["context_length"] * d   # token table + position table
+    final_norm = 2 * d                          # GPT-2's last layer norm, after the final block
+    return L * per_block + embeddings + final_norm   # tied: the output layer reuses the token table
+
+
+def _tiny_config():
+    return {"num_layers": 2, "d_model": 8, "num_heads": 2, "vocab_size": 11, "context_length": 5}
+
+
+def _count_cases():
+    return [
+        Case((dict(GPT2_FAMILY["small"]),), label="GPT-2 small"),
+        Case((_tiny_config(),), label="a tiny model: 2 layers, d_model 8, vocabulary 11, context 5"),
+        Case((dict(GPT2_FAMILY["medium"]),), label="GPT-2 medium"),
+    ]
+
+
+def _counts(config, **changes):
+    """parameter_count of the GPT-2-style model with ``config``'s sizes, with ``changes`` to its defaults."""
+    sizes = {key: config[key] for key in ("num_layers", "d_model", "num_heads", "vocab_size", "context_length")}
+    return parameter_count({**sizes, **changes})
+
+
+def _count(config, **changes):
+    return _counts(config, **changes)["total"]
+
+
+def _without(config, *parts):
+    counts = _counts(config)
+    return counts["total"] - sum(counts[part] for part in parts)
+
+
+_COUNT_WRONGS = [
+    Wrong(lambda c: _count(c, bias=False),
+          "the biases are missing: GPT-2's six projections (W_q, W_k, W_v, W_o, W_1, W_2) each have a bias, one "
+          "number per output feature"),
+    Wrong(lambda c: _without(c, "final_norm"),
+          "GPT-2 has one more layer norm after the last block (a gamma and a beta of d_model each)"),
+    Wrong(lambda c: _without(c, "layer_norms", "final_norm"),
+          "the layer norms are missing: two per block plus a final one, each a gamma and a beta of d_model"),
+    Wrong(lambda c: _without(c, "layer_norms"),
+          "the two layer norms inside each block are missing (a gamma and a beta of d_model each)"),
+    Wrong(lambda c: _count(c) - c["num_layers"] * 2 * c["d_model"] - c["d_model"],
+          "a layer norm has TWO vectors of d_model numbers: gamma (scale) and beta (shift)"),
+    Wrong(lambda c: _count(c, tied_embeddings=False),
+          "GPT-2 ties its embeddings: the output layer reuses the token embedding table, so count that table once"),
+    Wrong(lambda c: _count(c, learned_positions=False),
+          "GPT-2 learns its position embeddings: a table of context_length x d_model"),
+    Wrong(lambda c: _without(c, "token_embeddings", "position_embeddings"),
+          "the embedding tables are parameters too: vocab_size x d_model for tokens, context_length x d_model for "
+          "positions"),
+    Wrong(lambda c: _count(c, d_ff=c["d_model"]),
+          "the feed-forward network widens to d_ff = 4 * d_model in between: W_1 is (d_model, 4 d_model)"),
+    Wrong(lambda c: _count(c) + (c["num_heads"] - 1) * _counts(c)["attention"],
+          "the heads share W_q, W_k, W_v, W_o (each head owns d_model / h of their columns): do not multiply by "
+          "num_heads"),
+    Wrong(lambda c: _count(c, num_layers=1),
+          "you counted one block: there are num_layers of them, each with its own parameters"),
+]
+
+
+def check_gpt2_parameter_count(fn):
+    """Grade ``fn(config) -> int``: GPT-2's parameter count, checked on GPT-2 small, medium and a tiny model."""
+    verdict = grade_function(fn, lambda c: parameter_count(c)["total"], _count_cases(),
+                             what="my_gpt2_parameter_count", wrongs=_COUNT_WRONGS, rtol=0.0, atol=0.5,
+                             shape_hint="return one number, the total")
+    if verdict.passed:
+        total = parameter_count(GPT2_FAMILY["small"])["total"]
+        return Verdict(True, f"GPT-2 small has {total:,} parameters, and your function counts any size of GPT-2.")
+    return verdict
+

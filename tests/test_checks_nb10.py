@@ -1,0 +1,292 @@
+"""Notebook 10 checkers (layer norm, pre-norm block, changed rows, GPT-2 count) and the notebook's widget helpers."""
+
+import numpy as np
+import pytest
+from reference_block import layer_norm_ref, transformer_block_ref
+
+import attn_helpers as A
+from attn_helpers.checks import (
+    Verdict,
+    check_changed_rows,
+    check_gpt2_parameter_count,
+    check_layer_norm,
+    check_pre_norm_block,
+    solution,
+)
+from attn_helpers.checks import nb10 as checks
+from attn_helpers.examples import GPT2_FAMILY, creature_block_example, parameter_shares, stack_diagnostics
+from attn_helpers.widgets import nb10
+
+
+def _crash(*args):
+    raise RuntimeError("boom")
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
+           lambda *a: np.zeros((1, 1)), lambda *a: np.full((5, 4), np.nan), lambda *a: [[1, 2], [3]], Ellipsis,
+           lambda *a: (np.zeros((5, 4)), np.zeros(3)), {"a": 1}, 2.5, True, [1.5], [-1], [99], lambda *a: 1e300]
+
+
+# --- layer norm ------------------------------------------------------------------------------
+
+
+def test_layer_norm_solution_and_helper_pass():
+    assert check_layer_norm(checks.my_layer_norm).passed
+    assert check_layer_norm(lambda x, g, b, eps=1e-5: A.layer_norm(x, g, b, eps)).passed
+    assert check_layer_norm(lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True))
+                            / np.sqrt(x.var(-1, keepdims=True) + eps) + b).passed
+
+
+def test_layer_norm_solution_matches_the_loop_reference():
+    x = np.random.default_rng(0).standard_normal((4, 6))
+    gamma, beta = np.linspace(0.5, 2, 6), np.linspace(-1, 1, 6)
+    np.testing.assert_allclose(checks.my_layer_norm(x, gamma, beta), layer_norm_ref(x, gamma, beta), rtol=1e-12)
+
+
+def _norm(x, axis=-1, ddof=0, eps=1e-5):
+    return (x - x.mean(axis, keepdims=True)) / np.sqrt(x.var(axis, ddof=ddof, keepdims=True) + eps)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, g, b, eps=1e-5: g * _norm(x, axis=0) + b, "batch-norm's direction"),
+    (lambda x, g, b, eps=1e-5: g * _norm(x, axis=1) + b, "axis=1 is the feature axis"),
+    (lambda x, g, b, eps=1e-5: g * _norm(x, ddof=1) + b, "unbiased variance"),
+    (lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + eps) + b,
+     "inside the square root"),
+    (lambda x, g, b, eps=1e-5: _norm(x), "forgot the learned scale and shift"),
+    (lambda x, g, b, eps=1e-5: b * _norm(x) + g, "swapped"),
+    (lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + eps) + b,
+     "divided by the variance"),
+    (lambda x, g, b, eps=1e-5: g * x / np.sqrt(x.var(-1, keepdims=True) + eps) + b, "subtract each token's mean"),
+    (lambda x, g, b, eps=1e-5: g * ((x - x.mean(-1)) / np.sqrt(x.var(-1) + eps)) + b, "keepdims"),
+])
+def test_layer_norm_wrong_answers_get_specific_hints(wrong, hint):
+    verdict = check_layer_norm(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint, verdict
+
+
+def test_layer_norm_not_implemented_and_crash():
+    assert "not implemented yet" in check_layer_norm(_stub).message
+    assert "raised RuntimeError" in check_layer_norm(_crash).message
+
+
+# --- pre-norm block --------------------------------------------------------------------------
+
+
+def test_pre_norm_block_solution_and_helper_pass():
+    assert check_pre_norm_block(checks.my_pre_norm_block).passed
+    assert check_pre_norm_block(lambda x, p: A.transformer_block(x, p)[0]).passed
+
+
+def test_pre_norm_block_solution_matches_the_loop_reference():
+    p = checks._block_params(1)
+    x = np.random.default_rng(1).standard_normal((5, 8))
+    np.testing.assert_allclose(checks.my_pre_norm_block(x, p), transformer_block_ref(x, p)[0], rtol=1e-6, atol=1e-8)
+
+
+def _ln(x, p, k):
+    return A.layer_norm(x, getattr(p, f"norm_{k}_gamma"), getattr(p, f"norm_{k}_beta"), p.eps)
+
+
+def _mha(x, p):
+    return A.multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)[0]
+
+
+def _ffn(x, p):
+    return A.feed_forward(x, p.w_1, p.w_2)
+
+
+def _normalised_stream(x, p):
+    x = _ln(x, p, 1)
+    x = x + _mha(x, p)
+    x = _ln(x, p, 2)
+    return x + _ffn(x, p)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, p: A.transformer_block(x, p, norm_first=False)[0], "post-norm"),
+    (lambda x, p: A.transformer_block(x, p, residual=False)[0], "no residual connections"),
+    (lambda x, p: _ffn(_ln(x + _mha(_ln(x, p, 1), p), p, 2), p), "second residual is missing"),
+    (lambda x, p: x + _mha(_ln(x, p, 1), p) + _ffn(_ln(x, p, 2), p), "AFTER attention"),
+    (_normalised_stream, "overwrote the stream"),
+    (lambda x, p: (lambda y: y + _ffn(_ln(y, p, 1), p))(x + _mha(_ln(x, p, 1), p)), "norm_2_gamma"),
+    (lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)), "attention first"),
+    (lambda x, p: A.transformer_block(x, p), "unpack it"),
+])
+def test_pre_norm_block_wrong_answers_get_specific_hints(wrong, hint):
+    verdict = check_pre_norm_block(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint, verdict
+
+
+# --- predict, then run -----------------------------------------------------------------------
+
+
+def test_changed_rows_follow_the_mask():
+    assert checks.changed_rows(2) == [2, 3, 4, 5, 6, 7]
+    assert checks.changed_rows(7) == [7]
+    assert checks.changed_rows(0) == list(range(8))
+    assert checks.changed_rows(5, causal=False) == list(range(8))
+
+
+def test_changed_rows_independently_with_the_loop_reference():
+    example = creature_block_example(num_blocks=1)
+    X, p = example["X"].astype(np.float64), example["blocks"][0]
+    changed = X.copy()
+    changed[2] = -X[2]
+    before, _ = transformer_block_ref(X, p, mask=A.causal_mask(8))
+    after, _ = transformer_block_ref(changed, p, mask=A.causal_mask(8))
+    assert list(np.flatnonzero(np.abs(after - before).max(axis=-1) > 1e-6)) == checks.changed_rows(2)
+
+
+@pytest.mark.parametrize("prediction", [[2, 3, 4, 5, 6, 7], (7, 6, 5, 4, 3, 2), np.arange(2, 8), range(2, 8),
+                                        [2, 3, 3, 4, 5, 6, 7], [np.int64(2), 3, 4, 5, 6, 7]])
+def test_changed_rows_right_predictions_pass(prediction):
+    assert check_changed_rows(prediction).passed
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    ([2], "each LATER token"),
+    (2, "each LATER token"),
+    ([0, 1, 2], "reversed"),
+    ([0, 1], "reversed, and"),
+    (list(range(8)), "encoder block"),
+    ([], "own output row"),
+    ([3, 4], "mask[i, j]"),
+])
+def test_changed_rows_wrong_predictions_get_hints(prediction, hint):
+    verdict = check_changed_rows(prediction)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("prediction", [..., None, "2, 3", [1.5], [True], [9], [-1], {"a": 1}, 2.5, [[1, 2]]])
+def test_changed_rows_bad_predictions_explain_the_format(prediction):
+    verdict = check_changed_rows(prediction)
+    assert not verdict.passed and verdict.message and verdict.hint
+
+
+# --- GPT-2's parameter count -----------------------------------------------------------------
+
+
+def test_gpt2_count_solution_passes_and_is_independent_of_the_helper():
+    assert check_gpt2_parameter_count(checks.my_gpt2_parameter_count).passed
+    assert checks.my_gpt2_parameter_count(GPT2_FAMILY["small"]) == 124_439_808
+    # the published sizes of the family (Hugging Face num_parameters(), tied embeddings)
+    published = {"small": 124_439_808, "medium": 354_823_168, "large": 774_030_080, "xl": 1_557_611_200}
+    for name, config in GPT2_FAMILY.items():
+        assert checks.my_gpt2_parameter_count(config) == A.parameter_count(config)["total"] == published[name]
+
+
+def test_gpt2_count_equals_the_arrays_of_real_blocks():
+    d = 16
+    config = {"num_layers": 3, "d_model": d, "num_heads": 4, "vocab_size": 50, "context_length": 10}
+    blocks = [A.init_block_params(d, 4, bias=True, rng=n) for n in range(3)]
+    arrays = sum(b.num_parameters for b in blocks) + 50 * d + 10 * d + 2 * d
+    assert checks.my_gpt2_parameter_count(config) == arrays == A.parameter_count(config)["total"]
+
+
+def _gpt2(c, **changes):
+    sizes = {k: c[k] for k in ("num_layers", "d_model", "num_heads", "vocab_size", "context_length")}
+    return A.parameter_count({**sizes, **changes})
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda c: _gpt2(c, bias=False)["total"], "biases are missing"),
+    (lambda c: _gpt2(c)["total"] - _gpt2(c)["final_norm"], "one more layer norm"),
+    (lambda c: _gpt2(c)["total"] - _gpt2(c)["final_norm"] - _gpt2(c)["layer_norms"], "layer norms are missing"),
+    (lambda c: _gpt2(c)["total"] - _gpt2(c)["layer_norms"], "inside each block"),
+    (lambda c: _gpt2(c, tied_embeddings=False)["total"], "ties its embeddings"),
+    (lambda c: _gpt2(c, learned_positions=False)["total"], "position embeddings"),
+    (lambda c: _gpt2(c, d_ff=c["d_model"])["total"], "4 * d_model"),
+    (lambda c: _gpt2(c)["total"] + (c["num_heads"] - 1) * _gpt2(c)["attention"], "do not multiply by num_heads"),
+    (lambda c: _gpt2(c, num_layers=1)["total"], "one block"),
+    (lambda c: _gpt2(c)["total"] - c["num_layers"] * 2 * c["d_model"] - c["d_model"], "TWO vectors"),
+])
+def test_gpt2_count_wrong_answers_get_hints(wrong, hint):
+    verdict = check_gpt2_parameter_count(wrong)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_gpt2_count_typed_number_is_not_a_function():
+    verdict = check_gpt2_parameter_count(124_439_808)
+    assert not verdict.passed and "pass the function itself" in verdict.hint
+
+
+# --- garbage never raises --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checker", [check_layer_norm, check_pre_norm_block, check_changed_rows,
+                                     check_gpt2_parameter_count])
+def test_checkers_never_raise_on_garbage(checker):
+    for garbage in GARBAGE:
+        verdict = checker(garbage)
+        assert isinstance(verdict, Verdict)
+        assert not verdict.passed and verdict.message
+
+
+@pytest.mark.parametrize("name", ["my_layer_norm", "my_pre_norm_block", "my_gpt2_parameter_count"])
+def test_solutions_are_registered(name):
+    assert "def " in solution(name).source
+
+
+# --- widget helpers --------------------------------------------------------------------------
+
+
+def test_parameter_shares_add_up_and_match_the_counts():
+    shares = parameter_shares()
+    for name, parts in shares.items():
+        assert abs(sum(parts.values()) - 1) < 1e-12
+        counts = A.parameter_count(GPT2_FAMILY[name])
+        assert parts["feed_forward"] == counts["feed_forward"] / counts["total"]
+    assert shares["small"]["feed_forward"] < shares["xl"]["feed_forward"]  # wider models: the FFN dominates
+
+
+def test_all_diagnostics_match_stack_diagnostics_and_the_blocks():
+    example = creature_block_example()
+    diagnostics = nb10.all_diagnostics(example)
+    assert set(diagnostics) == {(True, True), (True, False), (False, True), (False, False)}
+    d = diagnostics[(False, True)]
+    direct = stack_diagnostics(example["X"], example["blocks"], norm_first=False, residual=True)
+    np.testing.assert_array_equal(d["states"], direct["states"])
+    # post-norm ends with a layer norm (gamma 1, beta 0): every token has length sqrt(d_model) = 4
+    np.testing.assert_allclose(d["norm"][1:], 4.0, rtol=1e-4)
+    # independently: the states are the blocks applied one after another
+    h = example["X"]
+    for n, params in enumerate(example["blocks"][:3], start=1):
+        h, _ = A.transformer_block(h, params, norm_first=False)
+        np.testing.assert_allclose(d["states"][n], h, rtol=1e-6)
+    own = [np.mean([h_t @ x_t / np.linalg.norm(h_t) / np.linalg.norm(x_t) for h_t, x_t in zip(s, example["X"])])
+           for s in d["states"]]
+    np.testing.assert_allclose(d["own_input"], own, rtol=1e-5, atol=1e-6)
+
+
+def test_residuals_keep_tokens_distinct_in_the_example():
+    diagnostics = nb10.all_diagnostics()
+    with_residuals, without = diagnostics[(True, True)], diagnostics[(True, False)]
+    assert with_residuals["own_input"][1] > 0.5 > abs(without["own_input"][1])
+    assert without["between_tokens"][3] > 0.99 > with_residuals["between_tokens"][3]
+
+
+@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
+def test_stream_explorer_draws_every_control_combination():
+    explorer = nb10.stream_explorer()
+    for placement in nb10.PLACEMENTS:
+        for residual in (True, False):
+            for num_blocks in (0, 1, 6, 12):
+                png, note = explorer.render(placement=placement, residual=residual, num_blocks=num_blocks)
+                assert png[:4] == b"\x89PNG" and f"After {num_blocks} block" in note
+
+
+@pytest.mark.filterwarnings("ignore:The set_bad function:PendingDeprecationWarning")
+def test_static_figures_draw():
+    from matplotlib.figure import Figure
+
+    for draw in (nb10.draw_block_diagram, nb10.draw_parameter_breakdown):
+        fig = Figure()
+        draw(fig)
+        assert fig.axes
