@@ -18,6 +18,7 @@ __all__ = [
     "as_positive_int",
     "result_float_dtype",
     "as_number",
+    "as_positive_number",
     "check_axis",
     "softmax_inputs",
     "attention_inputs",
@@ -140,6 +141,14 @@ def as_number(value, name: str, kind: str = "a number", range_: str = "finite") 
     return number
 
 
+def as_positive_number(value, name: str, why: str = "") -> float:
+    """``value`` as a Python float > 0, or a ``TypeError``/``ValueError`` naming ``name`` (and ``why`` it must be)."""
+    number = as_number(value, name, "a positive number", "a finite number > 0")
+    if not number > 0:
+        raise ValueError(f"{name} must be a finite number > 0{why}; got {value!r}")
+    return number
+
+
 def softmax_inputs(x, axis, temperature):
     """Validated ``(scores, axis, temperature)`` for :func:`~attn_helpers.core.softmax`.
 
@@ -148,9 +157,7 @@ def softmax_inputs(x, axis, temperature):
     (then the division happens in float64, never ``x / 0`` or ``x / inf``).
     """
     if type(temperature) is not float or not 0 < temperature < math.inf:  # a plain positive float passes at once
-        temperature = as_number(temperature, "temperature", "a positive number", "a finite number > 0")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
+        temperature = as_positive_number(temperature, "temperature")
     scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")

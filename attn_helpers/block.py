@@ -19,7 +19,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._validate import as_bool_mask, as_float_array, as_number, as_positive_int, result_float_dtype
+from ._validate import (
+    as_bool_mask,
+    as_float_array,
+    as_positive_int,
+    as_positive_number,
+    result_float_dtype,
+)
 from .core import scaled_dot_product_attention
 from .multihead import _check_bias, _check_weight, _plus, merge_heads, multi_head_attention, split_heads
 
@@ -38,10 +44,7 @@ __all__ = [
 
 
 def _eps(eps):
-    eps = as_number(eps, "eps", "a positive number", "a finite number > 0")
-    if not eps > 0:
-        raise ValueError(f"eps must be a finite number > 0 (it keeps a constant token from dividing by 0); got {eps!r}")
-    return eps
+    return as_positive_number(eps, "eps", " (it keeps a constant token from dividing by 0)")
 
 
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, as_number, as_positive_int
+from ._validate import as_float_array, as_positive_int, as_positive_number
 
 __all__ = [
     "frequencies",
@@ -34,10 +34,7 @@ __all__ = [
 
 
 def _as_base(base):
-    base = as_number(base, "base", "a positive number", "a finite number > 0")
-    if not base > 0:
-        raise ValueError(f"base must be a finite number > 0; got {base!r}")
-    return base
+    return as_positive_number(base, "base")
 
 
 def _as_float_dtype(dtype):
