@@ -24,6 +24,7 @@ __all__ = [
     "attention_inputs",
     "batch_shape",
     "largest_magnitude",
+    "sum_of_squares",
 ]
 
 
@@ -53,7 +54,8 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
             raise TypeError(
                 f"{name} could not be turned into a numpy array ({type(err).__name__}: {err}); pass a numpy array"
             ) from None
-    if arr.dtype == np.float32 or arr.dtype == np.float64:  # the usual case: nothing to convert
+    char = arr.dtype.char
+    if char == "f" or char == "d":  # float32 or float64, the usual case: nothing to convert
         kind = "f"
     else:
         kind = arr.dtype.kind
@@ -62,7 +64,7 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
         raise TypeError(f"{name} must be numeric (an array of floats); got {got}")
     if kind != "f":
         arr = arr.astype(np.float64)
-    elif arr.dtype not in (np.float32, np.float64):  # float16 -> float32, longdouble -> float64
+    elif char != "f" and char != "d":  # float16 -> float32, longdouble -> float64
         arr = arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
     if arr.ndim < min_ndim:
         need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
@@ -83,6 +85,22 @@ def _not_finite(arr: np.ndarray, name: str, allow_neg_inf: bool = False):
     if not allow_neg_inf or np.isposinf(arr).any():
         allowed = "finite or -inf" if allow_neg_inf else "finite"
         raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
+
+
+def sum_of_squares(arr: np.ndarray, name: str) -> float:
+    """``sum(arr ** 2)`` as a Python float, from one BLAS call; a clear ``ValueError`` for NaN or inf.
+
+    An inf or NaN entry makes the sum inf or NaN. So can a sum that overflows float32
+    (entries beyond about 1e19): then it is summed again in float64, where no float32
+    input overflows. A float64 sum beyond 1.8e308 comes back as ``inf``.
+    """
+    total = float(np.vdot(arr, arr))
+    if not math.isfinite(total):
+        if not np.isfinite(arr).all():
+            _not_finite(arr, name)
+        wide = arr.astype(np.float64)
+        total = float(np.vdot(wide, wide))  # inf only for float64 entries beyond about 1e154
+    return total
 
 
 def largest_magnitude(arr: np.ndarray, name: str) -> float:
@@ -119,10 +137,13 @@ def as_positive_int(n, name: str, *, allow_zero: bool = False) -> int:
     return n
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 def result_float_dtype(*arrays: np.ndarray) -> np.dtype:
     """The floating dtype of a result computed from ``arrays`` (float32 only if all are)."""
-    if all(a.dtype == np.float32 for a in arrays):  # the usual case, without numpy's type promotion
-        return np.dtype(np.float32)
+    if all(a.dtype.char == "f" for a in arrays):  # all float32, the usual case: no type promotion
+        return _FLOAT32
     return np.result_type(*arrays, np.float32)
 
 
@@ -152,7 +173,7 @@ def as_positive_number(value, name: str, why: str = "") -> float:
 def softmax_inputs(x, axis, temperature):
     """Validated ``(scores, axis, temperature)`` for :func:`~attn_helpers.core.softmax`.
 
-    ``temperature`` comes back as a numpy scalar of a dtype that holds it: float64 when
+    ``temperature`` comes back as a Python float, or as ``np.float64`` when
     the scores are float32 and the temperature lies outside float32's normal range
     (then the division happens in float64, never ``x / 0`` or ``x / inf``).
     """
@@ -162,14 +183,14 @@ def softmax_inputs(x, axis, temperature):
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
     check_axis(axis, scores, "x")
-    tiny, largest = _NORMAL_RANGE[scores.dtype]
-    return scores, int(axis), (scores.dtype.type if tiny <= temperature <= largest else np.float64)(temperature)
+    tiny, largest = _NORMAL_RANGE[scores.dtype.char]
+    return scores, int(axis), temperature if tiny <= temperature <= largest else np.float64(temperature)
 
 
 #: The smallest and largest normal number of each float dtype.
-_NORMAL_RANGE = {np.dtype(t): (float(np.finfo(t).tiny), float(np.finfo(t).max)) for t in (np.float32, np.float64)}
+_NORMAL_RANGE = {np.dtype(t).char: (float(np.finfo(t).tiny), float(np.finfo(t).max)) for t in (np.float32, np.float64)}
 #: A quarter of each float dtype's largest number: room for the rounding of the bound.
-_LARGEST = {np.dtype(t): float(np.finfo(t).max) / 4 for t in (np.float32, np.float64)}
+_LARGEST = {np.dtype(t).char: float(np.finfo(t).max) / 4 for t in (np.float32, np.float64)}
 
 
 def check_axis(axis, arr: np.ndarray, name: str) -> None:
@@ -188,9 +209,9 @@ def attention_inputs(queries, keys, values, mask, scale):
     scale as a Python float (default ``1 / sqrt(d_k)``) and the dtype of the results
     (float32 only if all inputs are). Scores that could overflow float64 raise ``ValueError``.
     """
-    q = as_float_array(queries, "queries", min_ndim=2, check_finite=False)  # checked with the bound below
+    q = as_float_array(queries, "queries", min_ndim=2, check_finite=False)  # checked by the bound below
     k = as_float_array(keys, "keys", min_ndim=2, check_finite=False)
-    v = as_float_array(values, "values", min_ndim=2)
+    v = as_float_array(values, "values", min_ndim=2, check_finite=False)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"queries and keys need the same d_k: queries has shape {q.shape} and keys has shape {k.shape}; "
@@ -201,7 +222,6 @@ def attention_inputs(queries, keys, values, mask, scale):
             f"keys and values need the same T_k (one value per key): keys has shape {k.shape} and values has "
             f"shape {v.shape}; expected keys.shape[-2] == values.shape[-2]"
         )
-    arrays = {"queries": q, "keys": k, "values": v}
     t_q, t_k = q.shape[-2], k.shape[-2]
     if mask is not None:
         m = as_bool_mask(mask)
@@ -212,18 +232,22 @@ def attention_inputs(queries, keys, values, mask, scale):
                 f"mask of shape {np.shape(mask)} does not broadcast to the scores' shape (..., T_q, T_k) = "
                 f"(..., {t_q}, {t_k}); expected its last two axes to be ({t_q} or 1, {t_k} or 1)"
             )
-        arrays["mask"] = mask = m
-    batch_shape("scaled_dot_product_attention", **arrays)
+        mask = m
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] or mask is not None:  # else nothing to broadcast
+        arrays = {"queries": q, "keys": k, "values": v, "mask": mask}
+        batch_shape("scaled_dot_product_attention", **{n: a for n, a in arrays.items() if a is not None})
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = as_number(scale, "scale")
     dtype = result_float_dtype(q, k, v)
-    # Every score is at most |q . k| * |scale| <= d_k * max|q| * max|k| * |scale|. When that
-    # bound could pass float32's range, compute in float64 (no float32 input overflows there)
-    # and round the results back; when it could pass float64's, say so rather than give NaN.
-    bound = q.shape[-1] * largest_magnitude(q, "queries") * largest_magnitude(k, "keys") * max(1.0, abs(scale))
-    if bound > _LARGEST[dtype]:
-        if bound > _LARGEST[np.dtype(np.float64)]:
+    # Every score is at most ||q_i|| ||k_j|| |scale| <= sqrt(sum q^2) sqrt(sum k^2) |scale|
+    # (Cauchy-Schwarz). When that bound could pass float32's range, compute in float64
+    # (no float32 input overflows there) and round the results back; when it could pass
+    # float64's, say so rather than give NaN. The sums also prove every entry finite.
+    sum_of_squares(v, "values")
+    bound = math.sqrt(sum_of_squares(q, "queries") * sum_of_squares(k, "keys")) * max(1.0, abs(scale))
+    if bound > _LARGEST[dtype.char]:
+        if bound > _LARGEST["d"]:
             raise ValueError(
                 f"the scores could overflow float64 (|score| up to {bound:.3g}, beyond 1.8e308): scale={scale:g} "
                 f"times the dot products of queries and keys is too large; rescale queries, keys or scale"
