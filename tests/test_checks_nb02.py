@@ -8,7 +8,8 @@ import pytest
 from attn_helpers.checks import Verdict, check_dot_score, check_score_matrix
 from attn_helpers.checks.nb02 import dot_score, score_matrix
 from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings
-from attn_helpers.widgets.nb02 import EXPLORERS, METRICS, angles_degrees, score_explorer
+from attn_helpers.measures import angles_degrees
+from attn_helpers.widgets.nb02 import EXPLORERS, METRICS, score_explorer
 
 
 def _stub(*args):

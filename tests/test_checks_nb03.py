@@ -9,7 +9,8 @@ from attn_helpers import softmax
 from attn_helpers.checks import Verdict, check_softmax_any_axis
 from attn_helpers.checks.nb03 import softmax_any_axis
 from attn_helpers.examples import JOURNEY_TOKENS
-from attn_helpers.widgets.nb03 import EXPLORERS, TEMPERATURES, entropy_curve, temperature_explorer, temperature_slider
+from attn_helpers.measures import entropy_curve
+from attn_helpers.widgets.nb03 import EXPLORERS, TEMPERATURES, temperature_explorer, temperature_slider
 
 
 def _stub(x, axis=-1):

@@ -6,8 +6,8 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import heatmap
-from . import Explorer, dropdown
+from ..plotting import OUTLINE_COLOUR, heatmap, token_colour
+from . import Explorer, dropdown, pick, set_bars, value_bars
 
 __all__ = ["row_explorer", "draw_row", "update_row", "EXPLORERS"]
 
@@ -19,9 +19,10 @@ def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
     features = [f"feature {j}" for j in range(X.shape[1])]
     heatmap(X, tokens, features, ax=left, xlabel="feature (column)", ylabel="token (row)", vmin=0, vmax=1,
             title=f"X, shape {X.shape}", cbar_label="value")
-    outline = left.add_patch(Rectangle((-0.5, -0.5), X.shape[1], 1, fill=False, edgecolor="#e66101", linewidth=3))
-    bars = right.bar(features, np.zeros(X.shape[1]), color="#e66101")
-    values = right.bar_label(bars, labels=[""] * X.shape[1])
+    outline = left.add_patch(Rectangle((-0.5, -0.5), X.shape[1], 1, fill=False, edgecolor=OUTLINE_COLOUR,
+                                       linewidth=3.5))
+    bars, values = value_bars(right, X.shape[1], token_colour(token))
+    right.set_xticks(range(X.shape[1]), labels=features)
     right.set_ylim(0, 1.05)
     right.set_ylabel("value")
     right.set_title(" ")
@@ -31,16 +32,14 @@ def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
 
 
 def update_row(fig, token="journey", **_):
-    """Move the outline and the bars to ``token``'s row (the live widget's fast path)."""
-    h = fig.handles
-    i = h["tokens"].index(token)
-    row = h["X"][i]
-    h["outline"].set_y(i - 0.5)
-    for bar, label, value in zip(h["bars"], h["values"], row):
-        bar.set_height(value)
-        label.set_text(f"{value:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, value)
-    h["ax"].set_title(f"X[{i}]: the vector of {token!r}")
+    """Move the outline to ``token``'s row; draw the row as bars in the token's colour (the live widget's fast path)."""
+    parts = fig.handles
+    i, token = pick(parts["tokens"], token)
+    row = parts["X"][i]
+    colour = token_colour(token, i)
+    parts["outline"].set_y(i - 0.5)
+    set_bars(parts["bars"], row, parts["values"], colours=[colour] * len(row))
+    parts["ax"].set_title(f"X[{i}]: the vector of {token!r}")
     return f"<code>X[{i}]</code> = <code>{np.array2string(row, precision=2)}</code>: row {i} is the token {token!r}"
 
 
