@@ -1,4 +1,4 @@
-"""Measures that the figures of notebooks 02-04 show (numpy only, testable without a figure).
+"""Measures that the figures and predictions of notebooks 00-04 show (numpy only, testable without a figure).
 
 Each explorer in :mod:`attn_helpers.widgets` draws one of these numbers; keeping them here
 means they are tested, and usable, without matplotlib or ipywidgets.
@@ -10,7 +10,39 @@ import numpy as np
 
 from .core import cosine_similarity, entropy, softmax
 
-__all__ = ["angles_degrees", "entropy_curve", "convex_hull_2d"]
+__all__ = ["summary_shares", "angles_degrees", "entropy_curve", "convex_hull_2d"]
+
+
+def summary_shares(T, keep=0.5):
+    """How much of each of ``T`` tokens is left in a running summary of them, the bottleneck of a recurrent network.
+
+    The summary starts as the first token, ``h = x(0)``, and takes in one token at a time,
+    ``h = keep * h + (1 - keep) * x(t)``: one fixed-size vector, however long the text. The
+    share of token ``j`` in the final ``h`` is the weight the recurrence gives ``x(j)``; it is
+    found here by feeding in one-hot vectors, so that ``h`` holds the shares themselves.
+
+    Parameters
+    ----------
+    T : int
+        Number of tokens.
+    keep : float
+        How much of the old summary each step keeps, in [0, 1].
+
+    Returns
+    -------
+    shares : ndarray, shape (T,)
+        Non-negative, summing to 1; the first token's share is ``keep ** (T - 1)``.
+
+    Examples
+    --------
+    >>> summary_shares(4).tolist()
+    [0.125, 0.125, 0.25, 0.5]
+    """
+    tokens = np.eye(int(T))  # (T, T): token t as a one-hot vector, so h reads as shares
+    h = tokens[0]
+    for t in range(1, int(T)):
+        h = keep * h + (1 - keep) * tokens[t]
+    return h
 
 
 def angles_degrees(query, keys):

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
-from attn_helpers.checks import check_context_vectors, solution  # noqa: E402
+from attn_helpers.checks import check_context_vectors, check_doubled_weights, solution  # noqa: E402
 from attn_helpers.checks.nb04 import context_vectors  # noqa: E402
 from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings  # noqa: E402
 from attn_helpers.measures import convex_hull_2d  # noqa: E402
@@ -175,3 +175,27 @@ def test_note_reports_the_computed_weights():
     w = JOURNEY_TOKENS.index("with")
     top = int(np.argmax(weights[w]))
     assert f"attends most to {JOURNEY_TOKENS[top]!r} ({weights[w, top]:.3f})" in fig.note
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: double every embedding; what happens to the largest weight of 'with'?
+
+def test_doubled_weights_right_prediction_passes():
+    X = journey_embeddings().astype(np.float64)
+    w = JOURNEY_TOKENS.index("with")
+    before = softmax(np.array([X[w] @ x for x in X])).max()
+    after = softmax(np.array([(2 * X[w]) @ (2 * x) for x in X])).max()
+    assert after > before
+    assert check_doubled_weights("grow").passed
+
+
+@pytest.mark.parametrize("wrong, hint", [("stay the same", "not scale-free"), ("shrink", "sharper, not flatter")])
+def test_doubled_weights_wrong_predictions_get_their_hint(wrong, hint):
+    verdict = check_doubled_weights(wrong)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, 2, "bigger", ("grow",)])
+def test_doubled_weights_never_raises(garbage):
+    verdict = check_doubled_weights(garbage)
+    assert not verdict.passed and verdict.hint
