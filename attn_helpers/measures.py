@@ -16,10 +16,10 @@ __all__ = ["summary_shares", "angles_degrees", "entropy_curve", "convex_hull_2d"
 def summary_shares(T, keep=0.5):
     """How much of each of ``T`` tokens is left in a running summary of them, the bottleneck of a recurrent network.
 
-    The summary starts as the first token, ``h = x(0)``, and takes in one token at a time,
-    ``h = keep * h + (1 - keep) * x(t)``: one fixed-size vector, however long the text. The
-    share of token ``j`` in the final ``h`` is the weight the recurrence gives ``x(j)``; it is
-    found here by feeding in one-hot vectors, so that ``h`` holds the shares themselves.
+    The summary (an RNN's hidden state, called ``s`` here since ``h`` counts heads) starts as the
+    first token, ``s = x(0)``, and takes in one token at a time, ``s = keep * s + (1 - keep) * x(t)``:
+    one fixed-size vector, however long the text. The share of token ``j`` in the final ``s`` is the
+    weight the recurrence gives ``x(j)``; feeding in one-hot vectors makes ``s`` hold the shares.
 
     Parameters
     ----------
@@ -38,11 +38,11 @@ def summary_shares(T, keep=0.5):
     >>> summary_shares(4).tolist()
     [0.125, 0.125, 0.25, 0.5]
     """
-    tokens = np.eye(int(T))  # (T, T): token t as a one-hot vector, so h reads as shares
-    h = tokens[0]
+    tokens = np.eye(int(T))  # (T, T): token t as a one-hot vector, so the summary reads as shares
+    summary = tokens[0]
     for t in range(1, int(T)):
-        h = keep * h + (1 - keep) * tokens[t]
-    return h
+        summary = keep * summary + (1 - keep) * tokens[t]
+    return summary
 
 
 def angles_degrees(query, keys):
