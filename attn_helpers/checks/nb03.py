@@ -133,7 +133,7 @@ def check_cold_choice(token, query="one", temperature=0.001):
                 "largest score wins, and a token's score with itself is not always the largest.")
 
 
-def check_spot_the_slip(total, weights):
+def check_spot_the_slip(total, weights=...):
     """Grade the slip in the lecture notes: the sum of their printed weights, and the softmax they should have been."""
     notes = np.array(NOTES_WEIGHTS)
     found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[
