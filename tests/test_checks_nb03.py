@@ -212,6 +212,12 @@ def test_spot_the_slip_right_answers_pass():
     assert "not filled in" in check_spot_the_slip(1.83).message  # the total found, the weights still to come
 
 
+def test_spot_the_slip_solution_passes():
+    from attn_helpers.checks.nb03 import NOTES_SCORES, NOTES_WEIGHTS, spot_the_slip
+
+    assert check_spot_the_slip(*spot_the_slip(np.array(NOTES_SCORES), np.array(NOTES_WEIGHTS))).passed
+
+
 @pytest.mark.parametrize("total, weights, hint", [
     (1.0, None, "SHOULD sum to"),
     (1.83, np.array([0.02, 0.92, 0.89, 0.0]), "notes' own"),
