@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
 from attn_helpers.checks import check_asymmetric_keys, check_self_attention_qkv, solution  # noqa: E402
 from attn_helpers.checks.nb05 import asymmetric_keys, self_attention_qkv  # noqa: E402
-from attn_helpers.examples import i_love_ai  # noqa: E402
+from attn_helpers.examples import i_love_ai, qkv_attention_steps  # noqa: E402
 from attn_helpers.widgets import nb05  # noqa: E402
 
 
@@ -138,12 +138,12 @@ def test_asymmetric_checker_hints_and_never_raises(value, hint):
     assert hint in verdict.message + verdict.hint
 
 
-# ---------------------------------------------------------------- widget module
+# ---------------------------------------------------------------- the worked steps (examples.py) and the widget
 
 
 def test_steps_match_helper_and_loop():
     X, W_q, W_k, W_v = love()
-    steps = nb05.qkv_attention_steps(X, W_q, W_k, W_v)
+    steps = qkv_attention_steps(X, W_q, W_k, W_v)
     context, weights = scaled_dot_product_attention(steps["Q"], steps["K"], steps["V"])
     np.testing.assert_allclose(steps["context"], context, rtol=1e-6)
     np.testing.assert_allclose(steps["weights"], weights, rtol=1e-6)

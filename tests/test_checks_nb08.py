@@ -6,6 +6,7 @@ import pytest
 from attn_helpers import merge_heads, multi_head_attention, split_heads
 from attn_helpers.checks import Verdict, check_merge_heads, check_parameter_count, check_split_heads
 from attn_helpers.checks.nb08 import my_merge_heads, my_split_heads, parameter_count_with_biases
+from attn_helpers.examples import creature_example, creature_heads_example
 from attn_helpers.widgets import nb08
 
 
@@ -154,20 +155,20 @@ def test_head_assignment_matches_split_heads():
 
 
 def test_head_contributions_sum_to_the_output():
-    ex = nb08.creature_example()
+    ex = creature_heads_example()
     for num_heads in nb08.HEAD_CHOICES:
         out, weights = multi_head_attention(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"], ex["W_o"], num_heads)
         values = split_heads(ex["X"] @ ex["W_v"], num_heads)
         parts = nb08.head_contributions(weights @ values, ex["W_o"])
         np.testing.assert_allclose(parts.sum(axis=0), out, rtol=1e-4, atol=1e-5)
         # independently: head i's context times rows [i*d_h:(i+1)*d_h] of W_o
-        head_dim = 16 // num_heads
+        head_dim = ex["X"].shape[1] // num_heads
         context = weights @ values
         for i in range(num_heads):
             expected = context[i] @ ex["W_o"][i * head_dim:(i + 1) * head_dim]
             np.testing.assert_allclose(parts[i], expected, rtol=1e-5, atol=1e-6)
         shares = nb08.head_shares(parts)
-        assert shares.shape == (num_heads, 8) and (shares >= 0).all()
+        assert shares.shape == (num_heads, len(ex["X"])) and (shares >= 0).all()
         np.testing.assert_allclose(shares.sum(axis=0), 1.0, rtol=1e-12)
 
 
@@ -175,8 +176,11 @@ def test_head_shares_of_zero_parts_are_zero_not_nan():
     assert (nb08.head_shares(np.zeros((2, 3, 4))) == 0).all()
 
 
-def test_creature_example_is_deterministic():
-    a, b = nb08.creature_example(), nb08.creature_example()
+def test_creature_heads_example_is_deterministic_and_head_0_is_the_designed_one():
+    a, b = creature_heads_example(), creature_heads_example()
+    designed = creature_example()
+    np.testing.assert_array_equal(a["W_q"][:, :4], designed["W_q"])
+    np.testing.assert_array_equal(a["W_k"][:, :4], designed["W_k"])
     for name in a:
         np.testing.assert_array_equal(a[name], b[name])
 
