@@ -9,7 +9,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import softmax  # noqa: E402
-from attn_helpers.checks import check_attention_scale, check_scaled_scores, solution  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_attention_scale,
+    check_scaled_scores,
+    check_score_std_prediction,
+    solution,
+)
 from attn_helpers.checks.nb06 import attention_scale, scaled_scores  # noqa: E402
 from attn_helpers.scaling import (  # noqa: E402
     DK_CHOICES,
@@ -218,3 +223,28 @@ def test_the_typical_query_at_512_shows_the_vanishing_gradient():
     unscaled, scaled = softmax(scores), softmax(scores / np.sqrt(512))
     assert unscaled.max() > 0.95 and jacobian_norm(unscaled) < 0.1
     assert scaled.max() < 0.6 and jacobian_norm(scaled) > 0.25
+
+
+# --- predict, then run: the spread of raw scores at d_k = 256 -----------------------------------------
+
+
+def test_score_std_prediction_accepts_sqrt_d_k_and_what_sampling_shows():
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 20_000, 256))
+    sampled = float((q * k).sum(axis=1).std())  # independently of the package: about 16
+    assert abs(sampled - 16) < 0.5
+    for value in (16, 16.0, np.float32(16), sampled, 15, 17):
+        assert check_score_std_prediction(value).passed, value
+
+
+@pytest.mark.parametrize("value, hint", [
+    (256, "VARIANCE"),
+    (1, "AFTER dividing"),
+    (1 / 16, "scale factor"),
+    (128, "variances add"),
+    (8, "not 1/4"),
+    (0, "mean of the scores is 0"),
+])
+def test_score_std_prediction_wrong_values_get_hints(value, hint):
+    verdict = check_score_std_prediction(value)
+    assert not verdict.passed and hint in verdict.hint
