@@ -222,11 +222,15 @@ def update_grouping(fig, num_heads=4, split="right", **_):
             f"for head 0 produce.")
 
 
-def grouping_explorer():
-    """Pick the number of heads and a way to split; see which head gets which number."""
+def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
+    """Pick the number of heads and a way to split; see which head gets which number of a (T, d_model) matrix."""
     controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
                 "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
-    return Explorer(draw_grouping, controls, figsize=(9.5, 4.6), update=update_grouping)
+
+    def draw(fig, **values):
+        return draw_grouping(fig, tokens=tokens, d_model=d_model, **values)
+
+    return Explorer(draw, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
 # ---------------------------------------------------------------------------------------------
