@@ -16,8 +16,14 @@ __all__ = [
     "setup_style",
     "heatmap",
     "heatmap_grid",
-    "bar_weights",
+    "place_labels",
     "MASKED_COLOUR",
+    "HATCH_COLOUR",
+    "CONTEXT_COLOUR",
+    "HIGHLIGHT_EDGE",
+    "OUTLINE_COLOUR",
+    "GUIDE_COLOUR",
+    "FAINT_COLOUR",
     "OKABE_ITO",
     "SERIES_COLOURS",
     "token_colour",
@@ -26,6 +32,8 @@ __all__ = [
 
 #: Colour of masked cells: visibly different from any weight, even 0.
 MASKED_COLOUR = "#d9d9d9"
+#: The hatching drawn over masked cells.
+HATCH_COLOUR = "#969696"
 
 #: The Okabe-Ito palette (Okabe & Ito, 2008): eight colours that stay distinct for the
 #: common kinds of colour blindness. Every categorical colour of the series comes from here.
@@ -67,6 +75,19 @@ def token_colour(token, index=0):
 def token_colours(tokens):
     """One colour per token of a sentence (a list of hex strings), the same in every notebook."""
     return [token_colour(token, i) for i, token in enumerate(tokens)]
+
+
+# Colours with a role rather than a word (named once; every figure refers to these names).
+#: A context vector z, drawn over its inputs' token colours: the result, in black.
+CONTEXT_COLOUR = OKABE_ITO["black"]
+#: The outline of the chosen row (or column) of a heatmap: visible on every viridis colour.
+OUTLINE_COLOUR = OKABE_ITO["vermillion"]
+#: The edge of the one bar a figure's note talks about (the query's own key, the largest weight).
+HIGHLIGHT_EDGE = OKABE_ITO["black"]
+#: Reference lines and their labels: a uniform weight, a median, a tip-to-tail path.
+GUIDE_COLOUR = "#666666"
+#: Background marks: the zero lines of an axis, a cloud of thousands of points.
+FAINT_COLOUR = "#bdbdbd"
 
 _STYLE = {
     "figure.dpi": 90,
@@ -125,7 +146,8 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
     rows, cols = matrix.shape
     if mask is not None:
         for i, j in zip(*np.nonzero(np.ma.getmaskarray(shown))):
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#969696", linewidth=0))
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor=HATCH_COLOUR,
+                                   linewidth=0))
     if annotate and rows * cols <= 144:
         norm = image.norm
         for i in range(rows):
@@ -187,19 +209,76 @@ def heatmap_grid(matrices, titles=None, row_labels=None, col_labels=None, *, nco
     return fig
 
 
-def bar_weights(weights, labels, *, ax=None, title=None, highlight=None, ylim=(0, 1), ylabel="attention weight"):
-    """Bar chart of one query's weights over the keys, with the values printed on the bars."""
-    weights = np.asarray(weights, dtype=float)
-    ax = ax or plt.gca()
-    colours = ["#5ab4ac"] * len(weights)
-    if highlight is not None:
-        colours[highlight] = "#d8b365"
-    bars = ax.bar(range(len(weights)), weights, color=colours)
-    ax.bar_label(bars, labels=[f"{w:.2f}" for w in weights], fontsize=10)
-    ax.set_xticks(range(len(weights)), labels=list(labels))
-    if ylim is not None:
-        ax.set_ylim(*ylim)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    return bars
+# Where a label may go relative to its point: (offset in points, horizontal and vertical alignment).
+# The first ring hugs the point; the second, farther out, gets a thin leader line.
+_RING = (
+    ((5, 3), "left", "bottom"), ((5, -3), "left", "top"), ((-5, 3), "right", "bottom"), ((-5, -3), "right", "top"),
+    ((0, 7), "center", "bottom"), ((0, -7), "center", "top"), ((8, 0), "left", "center"), ((-8, 0), "right", "center"),
+)
+_LABEL_SPOTS = _RING + tuple(((3 * dx, 3 * dy), ha, va) for (dx, dy), ha, va in _RING)
+
+
+def _overlap(box, boxes):
+    """Total overlap area of ``box`` (x0, y0, x1, y1) with each row of ``boxes`` (n, 4)."""
+    boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
+    width = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
+    height = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
+    return float(np.sum(np.clip(width, 0, None) * np.clip(height, 0, None)))
+
+
+def place_labels(ax, xy, labels, colours=None, fontsize=11, **text_kwargs):
+    """Label points without (most) overlaps: each label takes the first spot around its point that is free.
+
+    A greedy placement: for each point in turn, try eight spots around it (then eight farther out, with
+    a leader line) and keep the first one that overlaps no label placed before, no other point and not
+    the edge of the axes (else the least bad one). Call it after the axis limits are set.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    xy : array_like, shape (n, 2)
+        The points, in data coordinates.
+    labels : sequence of str, length n
+    colours : sequence of colours, length n, optional
+
+    Returns
+    -------
+    texts : list of matplotlib Annotation
+    """
+    fig = ax.figure
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)  # settle the layout first, so that pixel positions are (nearly) final
+    renderer = fig.canvas.get_renderer()
+    xy = np.asarray(xy, dtype=float)
+    pixels = ax.transData.transform(xy)  # (n, 2)
+    points = np.hstack([pixels - 4, pixels + 4])  # (n, 4): a small box around each marker
+    frame = ax.get_window_extent(renderer).extents  # (x0, y0, x1, y1)
+    per_point = fig.dpi / 72.0
+    placed, texts = [], []
+    for k, (point, label) in enumerate(zip(xy, labels, strict=True)):
+        probe = ax.text(0, 0, label, fontsize=fontsize, **text_kwargs)
+        size = probe.get_window_extent(renderer)
+        probe.remove()
+        width, height = size.width + 6, size.height + 6  # 3 pixels of padding on each side
+        others = np.delete(points, k, axis=0)
+        best = None
+        for spot, ((dx, dy), ha, va) in enumerate(_LABEL_SPOTS):
+            x0 = pixels[k, 0] + dx * per_point - {"left": 3.0, "center": width / 2, "right": width - 3}[ha]
+            y0 = pixels[k, 1] + dy * per_point - {"bottom": 3.0, "center": height / 2, "top": height - 3}[va]
+            box = (x0, y0, x0 + width, y0 + height)
+            outside = width * height - _overlap(box, frame)
+            cost = _overlap(box, placed) + _overlap(box, others) + 3 * outside
+            if best is None or cost < best[0]:
+                best = (cost, spot, box)
+            if cost == 0:
+                break
+        _, spot, box = best
+        (dx, dy), ha, va = _LABEL_SPOTS[spot]
+        leader = {} if spot < len(_RING) else {"arrowprops": {"arrowstyle": "-", "color": GUIDE_COLOUR,
+                                                              "linewidth": 0.8, "shrinkA": 1, "shrinkB": 4}}
+        texts.append(ax.annotate(label, point, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                                 fontsize=fontsize, color=None if colours is None else colours[k], **leader,
+                                 **text_kwargs))
+        placed.append(box)
+    return texts

@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 
-from attn_helpers.checks import check_mean_embedding, check_num_tokens
+from attn_helpers.checks import check_first_token_share, check_mean_embedding, check_num_tokens
 from attn_helpers.checks.nb00 import mean_embedding
 
 
@@ -39,3 +40,28 @@ def test_a_matrix_product_error_gets_the_inner_dimension_hint():
     verdict = check_mean_embedding(lambda X: X @ X)  # (6, 3) @ (6, 3): inner dimensions 3 and 6
     assert "raised ValueError" in verdict.message
     assert "inner dimensions must agree" in verdict.hint
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: the share of the first token in a running summary (the RNN bottleneck)
+
+def test_first_token_share_right_prediction_passes_and_matches_an_independent_formula():
+    from attn_helpers.measures import summary_shares
+
+    shares = summary_shares(6)
+    assert shares.tolist() == [1 / 32, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2]  # (1/2)^(T-1) for the first token
+    assert check_first_token_share(0.5 ** 5).passed
+    assert check_first_token_share(0.03125).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (1 / 6, "plain average"), (0.5, "LAST token"), (1 / 64, "one halving too many"), (1 / 16, "one halving too few"),
+])
+def test_first_token_share_typical_wrong_predictions_get_their_hint(wrong, hint):
+    verdict = check_first_token_share(wrong)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, "a lot", [1, 2], float("nan")])
+def test_first_token_share_never_raises(garbage):
+    assert not check_first_token_share(garbage).passed

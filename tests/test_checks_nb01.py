@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from attn_helpers import cosine_similarity
-from attn_helpers.checks import check_cosine_scores, check_one_hot, solution
+from attn_helpers.checks import check_cosine_scores, check_one_hot, check_shared_neighbours, solution
 from attn_helpers.checks.nb01 import cosine_scores, one_hot
 
 
@@ -132,3 +132,36 @@ def test_solutions_are_registered_and_hidden():
         shown = solution(name)
         assert "hidden" in repr(shown) and "<details>" in shown._repr_html_()
         assert "def " in shown.source and "@register_solution" not in shown.source
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: how many of frog's top-5 by dot product are also top-5 by cosine?
+
+def _shared_top5_independently(word="frog", k=5):
+    """Rank every other word by dot product and by cosine with plain numpy sorting, count the overlap."""
+    from attn_helpers.glove import load_glove, word_to_index
+
+    _, vectors = load_glove()
+    row = word_to_index()[word]
+    vectors = vectors.astype(np.float64)
+    dots = vectors @ vectors[row]
+    cosines = dots / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(vectors[row]))
+    dots[row] = cosines[row] = -np.inf
+    return len(set(np.argsort(-dots)[:k]) & set(np.argsort(-cosines)[:k]))
+
+
+def test_shared_neighbours_right_prediction_passes():
+    shared = _shared_top5_independently()
+    assert check_shared_neighbours(shared).passed
+    assert shared < 5  # the lesson: the two rankings really differ
+
+
+def test_shared_neighbours_all_five_gets_length_hint():
+    verdict = check_shared_neighbours(5)
+    assert not verdict.passed and "length x length x cosine" in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, "one", -1, 2.5, [1]])
+def test_shared_neighbours_other_answers_never_raise(garbage):
+    verdict = check_shared_neighbours(garbage)
+    assert not verdict.passed and verdict.message

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_helpers.checks import Verdict, check_dot_score, check_score_matrix
+from attn_helpers.checks import Verdict, check_best_key, check_dot_score, check_score_matrix
 from attn_helpers.checks.nb02 import dot_score, score_matrix
 from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings
-from attn_helpers.widgets.nb02 import EXPLORERS, METRICS, angles_degrees, score_explorer
+from attn_helpers.measures import angles_degrees
+from attn_helpers.widgets.nb02 import EXPLORERS, METRICS, score_explorer
 
 
 def _stub(*args):
@@ -166,3 +167,26 @@ def test_score_explorer_fast_path_matches_a_fresh_drawing():
         assert fresh.handles["ax"].get_title() == explorer._live.handles["ax"].get_title()
     _, note = explorer.render(query="with", metric="cosine similarity")  # a new metric: a full redraw
     assert "highest cosine" in note and explorer._live.handles["metric"] == "cosine similarity"
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: with which key does 'with' score highest?
+
+def test_best_key_right_prediction_passes_and_is_not_the_query_itself():
+    X = journey_embeddings(np.float64)
+    w = JOURNEY_TOKENS.index("with")
+    best = JOURNEY_TOKENS[int(np.argmax([X[w] @ x for x in X]))]  # independent: one dot product per key
+    assert best == "journey"
+    assert check_best_key(best).passed
+    assert check_best_key(" Journey ").passed  # spaces and capitals are forgiven
+
+
+def test_best_key_itself_gets_the_length_hint():
+    verdict = check_best_key("with")
+    assert not verdict.passed and "squared length" in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, 1, "banana", ["journey"]])
+def test_best_key_never_raises(garbage):
+    verdict = check_best_key(garbage)
+    assert not verdict.passed and verdict.hint

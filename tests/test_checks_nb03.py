@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from attn_helpers import softmax
-from attn_helpers.checks import Verdict, check_softmax_any_axis
+from attn_helpers.checks import Verdict, check_cold_choice, check_softmax_any_axis, check_spot_the_slip
 from attn_helpers.checks.nb03 import softmax_any_axis
 from attn_helpers.examples import JOURNEY_TOKENS
-from attn_helpers.widgets.nb03 import EXPLORERS, TEMPERATURES, entropy_curve, temperature_explorer, temperature_slider
+from attn_helpers.measures import entropy_curve
+from attn_helpers.widgets.nb03 import EXPLORERS, TEMPERATURES, temperature_explorer, temperature_slider
 
 
 def _stub(x, axis=-1):
@@ -175,3 +176,54 @@ def test_live_figure_reuses_the_layout_the_static_figure_solved(monkeypatch):
     monkeypatch.setattr(explorer, "figure", lambda **values: fresh.append(values) or original(**values))
     png, _ = explorer.render()
     assert png.startswith(b"\x89PNG") and fresh == []  # no throw-away figure drawn for the layout
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: where does 'one' put its weight as τ -> 0?  And: spot the slip in the notes.
+
+def test_cold_choice_right_prediction_passes():
+    from attn_helpers.examples import journey_embeddings
+
+    X = journey_embeddings(np.float64)
+    one = JOURNEY_TOKENS.index("one")
+    winner = JOURNEY_TOKENS[int(np.argmax([X[one] @ x for x in X]))]  # as τ -> 0 the largest score takes everything
+    assert winner == "starts"
+    assert check_cold_choice(winner).passed
+
+
+def test_cold_choice_itself_gets_the_order_hint():
+    verdict = check_cold_choice("one")
+    assert not verdict.passed and "never reorders" in verdict.hint
+
+
+def _softmax_loop(scores):
+    exps = [np.exp(s - max(scores)) for s in scores]
+    return np.array([e / sum(exps) for e in exps])
+
+
+def test_spot_the_slip_right_answers_pass():
+    from attn_helpers.checks.nb03 import NOTES_SCORES, NOTES_WEIGHTS
+
+    assert sum(NOTES_WEIGHTS) == pytest.approx(1.83)
+    correct = _softmax_loop(NOTES_SCORES)
+    np.testing.assert_allclose(correct, [0.629, 0.123, 0.246, 0.002], atol=5e-4)  # the issue's corrected numbers
+    assert check_spot_the_slip(sum(NOTES_WEIGHTS), correct).passed
+    assert check_spot_the_slip(1.83, correct.round(3)).passed
+
+
+@pytest.mark.parametrize("total, weights, hint", [
+    (1.0, None, "SHOULD sum to"),
+    (1.83, np.array([0.02, 0.92, 0.89, 0.0]), "notes' own"),
+    (1.83, np.exp([0.7, -0.93, -0.24, -5.0]), "stopped after exp"),
+    (1.83, np.array([0.02, 0.92, 0.89, 0.0]) / 1.83, "rescaling"),
+])
+def test_spot_the_slip_typical_mistakes_get_their_hint(total, weights, hint):
+    verdict = check_spot_the_slip(total, weights)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, "1.83", [1, 2], float("inf")])
+def test_spot_the_slip_and_cold_choice_never_raise(garbage):
+    assert not check_spot_the_slip(garbage, garbage).passed
+    assert not check_spot_the_slip(1.83, garbage).passed
+    assert not check_cold_choice(garbage).passed

@@ -10,9 +10,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
-from attn_helpers.checks import check_context_vectors, solution  # noqa: E402
+from attn_helpers.checks import check_context_vectors, check_doubled_weights, solution  # noqa: E402
 from attn_helpers.checks.nb04 import context_vectors  # noqa: E402
 from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings  # noqa: E402
+from attn_helpers.measures import convex_hull_2d  # noqa: E402
 from attn_helpers.widgets import nb04  # noqa: E402
 
 
@@ -117,40 +118,38 @@ def _inside_or_on(hull_points, point, tol=1e-9):
 def test_convex_hull_contains_all_points_and_corners_are_extreme(seed):
     rng = np.random.default_rng(seed)
     points = rng.standard_normal((int(rng.integers(3, 30)), 2))
-    corners = nb04.convex_hull_2d(points)
+    corners = convex_hull_2d(points)
     polygon = points[corners]
     assert len(set(corners)) == len(corners) >= 3
     assert all(_inside_or_on(polygon, p) for p in points)
     # every corner is extreme: it is not inside the hull of the other points
     for k in corners:
         others = np.delete(points, k, axis=0)
-        assert not _inside_or_on(others[nb04.convex_hull_2d(others)], points[k], tol=-1e-12)
+        assert not _inside_or_on(others[convex_hull_2d(others)], points[k], tol=-1e-12)
 
 
 def test_convex_hull_degenerate_inputs():
-    assert nb04.convex_hull_2d([[1.0, 2.0]]) == [0]
-    assert nb04.convex_hull_2d([[0, 0], [1, 1]]) == [0, 1]
-    assert nb04.convex_hull_2d([[0, 0], [0, 0], [0, 0]]) == [0]
-    assert sorted(nb04.convex_hull_2d([[0, 0], [1, 1], [2, 2]])) == [0, 2]  # collinear: the two ends
-    assert nb04.convex_hull_2d(np.zeros((0, 2))) == []
+    assert convex_hull_2d([[1.0, 2.0]]) == [0]
+    assert convex_hull_2d([[0, 0], [1, 1]]) == [0, 1]
+    assert convex_hull_2d([[0, 0], [0, 0], [0, 0]]) == [0]
+    assert sorted(convex_hull_2d([[0, 0], [1, 1], [2, 2]])) == [0, 2]  # collinear: the two ends
+    assert convex_hull_2d(np.zeros((0, 2))) == []
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_context_vectors_lie_in_every_projected_hull(seed):
     X = np.random.default_rng(seed).standard_normal((7, 3))
-    context, _ = nb04.simple_attention(X)
+    context, _ = scaled_dot_product_attention(X, X, X, scale=1.0)  # notebook 04's weight-free attention
     for dims in itertools.combinations(range(3), 2):
         P = X[:, dims]
-        polygon = P[nb04.convex_hull_2d(P)]
+        polygon = P[convex_hull_2d(P)]
         assert all(_inside_or_on(polygon, z, tol=1e-9) for z in context[:, dims])
 
 
-def test_simple_attention_matches_helper_and_loop():
+def test_weight_free_attention_of_the_core_matches_an_independent_loop():
+    """The explorer draws scaled_dot_product_attention(X, X, X, scale=1): the loop of notebook 04 gives the same."""
     X = journey_embeddings()
-    context, weights = nb04.simple_attention(X)
-    helper_context, helper_weights = scaled_dot_product_attention(X, X, X, scale=1)
-    np.testing.assert_allclose(context, helper_context, rtol=1e-5)
-    np.testing.assert_allclose(weights, helper_weights, rtol=1e-5)
+    context, _ = scaled_dot_product_attention(X, X, X, scale=1.0)
     np.testing.assert_allclose(context, context_loop(X), rtol=1e-6)
 
 
@@ -171,7 +170,32 @@ def test_explorer_registry_and_draw_never_raises():
 def test_note_reports_the_computed_weights():
     explorer = nb04.context_explorer()
     fig = explorer.figure(query="with")
-    _, weights = nb04.simple_attention(journey_embeddings())
+    X = journey_embeddings()
+    _, weights = scaled_dot_product_attention(X, X, X, scale=1.0)
     w = JOURNEY_TOKENS.index("with")
     top = int(np.argmax(weights[w]))
     assert f"attends most to {JOURNEY_TOKENS[top]!r} ({weights[w, top]:.3f})" in fig.note
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: double every embedding; what happens to the largest weight of 'with'?
+
+def test_doubled_weights_right_prediction_passes():
+    X = journey_embeddings().astype(np.float64)
+    w = JOURNEY_TOKENS.index("with")
+    before = softmax(np.array([X[w] @ x for x in X])).max()
+    after = softmax(np.array([(2 * X[w]) @ (2 * x) for x in X])).max()
+    assert after > before
+    assert check_doubled_weights("grow").passed
+
+
+@pytest.mark.parametrize("wrong, hint", [("stay the same", "not scale-free"), ("shrink", "sharper, not flatter")])
+def test_doubled_weights_wrong_predictions_get_their_hint(wrong, hint):
+    verdict = check_doubled_weights(wrong)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [..., None, 2, "bigger", ("grow",)])
+def test_doubled_weights_never_raises(garbage):
+    verdict = check_doubled_weights(garbage)
+    assert not verdict.passed and verdict.hint

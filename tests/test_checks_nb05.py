@@ -189,7 +189,6 @@ def test_note_reports_ties_and_changed_scores():
 
 def test_reset_restores_defaults_with_one_redraw():
     explorer = nb05.qkv_explorer()
-    explorer.output.clear_output = lambda *a, **k: None  # no front end in a test
     explorer.controls["W_v_11"].value = 2.5
     explorer.controls["W_q_00"].value = -1.0
     before = explorer.renders

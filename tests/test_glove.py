@@ -198,7 +198,7 @@ def test_place_labels_avoids_overlaps():
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
 
-    from attn_helpers.widgets.nb01 import place_labels
+    from attn_helpers.plotting import place_labels
 
     rng = np.random.default_rng(5)
     xy = rng.uniform(0, 10, size=(25, 2))

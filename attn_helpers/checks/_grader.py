@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "register_solution", "solution", "SOLUTIONS"]
+__all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_choice", "register_solution", "solution",
+           "SOLUTIONS"]
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,35 @@ def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[
         return Verdict(False, f"{name} has shape {got.shape}, expected {expected.shape}",
                        "check which axes you kept; print the shape of each step")
     return Verdict(False, f"{name} is not right yet", "redo the computation step by step on the tiny example")
+
+
+def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "prediction",
+                 wrongs: Mapping[str, str] | None = None, hint: str = "", success: str = "") -> Verdict:
+    """Grade a prediction that names one of ``options`` (a token, say), with a hint for known wrong picks.
+
+    ``expected`` is computed by the caller from the core, never typed in. ``hint`` answers
+    any wrong option that ``wrongs`` does not name.
+
+    Examples
+    --------
+    >>> grade_choice("b", "b", ["a", "b"]).passed, grade_choice(..., "b", ["a", "b"]).passed
+    (True, False)
+    """
+    options = [str(option) for option in options]
+    if answer is None or answer is Ellipsis:
+        return Verdict(False, f"{name} is not filled in yet", f"replace the ... with your {name}, in quotes, "
+                                                                f"e.g. {options[0]!r}")
+    if not isinstance(answer, str):
+        return Verdict(False, f"{name} is {type(answer).__name__}, not a string",
+                       f"write one of {', '.join(map(repr, options))}, in quotes")
+    by_lower = {option.lower(): option for option in options}
+    answer = by_lower.get(answer.strip().strip("'\"").lower(), answer)  # "Journey " counts as "journey"
+    if answer not in options:
+        return Verdict(False, f"{answer[:40]!r} is not one of the choices",
+                       f"write one of {', '.join(map(repr, options))}")
+    if answer == expected:
+        return Verdict(True, success or f"{name}: {answer!r} is right.")
+    return Verdict(False, f"{name}: not {answer!r}", dict(wrongs or {}).get(answer, hint))
 
 
 # ---------------------------------------------------------------------------------------------

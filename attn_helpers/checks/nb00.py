@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..examples import journey_embeddings
+from ..measures import summary_shares
 from ._grader import Case, Wrong, grade_function, grade_value, register_solution
 
-__all__ = ["check_mean_embedding", "check_num_tokens"]
+__all__ = ["check_mean_embedding", "check_num_tokens", "check_first_token_share"]
 
 
 @register_solution("mean_embedding")
@@ -47,3 +48,16 @@ def check_num_tokens(value):
                        wrongs=[(X.shape[1], "that is d_model, the number of features (columns); T counts the rows"),
                                (X.size, "that is T * d_model, every entry; T counts only the rows")],
                        success="T = 6 tokens, one per row of X.")
+
+
+def check_first_token_share(value):
+    """Grade a prediction: the share of the first token ('Your') in the running summary of the 6-token sentence."""
+    T = journey_embeddings().shape[0]
+    shares = summary_shares(T)  # s = 0.5 * s + 0.5 * x(t), starting from s = x(0)
+    return grade_value(value, shares[0], name="your share", atol=1e-6, wrongs=[
+        (1 / T, "1/T would be a plain average, every token weighted equally. The summary halves what it holds at every "
+                "step: count how many halvings 'Your' goes through"),
+        (shares[-1], "that is the share of the LAST token, 'step': the newest token always gets half"),
+        (shares[0] / 2, "one halving too many: the summary starts as x('Your') itself, then 5 more tokens come in"),
+        (shares[0] * 2, "one halving too few: 5 more tokens come in after 'Your', each halving what came before"),
+    ], success=f"'Your' keeps (1/2)^{T - 1} = {shares[0]:.4f} of the summary: the first word has all but faded.")

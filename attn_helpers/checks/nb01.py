@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
 
-__all__ = ["check_one_hot", "check_cosine_scores"]
+__all__ = ["check_shared_neighbours", "check_one_hot", "check_cosine_scores"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,3 +115,22 @@ def check_cosine_scores(fn):
                        "a zero vector has length 0, so dot / length is 0 / 0 = NaN. Return 0 for it, for example "
                        "np.divide(dots, lengths, out=np.zeros_like(dots), where=lengths > 0)")
     return verdict
+
+
+def check_shared_neighbours(value, word="frog", k=5):
+    """Grade a prediction: how many of ``word``'s top-``k`` neighbours by dot product are also top-``k`` by cosine."""
+    from ..glove import load_glove, most_similar, word_to_index  # the GloVe table loads only when asked
+
+    _, vectors = load_glove()
+    row = word_to_index()[word]
+    by_dot, _ = most_similar(vectors[row], vectors, k=k, metric="dot", exclude=[row])
+    by_cosine, _ = most_similar(vectors[row], vectors, k=k, metric="cosine", exclude=[row])
+    shared = len(set(by_dot.tolist()) & set(by_cosine.tolist()))
+    longer = ("the dot product is length x length x cosine: long vectors that point only roughly the right way "
+              "(general words) climb up the dot ranking and push close but shorter ones out")
+    verdict = grade_value(value, shared, name="your prediction", wrongs=[(k, "not all of them: " + longer)],
+                          success=f"{shared} of the {k} words {'is' if shared == 1 else 'are'} in both lists: "
+                                  "ranking by dot product favours long vectors.")
+    if verdict.passed or "not right yet" not in verdict.message:
+        return verdict
+    return Verdict(False, verdict.message, f"count the words that appear in both columns; {longer}")

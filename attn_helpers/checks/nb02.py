@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import attention_scores
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Wrong, grade_function, register_solution
+from ._grader import Case, Wrong, grade_choice, grade_function, register_solution
 
-__all__ = ["check_dot_score", "check_score_matrix"]
+__all__ = ["check_dot_score", "check_score_matrix", "check_best_key"]
 
 
 @register_solution("dot_score")
@@ -98,3 +99,18 @@ def check_score_matrix(fn):
                    "result's shape",
         success="X @ X.T puts the dot product of token i with token j at row i, column j.",
     )
+
+
+def check_best_key(token, query="with"):
+    """Grade a prediction: the key with which ``query`` has its highest score (the 'journey' sentence)."""
+    X = journey_embeddings()
+    scores = attention_scores(X, X)[JOURNEY_TOKENS.index(query)]  # (T,): the query's row of X @ X.T
+    best = JOURNEY_TOKENS[int(np.argmax(scores))]
+    own = scores[JOURNEY_TOKENS.index(query)]
+    return grade_choice(token, best, JOURNEY_TOKENS, name="your prediction", wrongs={
+        query: f"a token's score with itself is its squared length, ||x||^2 = {own:.2f} "
+               f"for {query!r}, the shortest vector of the sentence. A longer vector pointing almost the same way "
+               "scores higher: look at the lengths and angles in the table above",
+    }, hint="a score is length x length x cosine: look for a long vector at a small angle to the query",
+        success=f"{query!r} scores highest with {best!r} ({scores.max():.4f}), not with itself "
+                f"({own:.4f}): a longer near-twin beats the token itself.")

@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import softmax
-from ..examples import journey_embeddings
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ..examples import JOURNEY_TOKENS, journey_embeddings
+from ._grader import Case, Verdict, Wrong, grade_choice, grade_function, grade_value, register_solution
 
-__all__ = ["check_softmax_any_axis"]
+__all__ = ["check_softmax_any_axis", "check_cold_choice", "check_spot_the_slip", "NOTES_SCORES", "NOTES_WEIGHTS"]
+
+#: The column of scores in the lecture notes this series grew from, and the "softmax" they printed for it.
+NOTES_SCORES = (0.7, -0.93, -0.24, -5.0)
+NOTES_WEIGHTS = (0.02, 0.92, 0.89, 0.0)
 
 #: Label of the case whose rows live on very different scales (catches a max over the whole array).
 _MIXED_LABEL = "a (2, 3) array whose row 0 is in the 1000s and row 1 near 0, axis=-1"
@@ -111,3 +115,38 @@ def check_softmax_any_axis(fn):
         success="a stable softmax over any axis: each slice along `axis` is positive and sums to 1, even for "
                 "scores in the 1000s.",
     ))
+
+
+def check_cold_choice(token, query="one", temperature=0.001):
+    """Grade a prediction: the key that takes (almost) all of ``query``'s weight as the temperature goes to 0."""
+    X = journey_embeddings()
+    i = JOURNEY_TOKENS.index(query)
+    scores = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
+    weights = softmax(scores[i], temperature=temperature)
+    winner = JOURNEY_TOKENS[int(np.argmax(weights))]
+    return grade_choice(token, winner, JOURNEY_TOKENS, name="your prediction", wrongs={
+        query: f"a temperature never reorders the weights, it only sharpens them. Is the largest score of {query!r} "
+               f"its score with itself? Compare row {i} of the score matrix: {query!r} with itself scores "
+               f"{scores[i, i]:.4f}, with {winner!r} {scores[i].max():.4f}",
+    }, hint="as τ → 0 all weight goes to the key with the largest score: find the largest entry of the query's row",
+        success=f"at τ = {temperature:g}, {winner!r} takes {weights.max():.4f} of the weight of {query!r}: the "
+                "largest score wins, and a token's score with itself is not always the largest.")
+
+
+def check_spot_the_slip(total, weights):
+    """Grade the slip in the lecture notes: the sum of their printed weights, and the softmax they should have been."""
+    notes = np.array(NOTES_WEIGHTS)
+    found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[
+        (1.0, "1 is what a softmax SHOULD sum to. Add up the four numbers the notes printed: notes.sum()"),
+    ])
+    if not found.passed:
+        return found
+    scores = np.array(NOTES_SCORES)
+    return grade_value(weights, softmax(scores), name="your corrected weights", atol=5e-4, wrongs=[
+        (notes, "those are the notes' own (wrong) numbers: compute softmax(scores) yourself"),
+        (np.exp(scores), "you stopped after exp(): divide by the sum so that the weights add up to 1"),
+        (notes / notes.sum(), "rescaling the wrong numbers makes them sum to 1 but does not make them a softmax: "
+                              "start again from the scores"),
+        (scores / scores.sum(), "you divided the scores by their sum: a softmax exponentiates first"),
+    ], success=f"the notes' weights sum to {notes.sum():.2f}, so they cannot be a softmax; the right weights are "
+               f"{np.array2string(softmax(scores), precision=3)}, summing to 1.")

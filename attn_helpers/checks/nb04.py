@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import softmax
-from ..examples import journey_embeddings
-from ._grader import Case, Wrong, grade_function, register_solution
+from ..examples import JOURNEY_TOKENS, journey_embeddings
+from ._grader import Case, Wrong, grade_choice, grade_function, register_solution
 
-__all__ = ["check_context_vectors"]
+__all__ = ["check_context_vectors", "check_doubled_weights", "DOUBLING_CHOICES"]
+
+#: The answers offered for what doubling every embedding does to a query's largest weight.
+DOUBLING_CHOICES = ("grow", "shrink", "stay the same")
 
 
 @register_solution("context_vectors")
@@ -71,3 +74,19 @@ def check_context_vectors(fn):
         hints={"matmul": _MATMUL_HINT,
                "tuple": "return only the context vectors (one array of shape (T, d_model)), not (context, weights)"},
     )
+
+
+def check_doubled_weights(prediction, query="with"):
+    """Grade a prediction: what happens to ``query``'s largest weight when every embedding is doubled (X -> 2 X)."""
+    X = journey_embeddings()
+    i = JOURNEY_TOKENS.index(query)
+    before = softmax(X @ X.T, axis=-1)[i].max()  # (T, d_model) @ (d_model, T) -> (T, T); its row i
+    after = softmax((2 * X) @ (2 * X).T, axis=-1)[i].max()
+    outcome = "grow" if after > before + 1e-6 else "shrink" if after < before - 1e-6 else "stay the same"
+    return grade_choice(prediction, outcome, DOUBLING_CHOICES, name="your prediction", wrongs={
+        "stay the same": "a softmax is not scale-free: doubling both vectors of a dot product multiplies every score "
+                         "by 4, so the differences between scores grow 4-fold (like τ = 1/4 in notebook 03)",
+        "shrink": "larger scores spread further apart, and the softmax of scores further apart is sharper, not "
+                  "flatter (notebook 03: a small temperature sharpens)",
+    }, success=f"the largest weight of {query!r} grows from {before:.4f} to {after:.4f}: every score is 4 times "
+               "larger, as if τ = 1/4. Longer vectors make sharper attention (notebook 06 comes back to this).")

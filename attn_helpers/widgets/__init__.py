@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from functools import partial
 
 import ipywidgets as widgets
 import numpy as np
@@ -30,7 +31,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
-__all__ = ["Explorer", "FullRedraw", "redraw_dynamic", "slider", "dropdown", "toggle", "LABEL_STYLE"]
+from ..plotting import HIGHLIGHT_EDGE, OKABE_ITO
+
+__all__ = ["Explorer", "FullRedraw", "redraw_dynamic", "slider", "dropdown", "toggle", "query_dropdown", "pick",
+           "value_bars", "set_bars", "sentence_explorer", "LABEL_STYLE"]
 
 
 class FullRedraw(Exception):  # noqa: N818 - a signal, not an error
@@ -58,6 +62,66 @@ def dropdown(description, options, value=None, **kwargs):
 def toggle(description, value=False, **kwargs):
     """A labelled on/off checkbox."""
     return widgets.Checkbox(value=value, description=description, style=LABEL_STYLE, indent=False, **kwargs)
+
+
+def query_dropdown(tokens, preferred="journey", description="query token"):
+    """A dropdown of a sentence's tokens that starts on ``preferred`` when the sentence has it."""
+    tokens = list(tokens)
+    return dropdown(description, tokens, preferred if preferred in tokens else None)
+
+
+def pick(tokens, token):
+    """``(i, tokens[i])`` for ``token``; a token the sentence lacks falls back to the first (callbacks never raise).
+
+    Examples
+    --------
+    >>> pick(["Your", "journey"], "journey"), pick(["Your", "journey"], "nowhere")
+    ((1, 'journey'), (0, 'Your'))
+    """
+    tokens = list(tokens)
+    i = tokens.index(token) if token in tokens else 0
+    return i, tokens[i]
+
+
+def value_bars(ax, n, colours, fontsize=11):
+    """``n`` bars at 0 .. n-1, all of height 0, each with an empty label on top; :func:`set_bars` fills them in.
+
+    Returns ``(bars, labels)``: the BarContainer and its text labels, both ready to be listed in ``fig.dynamic``.
+    """
+    bars = ax.bar(range(n), np.zeros(n), color=colours)
+    labels = ax.bar_label(bars, labels=[""] * n, fontsize=fontsize)
+    return bars, labels
+
+
+def set_bars(bars, values, labels=None, *, colours=None, texts=None, highlight=None):
+    """Set every bar to its value, and write the value on top of it: the bar update of every explorer.
+
+    Parameters
+    ----------
+    bars : sequence of matplotlib Rectangle
+    values : array_like, shape (n,)
+    labels : sequence of matplotlib Annotation, optional
+        The bars' labels (from :func:`value_bars`); each shows its value with 2 decimals,
+        or ``texts[k]`` when given (``""`` leaves bar k unlabelled).
+    colours : sequence of colours, optional
+        A new fill colour per bar.
+    highlight : int, optional
+        The one bar the figure's note talks about: drawn with a thick black edge.
+    """
+    for k, (bar, value) in enumerate(zip(bars, values, strict=True)):
+        bar.set_height(value)
+        if colours is not None:
+            bar.set_facecolor(colours[k])
+        bar.set_edgecolor(HIGHLIGHT_EDGE if k == highlight else "none")
+        bar.set_linewidth(3 if k == highlight else 0)
+        if labels is not None:
+            labels[k].set_text(f"{value:.2f}" if texts is None else texts[k])
+            labels[k].xy = (bar.get_x() + bar.get_width() / 2, value)
+
+
+def sentence_explorer(draw, update, controls, *, figsize, layout="row", **fixed):
+    """The :class:`Explorer` of a drawing that also takes fixed arguments (the sentence's ``tokens``, its ``X``)."""
+    return Explorer(partial(draw, **fixed), controls, figsize=figsize, layout=layout, update=update)
 
 
 def redraw_dynamic(fig, key, draw):
@@ -112,7 +176,6 @@ class Explorer:
         self.controls = dict(controls)
         self.figsize = figsize
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
-        self.output = self.image  # the area the figure is shown in (subclasses lay it out)
         self.text = widgets.HTML()
         boxes = list(self.controls.values())
         panel = widgets.HBox(boxes) if layout == "row" else widgets.VBox(boxes)
@@ -230,7 +293,7 @@ class Explorer:
         except Exception as err:  # noqa: BLE001 - a widget must never leave a traceback
             self._background = None
             message = f"Could not draw this combination: {type(err).__name__}: {err}"
-            self.text.value = f"<div style='color:#b2182b'>{message}</div>"
+            self.text.value = f"<div style='color:{OKABE_ITO['vermillion']}'>{message}</div>"
             return
         self.image.value = png
         self.text.value = f"<div style='font-size:1.05em'>{note}</div>" if note else ""

@@ -3,13 +3,63 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import heatmap
-from . import Explorer, dropdown
+from ..measures import summary_shares
+from ..plotting import CONTEXT_COLOUR, GUIDE_COLOUR, OUTLINE_COLOUR, heatmap, token_colour, token_colours
+from . import Explorer, dropdown, pick, set_bars, value_bars
 
-__all__ = ["row_explorer", "draw_row", "update_row", "EXPLORERS"]
+__all__ = ["draw_bottleneck", "row_explorer", "draw_row", "update_row", "EXPLORERS"]
+
+
+def _token_row(ax, tokens, y):
+    """The sentence's tokens in a row at height ``y``, each in its series colour."""
+    for t, (token, colour) in enumerate(zip(tokens, token_colours(tokens), strict=True)):
+        ax.text(t, y, token, ha="center", va="center", fontsize=13, fontweight="bold", color=colour,
+                bbox={"facecolor": "white", "edgecolor": colour, "boxstyle": "round,pad=0.3", "linewidth": 1.5})
+
+
+def _arrow(ax, start, end, colour, width=1.5, bend=0.0):
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=16, linewidth=width, color=colour,
+                                 connectionstyle=f"arc3,rad={bend}", shrinkA=14, shrinkB=14))
+
+
+def draw_bottleneck(fig, tokens=JOURNEY_TOKENS, keep=0.5):
+    """Top: a recurrent summary, one vector passed from token to token; bottom: attention's direct connections.
+
+    The numbers under the top row are :func:`attn_helpers.measures.summary_shares`: how much of
+    each token is left in the final summary ``s``. Every arc of the bottom row is one step long.
+    """
+    tokens = list(tokens)
+    T = len(tokens)
+    shares = summary_shares(T, keep)
+    top, bottom = fig.subplots(2, 1)
+    for ax in (top, bottom):
+        ax.set_xlim(-0.7, T - 0.3)
+        ax.set_axis_off()
+    top.set_ylim(-1.0, 1.6)
+    _token_row(top, tokens, 0)
+    for t in range(T):
+        top.plot(t, 1.0, "o", markersize=34, markerfacecolor="white", markeredgecolor=CONTEXT_COLOUR,
+                 markeredgewidth=2)  # a marker stays round whatever the axes' aspect
+        top.text(t, 1.0, f"s{t + 1}", ha="center", va="center", fontsize=12)
+        _arrow(top, (t, 0.12), (t, 0.85), GUIDE_COLOUR)
+        if t:
+            _arrow(top, (t - 0.8, 1.0), (t - 0.2, 1.0), CONTEXT_COLOUR, width=2)
+        top.text(t, -0.55, f"{100 * shares[t]:.3g} %", ha="center", va="center", fontsize=12, color=GUIDE_COLOUR)
+    top.text(-0.65, -0.9, f"share of each token in s{T}, the one vector passed on", fontsize=12, color=GUIDE_COLOUR)
+    top.set_title(f"a recurrent network: one fixed-size summary, updated token by token (s = {keep:g}·s + "
+                  f"{1 - keep:g}·x)", fontsize=13)
+    bottom.set_ylim(-0.6, 1.6)
+    _token_row(bottom, tokens, 0)
+    colours = token_colours(tokens)
+    for t in range(T - 1):  # every earlier token straight into the last one, one step each
+        _arrow(bottom, (t, 0.1), (T - 1, 0.1), colours[t], width=2, bend=-0.35 + 0.04 * t)
+    bottom.text(-0.65, -0.5, f"every token reaches {tokens[-1]!r} in one step, with a weight chosen by content, "
+                "and every token does the same at the same time", fontsize=12, color=GUIDE_COLOUR)
+    bottom.set_title("attention: direct connections, all computed at once", fontsize=13)
+    return shares
 
 
 def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
@@ -19,9 +69,10 @@ def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
     features = [f"feature {j}" for j in range(X.shape[1])]
     heatmap(X, tokens, features, ax=left, xlabel="feature (column)", ylabel="token (row)", vmin=0, vmax=1,
             title=f"X, shape {X.shape}", cbar_label="value")
-    outline = left.add_patch(Rectangle((-0.5, -0.5), X.shape[1], 1, fill=False, edgecolor="#e66101", linewidth=3))
-    bars = right.bar(features, np.zeros(X.shape[1]), color="#e66101")
-    values = right.bar_label(bars, labels=[""] * X.shape[1])
+    outline = left.add_patch(Rectangle((-0.5, -0.5), X.shape[1], 1, fill=False, edgecolor=OUTLINE_COLOUR,
+                                       linewidth=3.5))
+    bars, values = value_bars(right, X.shape[1], token_colour(token))
+    right.set_xticks(range(X.shape[1]), labels=features)
     right.set_ylim(0, 1.05)
     right.set_ylabel("value")
     right.set_title(" ")
@@ -31,16 +82,14 @@ def draw_row(fig, token="journey", tokens=JOURNEY_TOKENS, X=None):
 
 
 def update_row(fig, token="journey", **_):
-    """Move the outline and the bars to ``token``'s row (the live widget's fast path)."""
-    h = fig.handles
-    i = h["tokens"].index(token)
-    row = h["X"][i]
-    h["outline"].set_y(i - 0.5)
-    for bar, label, value in zip(h["bars"], h["values"], row):
-        bar.set_height(value)
-        label.set_text(f"{value:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, value)
-    h["ax"].set_title(f"X[{i}]: the vector of {token!r}")
+    """Move the outline to ``token``'s row; draw the row as bars in the token's colour (the live widget's fast path)."""
+    parts = fig.handles
+    i, token = pick(parts["tokens"], token)
+    row = parts["X"][i]
+    colour = token_colour(token, i)
+    parts["outline"].set_y(i - 0.5)
+    set_bars(parts["bars"], row, parts["values"], colours=[colour] * len(row))
+    parts["ax"].set_title(f"X[{i}]: the vector of {token!r}")
     return f"<code>X[{i}]</code> = <code>{np.array2string(row, precision=2)}</code>: row {i} is the token {token!r}"
 
 

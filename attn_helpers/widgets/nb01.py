@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch
 
 from ..glove import load_glove, most_similar, pca_2d, word_to_index
+from ..plotting import OKABE_ITO
 from . import Explorer, FullRedraw, dropdown, slider
 
 __all__ = [
@@ -19,7 +20,6 @@ __all__ = [
     "update_analogy",
     "neighbour_explorer",
     "analogy_explorer",
-    "place_labels",
     "EXPLORERS",
 ]
 
@@ -37,7 +37,8 @@ ANALOGY_WORDS = (
     "doctor", "nurse",
 )
 
-_COLOURS = {"cosine": "#5e3c99", "dot": "#e66101", "length": "#b2abd2", "target": "#1b7837"}
+_COLOURS = {"cosine": OKABE_ITO["blue"], "dot": OKABE_ITO["vermillion"], "length": OKABE_ITO["sky blue"],
+            "target": OKABE_ITO["bluish green"], "mark": OKABE_ITO["black"]}
 
 #: The live neighbour figure keeps room for this many bars (the k slider's maximum), so moving k edits bars only.
 _K_SLOTS = 15
@@ -47,16 +48,6 @@ _K_SLOTS = 15
 def _median_length():
     _, vectors = load_glove()
     return float(np.median(np.linalg.norm(vectors, axis=1)))  # over all N words
-
-
-@lru_cache(maxsize=1)
-def _dot_limit():
-    """A dot-product axis limit that fits the best match of every word the explorer offers."""
-    _, vectors = load_glove()
-    index = word_to_index()
-    best = max(most_similar(vectors[index[w]], vectors, k=1, metric="dot", exclude=[index[w]])[1][0]
-               for w in NEIGHBOUR_WORDS)
-    return float(10 * np.ceil(best * 1.2 / 10))
 
 
 def _neighbours(word, metric, k):
@@ -80,24 +71,25 @@ def draw_neighbours(fig, word="apple", metric="cosine", k=10):
     left.set_ylim(1, 0)  # best match on top
     left.set_yticks([])
     left.set_xlabel("cosine similarity" if metric == "cosine" else "dot product")
-    dot_limit = max(_dot_limit(), 10 * np.ceil(float(scores.max()) * 1.2 / 10))
-    left.set_xlim(0, 1 if metric == "cosine" else dot_limit)
+    left.set_xlim(0, 1 if metric == "cosine" else 5 * np.ceil(float(scores.max()) * 1.12 / 5))  # room for the numbers
     right.set_xlabel("vector length ‖v‖")
-    right.set_title("their lengths")
+    right.set_title("their lengths", pad=16)  # room for the chosen word's triangle
     right.set_xlim(0, max(10.0, float(lengths.max()) * 1.05))
     zeros = np.zeros(slots)
     score_bars = left.barh(zeros, zeros, height=0, color=_COLOURS[metric])
     length_bars = right.barh(zeros, zeros, height=0, color=_COLOURS["length"])
-    score_texts = [left.text(0, 0, "", va="center", fontsize=10) for _ in range(slots)]
+    score_texts = [left.text(0, 0, "", va="center", fontsize=11) for _ in range(slots)]
     word_texts = [left.text(-0.03, 0, "", transform=left.get_yaxis_transform(), ha="right", va="center",
                             fontsize=11) for _ in range(slots)]
     # an invisible placeholder reserves room for the longest words in the (constrained) layout
     left.text(-0.03, 0, "m" * 7, transform=left.get_yaxis_transform(), ha="right", va="center", fontsize=11, alpha=0)
     median_length = _median_length()
-    median_line = right.axvline(median_length, color="k", linestyle="--", linewidth=1.2,
+    median_line = right.axvline(median_length, color=_COLOURS["mark"], linestyle="--", linewidth=1.5,
                                 label=f"median of all ({median_length:.1f})")
-    word_line = right.axvline(0, color=_COLOURS["target"], linewidth=2, label="the chosen word")
-    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=10, ncol=2, frameon=False,
+    # the chosen word's length: a triangle above the panel, so it never hides the median line
+    word_line, = right.plot([0], [1.0], "v", color=_COLOURS["target"], markersize=13, clip_on=False,
+                            transform=right.get_xaxis_transform(), label="the chosen word", linestyle="none")
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=11, ncol=2, frameon=False,
                  handlelength=1.2, columnspacing=1.0)
     fig.handles.update(left=left, right=right, metric=metric, slots=slots, score_bars=score_bars,
                        length_bars=length_bars, score_texts=score_texts, word_texts=word_texts, word_line=word_line)
@@ -108,21 +100,21 @@ def draw_neighbours(fig, word="apple", metric="cosine", k=10):
 
 def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
     """Bars, scores, words and lengths for ``word`` and ``k`` (the live widget's fast path)."""
-    h = fig.handles
+    parts = fig.handles
     k = int(max(1, min(k, 30)))
-    if metric != h["metric"] or k > h["slots"]:
+    if metric != parts["metric"] or k > parts["slots"]:
         raise FullRedraw  # another x axis, or more bars than the figure has room for
     words = load_glove()[0]
     rows, scores, lengths, word_length = _neighbours(word, metric, k)
-    left, right = h["left"], h["right"]
+    left, right = parts["left"], parts["right"]
     if scores.max() > left.get_xlim()[1] or scores.min() < 0 or lengths.max() > right.get_xlim()[1]:
         raise FullRedraw
     left.set_title(f"{k} nearest words to {word!r}")
     pad = 0.01 * left.get_xlim()[1]  # the score sits just right of its bar
-    for i in range(h["slots"]):
+    for i in range(parts["slots"]):
         shown = i < k
-        bar, length_bar = h["score_bars"][i], h["length_bars"][i]
-        text, label = h["score_texts"][i], h["word_texts"][i]
+        bar, length_bar = parts["score_bars"][i], parts["length_bars"][i]
+        text, label = parts["score_texts"][i], parts["word_texts"][i]
         for artist in (bar, length_bar, text, label):
             artist.set_visible(shown)
         if not shown:
@@ -136,7 +128,7 @@ def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
         text.set_text(f"{scores[i]:.2f}" if metric == "cosine" else f"{scores[i]:.1f}")
         label.set_y(y)
         label.set_text(words[rows[i]])
-    h["word_line"].set_xdata([word_length, word_length])
+    parts["word_line"].set_xdata([word_length])
     return (f"Mean length of these {k} neighbours: <b>{lengths.mean():.2f}</b> "
             f"(median over all {len(words):,} words: {_median_length():.2f}; {word!r}: {word_length:.2f}). "
             "The dot product rewards long vectors; cosine ignores length.")
@@ -157,7 +149,7 @@ def draw_analogy(fig, a="man", b="king", c="woman", k=8):
     left.set_xlim(0, 1)
     left.set_xlabel("cosine similarity with b − a + c")
     left.set_title(" ")
-    score_texts = [left.text(0, yy, "", va="center", fontsize=10) for yy in y]
+    score_texts = [left.text(0, yy, "", va="center", fontsize=11) for yy in y]
     word_texts = [left.text(-0.03, yy, "", transform=left.get_yaxis_transform(), ha="right", va="center",
                             fontsize=11) for yy in y]
     # an invisible placeholder reserves room for the longest words in the (constrained) layout
@@ -174,7 +166,7 @@ def draw_analogy(fig, a="man", b="king", c="woman", k=8):
     arrows = [right.add_patch(FancyArrowPatch((0, 0), (0, 0), **arrow)),
               right.add_patch(FancyArrowPatch((0, 0), (0, 0), linestyle="--", **arrow))]
     given = right.scatter(np.zeros(3), np.zeros(3), s=60, color=purple, zorder=3)
-    target = right.scatter([0], [0], s=90, marker="x", color="k", zorder=3)
+    target = right.scatter([0], [0], s=90, marker="x", color=_COLOURS["mark"], zorder=3)
     answer = right.scatter([0], [0], s=90, marker="*", color=_COLOURS["target"], zorder=3)
     labels = [right.annotate("", (0, 0), textcoords="offset points", xytext=(6, 6), fontsize=11) for _ in range(4)]
     fig.handles.update(left=left, bars=bars, score_texts=score_texts, word_texts=word_texts, k=k, arrows=arrows,
@@ -185,8 +177,8 @@ def draw_analogy(fig, a="man", b="king", c="woman", k=8):
 
 def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
     """Another analogy (the live widget's fast path)."""
-    h = fig.handles
-    if k != h["k"]:
+    parts = fig.handles
+    if k != parts["k"]:
         raise FullRedraw
     words, vectors = load_glove()
     index = word_to_index()
@@ -194,12 +186,12 @@ def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
     target = vectors[ib] - vectors[ia] + vectors[ic]  # (50,)
     rows, scores = most_similar(target, vectors, k=k, metric="cosine", exclude=[ia, ib, ic])
     answer = words[rows[0]]
-    for bar, text, label, score, r in zip(h["bars"], h["score_texts"], h["word_texts"], scores, rows):
+    for bar, text, label, score, r in zip(parts["bars"], parts["score_texts"], parts["word_texts"], scores, rows):
         bar.set_width(score)
         text.set_x(score + 0.01)
         text.set_text(f"{score:.2f}")
         label.set_text(words[r])
-    h["left"].set_title(f"{a} : {b} = {c} : ?")
+    parts["left"].set_title(f"{a} : {b} = {c} : ?")
 
     points = np.stack([vectors[ia], vectors[ib], vectors[ic], target, vectors[rows[0]]])  # (5, 50)
     coords, _ = pca_2d(points)  # (5, 2)
@@ -207,92 +199,17 @@ def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
     centre = (coords.max(axis=0) + coords.min(axis=0)) / 2
     coords = (coords - centre) / span  # into the fixed frame [-0.5, 0.5]
     pa, pb, pc, pt, pd = coords
-    h["arrows"][0].set_positions(pa, pb)
-    h["arrows"][1].set_positions(pc, pt)
-    given, target_point, answer_point = h["points"]
+    parts["arrows"][0].set_positions(pa, pb)
+    parts["arrows"][1].set_positions(pc, pt)
+    given, target_point, answer_point = parts["points"]
     given.set_offsets(coords[:3])
     target_point.set_offsets([pt])
     answer_point.set_offsets([pd])
-    for label, point, word in zip(h["labels"], coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):
+    for label, point, word in zip(parts["labels"], coords[[0, 1, 2, 4]], [a, b, c, answer], strict=True):
         label.xy = tuple(point)  # the × is named in the title
         label.set_text(word)
     return (f"<b>{b} − {a} + {c} ≈ {answer}</b> (cosine {scores[0]:.2f}). "
             "The dashed arrow is the solid one moved to start at c; the star is the nearest real word.")
-
-
-# Where a label may go relative to its point: (offset in points, horizontal and vertical alignment).
-# The first ring hugs the point; the second, farther out, gets a thin leader line.
-_RING = (
-    ((5, 3), "left", "bottom"), ((5, -3), "left", "top"), ((-5, 3), "right", "bottom"), ((-5, -3), "right", "top"),
-    ((0, 7), "center", "bottom"), ((0, -7), "center", "top"), ((8, 0), "left", "center"), ((-8, 0), "right", "center"),
-)
-_LABEL_SPOTS = _RING + tuple(((3 * dx, 3 * dy), ha, va) for (dx, dy), ha, va in _RING)
-
-
-def _overlap(box, boxes):
-    """Total overlap area of ``box`` (x0, y0, x1, y1) with each row of ``boxes`` (n, 4)."""
-    boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
-    width = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
-    height = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
-    return float(np.sum(np.clip(width, 0, None) * np.clip(height, 0, None)))
-
-
-def place_labels(ax, xy, labels, colours=None, fontsize=10, **text_kwargs):
-    """Label points without (most) overlaps: each label takes the first spot around its point that is free.
-
-    A greedy placement: for each point in turn, try eight spots around it (then eight farther out, with
-    a leader line) and keep the first one that overlaps no label placed before, no other point and not
-    the edge of the axes (else the least bad one). Call it after the axis limits are set.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    xy : array_like, shape (n, 2)
-        The points, in data coordinates.
-    labels : sequence of str, length n
-    colours : sequence of colours, length n, optional
-
-    Returns
-    -------
-    texts : list of matplotlib Annotation
-    """
-    fig = ax.figure
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.execute(fig)  # settle the layout first, so that pixel positions are (nearly) final
-    renderer = fig.canvas.get_renderer()
-    xy = np.asarray(xy, dtype=float)
-    pixels = ax.transData.transform(xy)  # (n, 2)
-    points = np.hstack([pixels - 4, pixels + 4])  # (n, 4): a small box around each marker
-    frame = ax.get_window_extent(renderer).extents  # (x0, y0, x1, y1)
-    per_point = fig.dpi / 72.0
-    placed, texts = [], []
-    for k, (point, label) in enumerate(zip(xy, labels, strict=True)):
-        probe = ax.text(0, 0, label, fontsize=fontsize, **text_kwargs)
-        size = probe.get_window_extent(renderer)
-        probe.remove()
-        width, height = size.width + 6, size.height + 6  # 3 pixels of padding on each side
-        others = np.delete(points, k, axis=0)
-        best = None
-        for spot, ((dx, dy), ha, va) in enumerate(_LABEL_SPOTS):
-            x0 = pixels[k, 0] + dx * per_point - {"left": 3.0, "center": width / 2, "right": width - 3}[ha]
-            y0 = pixels[k, 1] + dy * per_point - {"bottom": 3.0, "center": height / 2, "top": height - 3}[va]
-            box = (x0, y0, x0 + width, y0 + height)
-            outside = width * height - _overlap(box, frame)
-            cost = _overlap(box, placed) + _overlap(box, others) + 3 * outside
-            if best is None or cost < best[0]:
-                best = (cost, spot, box)
-            if cost == 0:
-                break
-        _, spot, box = best
-        (dx, dy), ha, va = _LABEL_SPOTS[spot]
-        leader = {} if spot < len(_RING) else {"arrowprops": {"arrowstyle": "-", "color": "0.55", "linewidth": 0.8,
-                                                              "shrinkA": 1, "shrinkB": 4}}
-        texts.append(ax.annotate(label, point, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                                 fontsize=fontsize, color=None if colours is None else colours[k], **leader,
-                                 **text_kwargs))
-        placed.append(box)
-    return texts
 
 
 def neighbour_explorer():

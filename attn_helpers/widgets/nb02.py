@@ -7,48 +7,14 @@ from matplotlib.patches import Rectangle
 
 from ..core import cosine_similarity
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ..plotting import heatmap
-from . import Explorer, FullRedraw, dropdown
+from ..measures import angles_degrees
+from ..plotting import OUTLINE_COLOUR, heatmap, token_colours
+from . import FullRedraw, dropdown, pick, query_dropdown, sentence_explorer, set_bars, value_bars
 
-__all__ = ["TOKEN_COLOURS", "angles_degrees", "draw_arrows_3d", "draw_geometry", "draw_scores", "update_scores",
-           "score_explorer", "EXPLORERS"]
-
-#: One colour per token (Okabe-Ito, colour-blind safe; no yellow, which vanishes on white).
-TOKEN_COLOURS = ("#0072B2", "#D55E00", "#CC79A7", "#009E73", "#E69F00", "#56B4E9", "#000000", "#999999")
-
-#: Colour of the outline that marks the chosen query row.
-QUERY_COLOUR = "#D55E00"
-
-#: Bars of the chosen row; the query's own key is highlighted (the colours of plotting.bar_weights).
-BAR_COLOUR = "#5ab4ac"
-HIGHLIGHT_COLOUR = "#d8b365"
+__all__ = ["draw_arrows_3d", "draw_geometry", "draw_scores", "update_scores", "score_explorer",
+           "EXPLORERS"]
 
 METRICS = ("dot product", "cosine similarity")
-
-
-def angles_degrees(query, keys):
-    """Angle in degrees between ``query`` and each row of ``keys``.
-
-    Parameters
-    ----------
-    query : array_like, shape (d,)
-    keys : array_like, shape (T, d)
-
-    Returns
-    -------
-    angles : ndarray, shape (T,)
-        In [0, 180]; a zero vector counts as perpendicular (90 degrees).
-
-    Examples
-    --------
-    >>> angles_degrees([1.0, 0.0], [[2.0, 0.0], [1.0, 1.0], [0.0, 3.0], [-1.0, 0.0]]).round(1)
-    array([  0.,  45.,  90., 180.])
-    """
-    return np.degrees(np.arccos(cosine_similarity(np.asarray(query, dtype=float), np.asarray(keys, dtype=float))))
-
-
-def _colour(j):
-    return TOKEN_COLOURS[j % len(TOKEN_COLOURS)]
 
 
 def draw_arrows_3d(ax, X, tokens, query=None):
@@ -56,14 +22,16 @@ def draw_arrows_3d(ax, X, tokens, query=None):
     X = np.asarray(X, dtype=float)
     lim = max(1.0, float(np.abs(X).max()) * 1.05)
     placed = []
-    for j, (token, row) in enumerate(zip(tokens, X, strict=False)):  # extra labels are ignored
+    tokens = list(tokens)[:len(X)]  # extra labels are ignored
+    colours = token_colours(tokens)
+    for j, (token, row) in enumerate(zip(tokens, X, strict=False)):
         is_query = token == query
-        ax.quiver(0, 0, 0, *row, color=_colour(j), linewidth=3.5 if is_query else 1.8, arrow_length_ratio=0.08)
+        ax.quiver(0, 0, 0, *row, color=colours[j], linewidth=3.5 if is_query else 1.8, arrow_length_ratio=0.08)
         tip = row * 1.06
         if any(np.linalg.norm(tip - other) < 0.15 for other in placed):  # a near-twin: put its label below and aside
             tip = tip + np.array([0.12, 0.0, -0.12])
         placed.append(tip)
-        ax.text(*tip, token, color=_colour(j), fontsize=11, fontweight="bold" if is_query else "normal",
+        ax.text(*tip, token, color=colours[j], fontsize=11, fontweight="bold" if is_query else "normal",
                 bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 0.5})
     ax.set(xlim=(0, lim), ylim=(0, lim), zlim=(0, lim), xlabel="feature 0", ylabel="feature 1", zlabel="feature 2")
     ax.view_init(elev=20, azim=-140)
@@ -78,8 +46,8 @@ def draw_geometry(fig, X=None, tokens=JOURNEY_TOKENS, query="journey"):
     arrows.set_title("one arrow per token")
     bars_ax = fig.add_subplot(1, 2, 2)
     angles = angles_degrees(X[q], X)
-    bars = bars_ax.bar(range(len(tokens)), angles, color=[_colour(j) for j in range(len(tokens))])
-    bars_ax.bar_label(bars, labels=[f"{a:.1f}°" for a in angles], fontsize=10)
+    bars = bars_ax.bar(range(len(tokens)), angles, color=token_colours(tokens))
+    bars_ax.bar_label(bars, labels=[f"{a:.1f}°" for a in angles], fontsize=11)
     bars_ax.set_xticks(range(len(tokens)), labels=list(tokens), rotation=30, ha="right", rotation_mode="anchor")
     bars_ax.set_ylim(0, max(10.0, float(angles.max()) * 1.15))
     bars_ax.set_xlabel("key")
@@ -107,11 +75,10 @@ def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKEN
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
     image = heatmap(matrix, tokens, tokens, ax=left, vmin=vmin, vmax=vmax, cmap="viridis", annotate=False,
                     title="cosine similarities" if cosine else "scores = X @ X.T", cbar_label=name)
-    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=QUERY_COLOUR, linewidth=3.5))
+    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=OUTLINE_COLOUR, linewidth=3.5))
     # numbers on the chosen row only: 36 numbers would double the cost of a redraw
     numbers = [left.text(j, 0, "", ha="center", va="center", fontsize=11) for j in range(T)]
-    bars = right.bar(range(T), np.zeros(T), color=BAR_COLOUR)
-    labels = right.bar_label(bars, labels=[""] * T, fontsize=10)
+    bars, labels = value_bars(right, T, token_colours(tokens))
     right.set_xticks(range(T), labels=tokens)
     top = float(np.abs(matrix).max()) or 1.0
     right.set_ylim(min(0.0, float(matrix.min())) * 1.15, top * 1.15)  # the same scale for every query
@@ -126,24 +93,20 @@ def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKEN
 
 def update_scores(fig, query="journey", metric="dot product", **_):
     """Show ``query``'s row: move the outline, write its numbers, set the bars. A new metric needs a full redraw."""
-    h = fig.handles
-    if metric != h["metric"]:
+    parts = fig.handles
+    if metric != parts["metric"]:
         raise FullRedraw
-    tokens, name = h["tokens"], h["name"]
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
-    row = h["matrix"][i]
-    h["outline"].set_y(i - 0.5)
-    norm = h["image"].norm
-    for j, (text, bar, label, value) in enumerate(zip(h["numbers"], h["bars"], h["labels"], row, strict=True)):
+    tokens, name = parts["tokens"], parts["name"]
+    i, query = pick(tokens, query)
+    row = parts["matrix"][i]
+    parts["outline"].set_y(i - 0.5)
+    norm = parts["image"].norm
+    for j, (text, value) in enumerate(zip(parts["numbers"], row, strict=True)):
         text.set_position((j, i))
         text.set_text(f"{value:.2f}")
         text.set_color("white" if norm(value) < 0.55 else "black")
-        bar.set_height(value)
-        bar.set_color(HIGHLIGHT_COLOUR if j == i else BAR_COLOUR)
-        label.set_text(f"{value:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, value)
-    h["ax"].set_title(f"row {i}: query {query!r}")
+    set_bars(parts["bars"], row, parts["labels"], highlight=i)
+    parts["ax"].set_title(f"row {i}: query {query!r}")
     order = np.argsort(-row, kind="stable")
     ranking = ", ".join(f"{tokens[j]!r}" for j in order)
     best, worst = order[0], order[-1]
@@ -153,10 +116,8 @@ def update_scores(fig, query="journey", metric="dot product", **_):
 
 def score_explorer(X=None, tokens=JOURNEY_TOKENS):
     """Choose a query token (and dot product or cosine): see its row of the score matrix."""
-    controls = {"query": dropdown("query token", tokens, "journey" if "journey" in tokens else None),
-                "metric": dropdown("measure", METRICS, "dot product")}
-    return Explorer(lambda fig, **values: draw_scores(fig, tokens=tokens, X=X, **values), controls,
-                    figsize=(11, 4.2), layout="row", update=update_scores)
+    controls = {"query": query_dropdown(tokens), "metric": dropdown("measure", METRICS, "dot product")}
+    return sentence_explorer(draw_scores, update_scores, controls, figsize=(11, 4.2), tokens=tokens, X=X)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -8,19 +8,18 @@ from matplotlib.ticker import NullLocator
 
 from ..core import entropy, softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from . import LABEL_STYLE, Explorer, dropdown
+from ..measures import entropy_curve
+from ..plotting import GUIDE_COLOUR, OKABE_ITO, token_colours
+from . import LABEL_STYLE, pick, query_dropdown, sentence_explorer, set_bars, value_bars
 
-__all__ = ["TEMPERATURES", "temperature_slider", "entropy_curve", "draw_temperature", "update_temperature",
+__all__ = ["TEMPERATURES", "temperature_slider", "draw_temperature", "update_temperature",
            "temperature_explorer", "EXPLORERS"]
 
 #: Roughly log-spaced temperatures: equal slider steps multiply the temperature by about 1.5.
 TEMPERATURES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 20.0)
 
-ENTROPY_COLOUR = "#5e3c99"
-#: Bars of the weights; the largest one is highlighted (the colours of plotting.bar_weights).
-BAR_COLOUR = "#5ab4ac"
-HIGHLIGHT_COLOUR = "#d8b365"
-REFERENCE_COLOUR = "#000000"
+#: The entropy curve and the marks of the weights at τ = 1 (the bars take their tokens' colours).
+CURVE_COLOUR = OKABE_ITO["black"]
 
 
 def temperature_slider(value=1.0, options=TEMPERATURES):
@@ -30,29 +29,6 @@ def temperature_slider(value=1.0, options=TEMPERATURES):
     return widgets.SelectionSlider(options=[(f"{t:g}", t) for t in options], value=value,
                                    description="temperature τ", continuous_update=False, style=LABEL_STYLE,
                                    layout=widgets.Layout(width="420px"))
-
-
-def entropy_curve(scores, temperatures):
-    """Entropy (nats) of ``softmax(scores / τ)`` for each temperature τ.
-
-    Parameters
-    ----------
-    scores : array_like, shape (T,)
-    temperatures : array_like, shape (n,)
-
-    Returns
-    -------
-    entropies : ndarray, shape (n,)
-
-    Examples
-    --------
-    >>> entropy_curve([0.0, 0.0], [0.5, 1.0, 2.0]).round(4)
-    array([0.6931, 0.6931, 0.6931])
-    """
-    scores = np.asarray(scores, dtype=float)
-    temperatures = np.asarray(temperatures, dtype=float)
-    weights = softmax(scores[None, :] / temperatures[:, None], axis=-1)  # (n, T): one distribution per temperature
-    return entropy(weights, axis=-1)
 
 
 def _as_temperature(value):
@@ -77,12 +53,11 @@ def draw_temperature(fig, query="journey", temperature=1.0, tokens=JOURNEY_TOKEN
     H_max = float(np.log(T))
 
     left, right = fig.subplots(1, 2, width_ratios=[1.2, 1])
-    bars = left.bar(positions, np.zeros(T), color=BAR_COLOUR)
-    labels = left.bar_label(bars, labels=[""] * T, fontsize=10)
-    reference = left.hlines(np.zeros(T), positions - 0.4, positions + 0.4, colors=REFERENCE_COLOUR, linewidth=2,
+    bars, labels = value_bars(left, T, token_colours(tokens))
+    reference = left.hlines(np.zeros(T), positions - 0.4, positions + 0.4, colors=CURVE_COLOUR, linewidth=2.5,
                             label="τ = 1")
-    left.axhline(1 / T, color="#777777", linestyle=":", linewidth=1.2, label=f"uniform 1/{T}")
-    left.legend(loc="upper right", frameon=False)
+    left.axhline(1 / T, color=GUIDE_COLOUR, linestyle=":", linewidth=1.5, label=f"uniform 1/{T}")
+    left.legend(loc="upper right", frameon=False, fontsize=12)
     left.set_xticks(positions, labels=tokens)
     left.set_ylim(0, 1.08)
     left.set_ylabel("attention weight")
@@ -90,12 +65,12 @@ def draw_temperature(fig, query="journey", temperature=1.0, tokens=JOURNEY_TOKEN
     left.set_title(" ")
 
     grid = np.geomspace(0.03, 40.0, 80)
-    curve, = right.plot(grid, np.zeros_like(grid), color=ENTROPY_COLOUR, linewidth=2)
-    point, = right.plot([1.0], [0.0], "o", color=ENTROPY_COLOUR, markersize=10)
-    right.axhline(H_max, color="#777777", linestyle="--", linewidth=1.2)
-    right.text(0.035, H_max * 0.96, f"uniform: ln {T} = {H_max:.2f}", va="top", fontsize=10)
-    right.axhline(0, color="#777777", linestyle="--", linewidth=1.2)
-    right.text(0.035, 0.04 * H_max, "one-hot: 0", va="bottom", fontsize=10)
+    curve, = right.plot(grid, np.zeros_like(grid), color=CURVE_COLOUR, linewidth=2)
+    point, = right.plot([1.0], [0.0], "o", color=CURVE_COLOUR, markersize=10)
+    right.axhline(H_max, color=GUIDE_COLOUR, linestyle="--", linewidth=1.2)
+    right.text(0.035, H_max * 0.96, f"uniform: ln {T} = {H_max:.2f}", va="top", fontsize=11, color=GUIDE_COLOUR)
+    right.axhline(0, color=GUIDE_COLOUR, linestyle="--", linewidth=1.2)
+    right.text(0.035, 0.04 * H_max, "one-hot: 0", va="bottom", fontsize=11, color=GUIDE_COLOUR)
     right.set_xscale("log")
     right.set_xticks([0.1, 1.0, 10.0], labels=["0.1", "1", "10"])
     right.xaxis.set_minor_locator(NullLocator())  # the default log minor ticks cost more than the rest of the figure
@@ -114,39 +89,33 @@ def draw_temperature(fig, query="journey", temperature=1.0, tokens=JOURNEY_TOKEN
 
 def update_temperature(fig, query="journey", temperature=1.0, **_):
     """Show ``query``'s weights at ``temperature``: bars, τ = 1 marks, entropy curve and point, titles."""
-    h = fig.handles
-    tokens = h["tokens"]
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
+    parts = fig.handles
+    tokens = parts["tokens"]
+    i, query = pick(tokens, query)
     temperature = _as_temperature(temperature)
-    scores = h["scores"][i]  # (T,): the query's scores over the keys
-    if h["query"] != query:  # the τ = 1 marks and the entropy curve depend on the query only
+    scores = parts["scores"][i]  # (T,): the query's scores over the keys
+    if parts["query"] != query:  # the τ = 1 marks and the entropy curve depend on the query only
         plain = softmax(scores)
-        h["reference"].set_segments([[(p - 0.4, w), (p + 0.4, w)] for p, w in zip(h["positions"], plain, strict=True)])
-        h["curve"].set_ydata(entropy_curve(scores, h["grid"]))
-        h["query"] = query
+        parts["reference"].set_segments([[(p - 0.4, w), (p + 0.4, w)]
+                                         for p, w in zip(parts["positions"], plain, strict=True)])
+        parts["curve"].set_ydata(entropy_curve(scores, parts["grid"]))
+        parts["query"] = query
     weights = softmax(scores, temperature=temperature)
     H = float(entropy(weights))
     j = int(np.argmax(weights))
-    for k, (bar, label, weight) in enumerate(zip(h["bars"], h["labels"], weights, strict=True)):
-        bar.set_height(weight)
-        bar.set_color(HIGHLIGHT_COLOUR if k == j else BAR_COLOUR)
-        label.set_text(f"{weight:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, weight)
-    h["point"].set_data([temperature], [H])
-    h["left"].set_title(f"softmax(scores / τ) for query {query!r}, τ = {temperature:g}")
-    h["right"].set_title(f"entropy H = {H:.2f} nats")
+    set_bars(parts["bars"], weights, parts["labels"], highlight=j)
+    parts["point"].set_data([temperature], [H])
+    parts["left"].set_title(f"softmax(scores / τ) for query {query!r}, τ = {temperature:g}")
+    parts["right"].set_title(f"entropy H = {H:.2f} nats")
     n = len(tokens)
-    return (f"τ = {temperature:g}: entropy H = {H:.4f} nats (uniform would be ln {n} = {h['H_max']:.4f}); "
+    return (f"τ = {temperature:g}: entropy H = {H:.4f} nats (uniform would be ln {n} = {parts['H_max']:.4f}); "
             f"the largest weight, {weights[j]:.4f}, goes to {tokens[j]!r}.")
 
 
 def temperature_explorer(X=None, tokens=JOURNEY_TOKENS):
     """Choose a query and a temperature: see the weights sharpen (τ < 1) or flatten (τ > 1)."""
-    controls = {"query": dropdown("query token", tokens, "journey" if "journey" in tokens else None),
-                "temperature": temperature_slider(1.0)}
-    return Explorer(lambda fig, **values: draw_temperature(fig, tokens=tokens, X=X, **values), controls,
-                    figsize=(11, 4.2), layout="row", update=update_temperature)
+    controls = {"query": query_dropdown(tokens), "temperature": temperature_slider(1.0)}
+    return sentence_explorer(draw_temperature, update_temperature, controls, figsize=(11, 4.2), tokens=tokens, X=X)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -132,7 +132,7 @@ class MatrixExplorer(Explorer):
                                            layout=widgets.Layout(width="230px", margin="24px 0 0 0"))
         self.reset_button.on_click(lambda _button: self.reset())
         panel = widgets.HBox(grids + [self.reset_button])
-        self.widget = widgets.VBox([panel, self.output, self.text])
+        self.widget = widgets.VBox([panel, self.image, self.text])
         self.widget.add_class("attn-explorer")
 
     def reset(self):
