@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from matplotlib.patches import Patch, PathPatch, Rectangle
 from matplotlib.path import Path
 
 from ..core import scaled_dot_product_attention
 from ..examples import CREATURE_TOKENS, combined_mask, creature_example
-from ..plotting import MASKED_COLOUR, OKABE_ITO, SERIES_COLOURS, heatmap
-from . import Explorer, dropdown, slider, toggle
-
-_HATCH_COLOUR = "#969696"  # as in plotting.heatmap
+from ..plotting import HATCH_COLOUR, MASKED_COLOUR, OUTLINE_COLOUR, SERIES_COLOURS, heatmap
+from . import dropdown, pick, sentence_explorer, set_bars, slider, toggle, value_bars
 
 #: Bar colours: a key the query may see (itself or earlier), a later key (visible only without the mask).
 EARLIER_COLOUR, LATER_COLOUR = SERIES_COLOURS[0], SERIES_COLOURS[1]
@@ -35,7 +31,7 @@ def _hatch_path(x0, y0, width, height):
 def _hatch(ax, facecolor):
     """An (empty) hatched path patch, as plotting.heatmap draws masked cells; filled by :func:`_hatch_path`."""
     return ax.add_patch(PathPatch(_hatch_path([], [], 1, 1), facecolor=facecolor, hatch="///",
-                                  edgecolor=_HATCH_COLOUR, linewidth=0))
+                                  edgecolor=HATCH_COLOUR, linewidth=0))
 
 
 def draw_masking(fig, causal=True, query="creature", length=8, example=None, tokens=CREATURE_TOKENS):
@@ -56,17 +52,16 @@ def draw_masking(fig, causal=True, query="creature", length=8, example=None, tok
     image = heatmap(np.full((T, T), np.nan), tokens, tokens, ax=left, vmin=0, vmax=1, title=" ",
                     cbar_label="attention weight", annotate=False)
     cells = _hatch(left, facecolor="none")
-    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=OKABE_ITO["vermillion"], linewidth=3))
+    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=OUTLINE_COLOUR, linewidth=3))
     row_hatch = _hatch(right, facecolor=MASKED_COLOUR)
-    bars = right.bar(range(T), np.zeros(T), color=EARLIER_COLOUR)
-    labels = right.bar_label(bars, labels=[""] * T, fontsize=10)
+    bars, labels = value_bars(right, T, EARLIER_COLOUR, fontsize=10)
     right.set_xticks(range(T), labels=tokens, rotation=45, ha="right", rotation_mode="anchor")
     right.set_ylim(0, 1.3)
     right.set_ylabel("attention weight")
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_title(" ")
     legend = [Patch(color=EARLIER_COLOUR, label="itself or earlier"), Patch(color=LATER_COLOUR, label="later token"),
-              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="masked")]
+              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR, label="masked")]
     right.legend(handles=legend, loc="upper left", fontsize=11, frameon=False)
     fig.handles = {"example": example, "tokens": tokens, "image": image, "cells": cells, "outline": outline,
                    "row_hatch": row_hatch, "bars": bars, "labels": labels, "left": left, "right": right}
@@ -79,8 +74,7 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
     handles = fig.handles
     example, tokens = handles["example"], handles["tokens"]
     T = len(tokens)
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
+    i, query = pick(tokens, query)
     mask = combined_mask(T, causal=bool(causal), length=length)
     X = example["X"]
     queries, keys, values = X @ example["W_q"], X @ example["W_k"], X @ example["W_v"]  # (T, d_model) @ (d_model, d)
@@ -95,11 +89,9 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
     blocked = np.flatnonzero(~mask[i])  # the keys this query may not see
     handles["row_hatch"].set_path(_hatch_path(blocked - 0.4, np.zeros(len(blocked)), 0.8, 1.0))
     future = np.arange(T) > i
-    for j, (bar, label) in enumerate(zip(handles["bars"], handles["labels"])):
-        bar.set_height(row[j])
-        bar.set_facecolor(LATER_COLOUR if future[j] else EARLIER_COLOUR)
-        label.set_text(f"{row[j]:.2f}" if mask[i, j] else "")
-        label.xy = (bar.get_x() + bar.get_width() / 2, row[j])
+    colours = [LATER_COLOUR if later else EARLIER_COLOUR for later in future]
+    set_bars(handles["bars"], row, handles["labels"], colours=colours,
+             texts=[f"{weight:.2f}" if allowed else "" for weight, allowed in zip(row, mask[i], strict=True)])
     handles["right"].set_title(f"query {query!r}: its row of weights")
     future_weight = float(row[future].sum())
     allowed = int(mask[i].sum())
@@ -114,13 +106,13 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
 
 def mask_explorer(example=None, tokens=CREATURE_TOKENS):
     """Toggle the causal mask, pad the sequence, pick a query: see its row of weights."""
-    draw = partial(draw_masking, example=creature_example() if example is None else example, tokens=tokens)
     controls = {
         "causal": toggle("causal mask", True),
         "query": dropdown("query token", tokens, "creature"),
         "length": slider("real tokens (the rest is padding)", len(tokens), 1, len(tokens), 1, integer=True),
     }
-    return Explorer(draw, controls, figsize=(10.5, 4.6), update=update_masking)
+    return sentence_explorer(draw_masking, update_masking, controls, figsize=(10.5, 4.6), layout="column",
+                             example=creature_example() if example is None else example, tokens=tokens)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -20,7 +20,7 @@ from matplotlib.patches import Polygon, Rectangle
 from ..core import causal_mask
 from ..examples import CREATURE_TOKENS, creature_heads_example
 from ..multihead import multi_head_attention, split_heads
-from ..plotting import MASKED_COLOUR, OKABE_ITO, SERIES_COLOURS, heatmap
+from ..plotting import FAINT_COLOUR, GUIDE_COLOUR, HATCH_COLOUR, MASKED_COLOUR, OKABE_ITO, SERIES_COLOURS, heatmap
 from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
 __all__ = ["HEAD_COLOURS", "SPLITS", "head_assignment", "head_contributions", "head_shares",
@@ -42,8 +42,6 @@ SPLITS = {
     "reshape straight to (h, T, d_h)  [wrong]": "reshape",
     "reshape (T, d_h, h), heads last  [wrong]": "strided",
 }
-
-_HATCH_COLOUR = "#969696"  # as in plotting.heatmap
 
 #: Head counts the explorers offer (all divide d_model = 8 and 16).
 HEAD_CHOICES = (1, 2, 4, 8)
@@ -247,7 +245,7 @@ def _hatch_future(ax, T):
     corners = [(0.5, -0.5), (T - 0.5, -0.5), (T - 0.5, T - 1.5)]  # top edge, then down the right edge
     for k in range(T - 2, -1, -1):  # staircase back up along the diagonal
         corners += [(k + 0.5, k + 0.5), (k + 0.5, k - 0.5)]
-    ax.add_patch(Polygon(corners, closed=True, facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR,
+    ax.add_patch(Polygon(corners, closed=True, facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR,
                          linewidth=0))
 
 
@@ -283,9 +281,9 @@ def draw_head(fig, num_heads=2, head=0, causal=False, tokens=CREATURE_TOKENS, ex
                     title=" ")
     fig.colorbar(image, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
     own = right.barh(range(T), np.zeros(T), label="this head")
-    others = right.barh(range(T), np.zeros(T), color=MASKED_COLOUR, label="other heads")
+    others = right.barh(range(T), np.zeros(T), color=FAINT_COLOUR, label="other heads")
     texts = [right.text(0, t, "", ha="center", va="center", fontsize=10) for t in range(T)]
-    equal = right.axvline(0.25, color="black", linestyle="--", linewidth=1)
+    equal = right.axvline(0.25, color=GUIDE_COLOUR, linestyle="--", linewidth=1)
     right.set_xlim(0, 1)
     right.set_ylim(T - 0.5, -0.5)
     right.set_xticks([0, 0.25, 0.5, 0.75, 1], labels=["0", "", "50%", "", "100%"])
