@@ -129,7 +129,7 @@ def check_score_std_prediction(value):
     d_k = PREDICT_D_K
     sampled = scaling_summary(d_k)["unscaled"]["score std"]
     return grade_value(
-        value, np.sqrt(d_k), name="your prediction", rtol=0.1, atol=0.0,
+        value, np.sqrt(d_k), name="prediction", rtol=0.1, atol=0.0,
         wrongs=[
             (d_k, f"{d_k} is the VARIANCE of the scores, d_k. The standard deviation is its square root"),
             (1.0, "1 is the standard deviation AFTER dividing by sqrt(d_k); the question is about raw scores q · k"),
