@@ -66,7 +66,7 @@ class _Fields(Artist):
     def draw(self, renderer):
         if not self.get_visible():
             return
-        x, y = self.base._get_xy_display()  # left end of the label's baseline, in pixels
+        x, y = self.base.get_transform().transform(self.base.get_unitless_position())  # label's baseline start, px
         key = (self.base.get_text(), getattr(renderer, "dpi", None))
         if self._offsets.get("key") != key:  # where each field starts: measured once per label and resolution
             font = self.base.get_fontproperties()
@@ -87,7 +87,7 @@ def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **prop
     values of other widths shift it by a few pixels at most. Returns the changing Text.
     """
     fig = parent if isinstance(parent, Figure) else parent.figure
-    renderer = fig._get_renderer()
+    renderer = fig.canvas.get_renderer()  # the Agg canvas of every Explorer figure (public API)
     font = FontProperties(size=props.get("fontsize"))
     width_changing, width_fixed = (renderer.get_text_width_height_descent(s, font, ismath=False)[0]
                                    for s in (changing, fixed))
