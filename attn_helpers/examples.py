@@ -6,6 +6,8 @@ notebook means the same thing in the next.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .core import causal_mask, padding_mask, softmax
@@ -136,7 +138,7 @@ def qkv_attention_steps(X, W_q, W_k, W_v):
     V = X @ W_v  # (T, d_in) @ (d_in, d_v) -> (T, d_v)
     d_k = Q.shape[-1]
     scores = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
-    scaled = scores / np.sqrt(d_k)
+    scaled = scores / math.sqrt(d_k)  # a Python float keeps float32 scores float32
     weights = softmax(scaled, axis=-1)
     context = weights @ V  # (T, T) @ (T, d_v) -> (T, d_v)
     return {"Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "context": context}
