@@ -346,3 +346,12 @@ def _with_other_change(W_k):
 def test_roamed_keys_wrong_designs_get_hints(W_k, hint):
     verdict = check_roamed_keys(W_k)
     assert not verdict.passed and hint in verdict.hint + verdict.message, verdict
+
+
+def test_complex_answers_are_refused_not_truncated():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        assert "complex" in check_score_slip("AI", np.complex128(1.41 + 1j)).message
+        assert "complex" in check_roamed_keys(roamed_keys() + 1j).message

@@ -248,6 +248,8 @@ def _check_score_slip(slip_key, corrected):
     if corrected is None or corrected is Ellipsis:
         return Verdict(False, f"the key is right ({key}); my_corrected is not filled in yet",
                        "give the right value of that score, rounded to 2 decimals")
+    if np.iscomplexobj(corrected):
+        return Verdict(False, "my_corrected is a complex number", "give one real number, e.g. 0.5")
     try:
         got = float(corrected)
     except (TypeError, ValueError):
@@ -294,6 +296,8 @@ def _check_roamed_keys(W_k):
     ex = creature_example(dtype=np.float64)
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")
+    if np.iscomplexobj(W_k):
+        return Verdict(False, "my_W_k_roamed has complex entries", "use real numbers")
     try:
         W = np.asarray(W_k, dtype=np.float64)
     except (TypeError, ValueError):
