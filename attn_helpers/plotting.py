@@ -21,6 +21,9 @@ __all__ = [
     "HATCH_COLOUR",
     "CONTEXT_COLOUR",
     "HIGHLIGHT_EDGE",
+    "PAPER_COLOUR",
+    "LABEL_BOX",
+    "text_colour_on",
     "OUTLINE_COLOUR",
     "GUIDE_COLOUR",
     "FAINT_COLOUR",
@@ -78,6 +81,10 @@ def token_colours(tokens):
 
 
 # Colours with a role rather than a word (named once; every figure refers to these names).
+#: The paper colour: behind labels (so no line can hide them) and inside hollow markers.
+PAPER_COLOUR = "white"
+#: A box behind a label, so that the arrows and lines under it cannot hide it.
+LABEL_BOX = {"facecolor": PAPER_COLOUR, "alpha": 0.8, "edgecolor": "none", "pad": 1.0}
 #: A context vector z, drawn over its inputs' token colours: the result, in black.
 CONTEXT_COLOUR = OKABE_ITO["black"]
 #: The outline of the chosen row (or column) of a heatmap: visible on every viridis colour.
@@ -102,6 +109,20 @@ _STYLE = {
     "axes.spines.right": False,
     "image.cmap": "viridis",
 }
+
+
+def text_colour_on(level, signed=False):
+    """Black or white: the text colour readable on a colormap's colour at ``level`` (0..1, from the norm).
+
+    Viridis is dark at the bottom of its range; a diverging map (``signed``) is dark at both ends.
+
+    Examples
+    --------
+    >>> text_colour_on(0.1), text_colour_on(0.9), text_colour_on(0.05, signed=True)
+    ('white', '#000000', 'white')
+    """
+    dark = abs(level - 0.5) > 0.3 if signed else level < 0.55
+    return PAPER_COLOUR if dark else OKABE_ITO["black"]
 
 
 def setup_style():
@@ -154,10 +175,8 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
             for j in range(cols):
                 if np.ma.is_masked(shown[i, j]):
                     continue
-                level = norm(matrix[i, j])
-                dark = level < 0.55 if not signed else abs(level - 0.5) > 0.3
                 ax.text(j, i, fmt.format(matrix[i, j]), ha="center", va="center", fontsize=10 if cols > 6 else 11,
-                        color="white" if dark else "black")
+                        color=text_colour_on(norm(matrix[i, j]), signed))
     col_labels = [str(c) for c in col_labels] if col_labels is not None else [str(c) for c in range(cols)]
     long_labels = max(map(len, col_labels)) > 3
     ax.set_xticks(range(cols), labels=col_labels, rotation=45 if long_labels else 0,

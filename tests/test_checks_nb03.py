@@ -209,6 +209,13 @@ def test_spot_the_slip_right_answers_pass():
     np.testing.assert_allclose(correct, [0.629, 0.123, 0.246, 0.002], atol=5e-4)  # the corrected numbers
     assert check_spot_the_slip(sum(NOTES_WEIGHTS), correct).passed
     assert check_spot_the_slip(1.83, correct.round(3)).passed
+    assert "not filled in" in check_spot_the_slip(1.83).message  # the total found, the weights still to come
+
+
+def test_spot_the_slip_solution_passes():
+    from attn_helpers.checks.nb03 import NOTES_SCORES, NOTES_WEIGHTS, spot_the_slip
+
+    assert check_spot_the_slip(*spot_the_slip(np.array(NOTES_SCORES), np.array(NOTES_WEIGHTS))).passed
 
 
 @pytest.mark.parametrize("total, weights, hint", [

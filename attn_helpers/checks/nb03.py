@@ -133,7 +133,15 @@ def check_cold_choice(token, query="one", temperature=0.001):
                 "largest score wins, and a token's score with itself is not always the largest.")
 
 
-def check_spot_the_slip(total, weights):
+@register_solution("spot_the_slip")
+def spot_the_slip(notes_scores, notes_weights):
+    """The one line that exposes the slip, and the weights the notes should have printed."""
+    total = notes_weights.sum()  # 1.83: a softmax always sums to 1, so these weights are not a softmax
+    exps = np.exp(notes_scores - notes_scores.max())  # the stable softmax of the column of scores
+    return total, exps / exps.sum()
+
+
+def check_spot_the_slip(total, weights=...):
     """Grade the slip in the lecture notes: the sum of their printed weights, and the softmax they should have been."""
     notes = np.array(NOTES_WEIGHTS)
     found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[

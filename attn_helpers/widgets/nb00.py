@@ -7,7 +7,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..measures import summary_shares
-from ..plotting import CONTEXT_COLOUR, GUIDE_COLOUR, OUTLINE_COLOUR, heatmap, token_colour, token_colours
+from ..plotting import CONTEXT_COLOUR, GUIDE_COLOUR, OUTLINE_COLOUR, PAPER_COLOUR, heatmap, token_colour, token_colours
 from . import Explorer, dropdown, pick, set_bars, value_bars
 
 __all__ = ["draw_bottleneck", "row_explorer", "draw_row", "update_row", "EXPLORERS"]
@@ -17,7 +17,7 @@ def _token_row(ax, tokens, y):
     """The sentence's tokens in a row at height ``y``, each in its series colour."""
     for t, (token, colour) in enumerate(zip(tokens, token_colours(tokens), strict=True)):
         ax.text(t, y, token, ha="center", va="center", fontsize=13, fontweight="bold", color=colour,
-                bbox={"facecolor": "white", "edgecolor": colour, "boxstyle": "round,pad=0.3", "linewidth": 1.5})
+                bbox={"facecolor": PAPER_COLOUR, "edgecolor": colour, "boxstyle": "round,pad=0.3", "linewidth": 1.5})
 
 
 def _arrow(ax, start, end, colour, width=1.5, bend=0.0):
@@ -41,7 +41,7 @@ def draw_bottleneck(fig, tokens=JOURNEY_TOKENS, keep=0.5):
     top.set_ylim(-1.0, 1.6)
     _token_row(top, tokens, 0)
     for t in range(T):
-        top.plot(t, 1.0, "o", markersize=34, markerfacecolor="white", markeredgecolor=CONTEXT_COLOUR,
+        top.plot(t, 1.0, "o", markersize=34, markerfacecolor=PAPER_COLOUR, markeredgecolor=CONTEXT_COLOUR,
                  markeredgewidth=2)  # a marker stays round whatever the axes' aspect
         top.text(t, 1.0, f"s{t + 1}", ha="center", va="center", fontsize=12)
         _arrow(top, (t, 0.12), (t, 0.85), GUIDE_COLOUR)

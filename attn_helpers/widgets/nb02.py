@@ -8,7 +8,7 @@ from matplotlib.patches import Rectangle
 from ..core import cosine_similarity
 from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..measures import angles_degrees
-from ..plotting import OUTLINE_COLOUR, heatmap, token_colours
+from ..plotting import LABEL_BOX, OUTLINE_COLOUR, heatmap, text_colour_on, token_colours
 from . import FullRedraw, dropdown, pick, query_dropdown, sentence_explorer, set_bars, value_bars
 
 __all__ = ["draw_arrows_3d", "draw_geometry", "draw_scores", "update_scores", "score_explorer",
@@ -32,7 +32,7 @@ def draw_arrows_3d(ax, X, tokens, query=None):
             tip = tip + np.array([0.12, 0.0, -0.12])
         placed.append(tip)
         ax.text(*tip, token, color=colours[j], fontsize=11, fontweight="bold" if is_query else "normal",
-                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 0.5})
+                bbox=LABEL_BOX)
     ax.set(xlim=(0, lim), ylim=(0, lim), zlim=(0, lim), xlabel="feature 0", ylabel="feature 1", zlabel="feature 2")
     ax.view_init(elev=20, azim=-140)
 
@@ -104,7 +104,7 @@ def update_scores(fig, query="journey", metric="dot product", **_):
     for j, (text, value) in enumerate(zip(parts["numbers"], row, strict=True)):
         text.set_position((j, i))
         text.set_text(f"{value:.2f}")
-        text.set_color("white" if norm(value) < 0.55 else "black")
+        text.set_color(text_colour_on(norm(value)))
     set_bars(parts["bars"], row, parts["labels"], highlight=i)
     parts["ax"].set_title(f"row {i}: query {query!r}")
     order = np.argsort(-row, kind="stable")

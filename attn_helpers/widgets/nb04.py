@@ -9,15 +9,13 @@ from matplotlib.ticker import MaxNLocator
 from ..core import scaled_dot_product_attention
 from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..measures import convex_hull_2d
-from ..plotting import CONTEXT_COLOUR, FAINT_COLOUR, OKABE_ITO, token_colours
+from ..plotting import CONTEXT_COLOUR, FAINT_COLOUR, LABEL_BOX, OKABE_ITO, PAPER_COLOUR, token_colours
 from . import Explorer, FullRedraw, dropdown, redraw_dynamic, set_bars, slider
 
 __all__ = ["draw_sum_panel", "draw_tip_to_tail", "draw_context", "update_context", "context_explorer", "EXPLORERS"]
 
 #: The shaded convex hull of the inputs (drawn at 25 % opacity).
 HULL_COLOUR = OKABE_ITO["sky blue"]
-#: Token names sit on a white box, so no arrow can hide them.
-LABEL_BOX = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.0}
 
 
 def _label_groups(points, tokens, radius):
@@ -69,7 +67,7 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     if np.hypot(*z) > 1e-9:  # the white ring on top marks where the sum ends (a bare head would hide it)
         ax.arrow(0, 0, z[0], z[1], width=0.012 * span, head_width=1.3 * head, head_length=1.3 * head,
                  length_includes_head=True, color=CONTEXT_COLOUR, linewidth=0, zorder=4)
-    ax.plot(*z, "o", markerfacecolor="white", markeredgecolor=CONTEXT_COLOUR, markeredgewidth=2, ms=9, zorder=5)
+    ax.plot(*z, "o", markerfacecolor=PAPER_COLOUR, markeredgecolor=CONTEXT_COLOUR, markeredgewidth=2, ms=9, zorder=5)
     pad = 0.02 * span
     for where, text in (_label_groups(P, tokens, radius=0.06 * span) if labels else ()):
         names = text.split(" / ")
@@ -128,7 +126,7 @@ def draw_tip_to_tail(ax, X, weights_row, dims=(0, 1), tokens=JOURNEY_TOKENS, que
         ax.arrow(0, 0, *z, width=0.012 * span, head_width=1.4 * head, head_length=1.4 * head,
                  length_includes_head=True, color=CONTEXT_COLOUR, alpha=0.45, linewidth=0, zorder=0,
                  label="z" if query is None else f"z({query})")
-    ax.plot(*z, "o", markerfacecolor="white", markeredgecolor=CONTEXT_COLOUR, markeredgewidth=2, ms=9, zorder=5)
+    ax.plot(*z, "o", markerfacecolor=PAPER_COLOUR, markeredgecolor=CONTEXT_COLOUR, markeredgewidth=2, ms=9, zorder=5)
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel(f"feature {a}")
     ax.set_ylabel(f"feature {b}")
