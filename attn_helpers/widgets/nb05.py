@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..examples import I_LOVE_AI_TOKENS, i_love_ai, qkv_attention_steps
-from ..plotting import heatmap
+from ..plotting import heatmap, text_colour_on
 from . import Explorer
 
 __all__ = ["MATRIX_NAMES", "draw_qkv", "update_qkv", "MatrixExplorer", "qkv_explorer",
@@ -90,10 +90,8 @@ def update_qkv(fig, **entries):
             fig.background_changed = True
         image.set_data(matrix)
         for text, value in zip(ax.texts, matrix.ravel()):
-            level = image.norm(value)
-            dark = abs(level - 0.5) > 0.3 if signed else level < 0.55
             text.set_text(f"{value:.2f}")
-            text.set_color("white" if dark else "black")
+            text.set_color(text_colour_on(image.norm(value), signed))
     S = steps["scores"]
     if np.allclose(S, S.T):
         symmetry = "Q Kᵀ is <b>symmetric</b>: every pair of tokens scores each other equally (W_q W_kᵀ is symmetric)."
