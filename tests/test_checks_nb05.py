@@ -8,9 +8,22 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import scaled_dot_product_attention, softmax  # noqa: E402
-from attn_helpers.checks import check_asymmetric_keys, check_self_attention_qkv, solution  # noqa: E402
-from attn_helpers.checks.nb05 import asymmetric_keys, self_attention_qkv  # noqa: E402
-from attn_helpers.examples import i_love_ai  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_asymmetric_keys,
+    check_changed_rows,
+    check_roamed_keys,
+    check_score_slip,
+    check_self_attention_qkv,
+    solution,
+)
+from attn_helpers.checks.nb05 import asymmetric_keys, roamed_keys, score_slip, self_attention_qkv  # noqa: E402
+from attn_helpers.examples import (  # noqa: E402
+    CREATURE_FEATURES,
+    CREATURE_TOKENS,
+    creature_example,
+    i_love_ai,
+    qkv_attention_steps,
+)
 from attn_helpers.widgets import nb05  # noqa: E402
 
 
@@ -77,7 +90,7 @@ def _qkv(X, W_q, W_k, W_v):
     (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(b.shape[1])) @ X, "with X"),
     (lambda X, a, b, c: softmax((X @ a) @ (X @ b).T / np.sqrt(b.shape[1])), "returned the weights"),
     (lambda X, a, b, c: softmax((a @ X) @ (b @ X).T / np.sqrt(b.shape[1])) @ (c @ X), "W @ X"),
-    (lambda X, a, b, c: softmax((X @ a.T) @ (X @ b.T).T / np.sqrt(b.shape[1])) @ (X @ c.T), "transposed"),
+    (lambda X, a, b, c: softmax((X @ a.T) @ (X @ b.T).T / np.sqrt(b.shape[1])) @ (X @ c.T), "transposed W"),
     (lambda X, a, b, c: softmax((X @ a) @ (X @ b) / np.sqrt(b.shape[1])) @ (X @ c), "missing .T"),
     (lambda X, a, b, c: (self_attention_qkv(X, a, b, c), 0), "not (output, weights)"),
     (lambda X, a, b, c: None, "return"),
@@ -138,12 +151,12 @@ def test_asymmetric_checker_hints_and_never_raises(value, hint):
     assert hint in verdict.message + verdict.hint
 
 
-# ---------------------------------------------------------------- widget module
+# ---------------------------------------------------------------- the worked steps (examples.py) and the widget
 
 
 def test_steps_match_helper_and_loop():
     X, W_q, W_k, W_v = love()
-    steps = nb05.qkv_attention_steps(X, W_q, W_k, W_v)
+    steps = qkv_attention_steps(X, W_q, W_k, W_v)
     context, weights = scaled_dot_product_attention(steps["Q"], steps["K"], steps["V"])
     np.testing.assert_allclose(steps["context"], context, rtol=1e-6)
     np.testing.assert_allclose(steps["weights"], weights, rtol=1e-6)
@@ -201,3 +214,144 @@ def test_values_beyond_a_colorbar_widen_it_in_place_as_a_fresh_drawing_would():
         live, fresh = (np.asarray(Image.open(io.BytesIO(data))) for data in (png, fresh_png))
         np.testing.assert_array_equal(live, fresh)
     assert explorer._live.handles["panels"][0][0].images[0].get_clim() == (-4.0, 4.0)
+
+
+# ---------------------------------------------------------------- every wrong divisor gets its own hint (issue 14 #6)
+
+
+def _scaled_by(divisor):
+    def attention(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return softmax(Q @ K.T / divisor(X, W_q, W_k, W_v), axis=-1) @ V
+
+    return attention
+
+
+@pytest.mark.parametrize("divisor, hint", [
+    (lambda X, W_q, W_k, W_v: 1.0, "forgot to scale"),
+    (lambda X, W_q, W_k, W_v: W_k.shape[1], "divided the scores by d_k"),
+    (lambda X, W_q, W_k, W_v: np.sqrt(X.shape[1]), "square root of d_in"),
+    (lambda X, W_q, W_k, W_v: np.sqrt(W_v.shape[1]), "square root of d_v"),
+    (lambda X, W_q, W_k, W_v: np.sqrt(X.shape[0]), "square root of T"),
+])
+def test_every_wrong_divisor_is_named(divisor, hint):
+    verdict = check_self_attention_qkv(_scaled_by(divisor))
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_the_first_case_tells_every_divisor_apart():
+    from attn_helpers.checks.nb05 import _cases
+
+    X, W_q, W_k, W_v = _cases()[0].args
+    T, d_in, d_k, d_v = X.shape[0], X.shape[1], W_k.shape[1], W_v.shape[1]
+    divisors = [1.0, np.sqrt(d_k), d_k, np.sqrt(d_in), np.sqrt(d_v), np.sqrt(T)]
+    assert len({round(float(d), 6) for d in divisors}) == len(divisors)
+
+
+# ---------------------------------------------------------------- predict, then run: which rows of S change
+
+
+def test_changed_rows_prediction():
+    X, W_q, W_k, _ = love()
+    changed = W_q.copy()
+    changed[0, 0] = 2.0
+    rows = np.flatnonzero(((X @ changed) @ (X @ W_k).T != (X @ W_q) @ (X @ W_k).T).any(axis=1))
+    assert rows.tolist() == [0, 2]  # I and AI, independently of the checker
+    for answer in ({"I", "AI"}, ["AI", "I"], (0, 2), [np.int64(0), 2]):
+        assert check_changed_rows(answer).passed, answer
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (["I"], "x(AI)"),
+    ({"I", "love", "AI"}, "x(love) = [0, 1]"),
+    (["love"], "x(love) = [0, 1]"),
+    ([], "first feature is not 0"),
+])
+def test_changed_rows_wrong_predictions_get_hints(answer, hint):
+    verdict = check_changed_rows(answer)
+    assert not verdict.passed and hint in verdict.hint
+
+
+def test_changed_rows_odd_answers():
+    assert "not filled in" in check_changed_rows(...).message
+    assert "not one of the tokens" in check_changed_rows(["you"]).message
+    assert "not one of the tokens" in check_changed_rows([3]).message
+
+
+# ---------------------------------------------------------------- spot the slip (issue 14 #10)
+
+
+def test_score_slip_solution_and_the_independent_row():
+    X, W_q, W_k, _ = love()
+    row = ((X @ W_q) @ (X @ W_k).T / np.sqrt(2))[1]
+    np.testing.assert_allclose(row, [0.7071, 0.7071, 1.4142], atol=1e-4)
+    assert score_slip() == ("AI", 1.41)
+    assert check_score_slip("AI", 1.41).passed
+    assert check_score_slip(2, np.sqrt(2)).passed
+
+
+@pytest.mark.parametrize("key, value, hint", [
+    ("love", 1.41, "compare the whole row"),
+    ("I", None, "compare the whole row"),
+    ("AI", 0.71, "read the computed value"),
+    ("AI", 2, "divide by sqrt(2)"),
+    ("AI", 0.5035, "before the softmax"),
+    ("AI", 1.5, "compute q(love)"),
+    ("AI", None, "rounded to 2 decimals"),
+    ("AI", "one", "give one number"),
+    ("you", 1.41, "name the key"),
+])
+def test_score_slip_wrong_answers_get_hints(key, value, hint):
+    verdict = check_score_slip(key, value)
+    assert not verdict.passed and hint in verdict.hint
+
+
+# ---------------------------------------------------------------- design: W_k so that roamed attends to creature
+
+
+def _creature_keys(feature=None, value=2.0, column=3):
+    W_k = creature_example()["W_k"].copy()
+    if feature is not None:
+        W_k[CREATURE_FEATURES.index(feature), column] = value
+    return W_k
+
+
+def test_roamed_keys_solution_passes_and_moves_only_roamed():
+    assert check_roamed_keys(roamed_keys()).passed
+    ex = creature_example()
+    before = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])["weights"]
+    after = qkv_attention_steps(ex["X"], ex["W_q"], roamed_keys(), ex["W_v"])["weights"]
+    roamed, creature = CREATURE_TOKENS.index("roamed"), CREATURE_TOKENS.index("creature")
+    assert after[roamed].argmax() == creature and after[roamed, creature] > 0.85
+    np.testing.assert_array_equal(np.delete(after, roamed, axis=0), np.delete(before, roamed, axis=0))
+    assert check_roamed_keys(_creature_keys("alive", 1.2)).passed  # any large enough entry will do
+
+
+def _with_other_change(W_k):
+    W_k = W_k.copy()
+    W_k[CREATURE_FEATURES.index("adjective"), 0] = 0.2  # the nouns' search for adjectives weakens
+    return W_k
+
+
+@pytest.mark.parametrize("W_k, hint", [
+    (_creature_keys(), "all zeros"),
+    (_creature_keys("noun"), "share the feature noun"),
+    (_creature_keys("about the creature"), "share the feature about the creature"),
+    (_creature_keys("alive", 0.5), "make that entry of W_k larger"),
+    (_creature_keys("alive", -2.0), "positive entry"),
+    (_with_other_change(roamed_keys()), "change only column 3"),
+    (np.zeros((8, 3)), "one row per embedding feature"),
+    (np.full((8, 4), np.nan), "NaN"),
+])
+def test_roamed_keys_wrong_designs_get_hints(W_k, hint):
+    verdict = check_roamed_keys(W_k)
+    assert not verdict.passed and hint in verdict.hint + verdict.message, verdict
+
+
+def test_complex_answers_are_refused_not_truncated():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        assert "complex" in check_score_slip("AI", np.complex128(1.41 + 1j)).message
+        assert "complex" in check_roamed_keys(roamed_keys() + 1j).message

@@ -9,18 +9,23 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import softmax  # noqa: E402
-from attn_helpers.checks import check_attention_scale, check_scaled_scores, solution  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_attention_scale,
+    check_scaled_scores,
+    check_score_std_prediction,
+    solution,
+)
 from attn_helpers.checks.nb06 import attention_scale, scaled_scores  # noqa: E402
-from attn_helpers.widgets.nb06 import (  # noqa: E402
+from attn_helpers.scaling import (  # noqa: E402
     DK_CHOICES,
-    EXPLORERS,
     NUM_KEYS,
     NUM_QUERIES,
-    draw_scaling,
     jacobian_norm,
+    query_at_percentile,
     scaling_summary,
     score_sample,
 )
+from attn_helpers.widgets.nb06 import EXPLORERS, PERCENTILES, draw_scaling  # noqa: E402
 
 
 def stub(*args):
@@ -173,10 +178,10 @@ def test_scaling_summary_scaled_is_stable_and_unscaled_saturates():
 def test_explorer_draws_every_d_k_and_odd_values():
     assert set(EXPLORERS) == {"scaling_explorer"}
     explorer = EXPLORERS["scaling_explorer"]()
-    # 3 and None are not offered: they fall back to 64; a query beyond the sample wraps around
-    for d_k, query in ((DK_CHOICES[0], 0), (DK_CHOICES[-1], 9), (3, 10_000), (None, 0)):
+    # 3, None and 33 are not offered: they fall back to d_k = 64 and the median query
+    for d_k, percentile in ((DK_CHOICES[0], 10), (DK_CHOICES[-1], 90), (3, 33), (None, None)):
         fig = plt.figure()
-        note = draw_scaling(fig, d_k=d_k, query=query)
+        note = draw_scaling(fig, d_k=d_k, percentile=percentile)
         plt.close(fig)
         assert "without scaling" in note
     assert explorer.render_png(d_k=128)[:4] == b"\x89PNG"
@@ -194,9 +199,52 @@ def test_live_updates_leave_nothing_stale():
     """The fast path (update + blit) redraws only the changing artists: going back to the first values gives
     back the first frame, pixel for pixel, and the fixed parts never change."""
     explorer = EXPLORERS["scaling_explorer"]()
-    first = _pixels(explorer.render_png(d_k=64, query=0))
+    first = _pixels(explorer.render_png(d_k=64, percentile=50))
     background = explorer._background
-    for d_k, query in ((1024, 9), (2, 3), (8, 5), (None, 10_000)):
-        assert explorer.render_png(d_k=d_k, query=query)[:4] == b"\x89PNG"
+    for d_k, percentile in ((1024, 90), (2, 10), (8, 25), (None, 12_345)):
+        assert explorer.render_png(d_k=d_k, percentile=percentile)[:4] == b"\x89PNG"
     assert explorer._background is background  # no full redraw on the way
-    np.testing.assert_array_equal(_pixels(explorer.render_png(d_k=64, query=0)), first)
+    np.testing.assert_array_equal(_pixels(explorer.render_png(d_k=64, percentile=50)), first)
+
+
+@pytest.mark.parametrize("d_k", [2, 64, 512, 1024])
+def test_query_at_percentile_ranks_the_queries_by_their_largest_weight(d_k):
+    largest = softmax(score_sample(d_k)).max(axis=-1)
+    below = [int(np.sum(largest < largest[query_at_percentile(d_k, p)])) for p in PERCENTILES]
+    assert below == sorted(below)  # a higher percentile never picks a more even query
+    assert below[PERCENTILES.index(50)] == pytest.approx(NUM_QUERIES / 2, abs=1)
+    assert largest[query_at_percentile(d_k, 0)] == largest.min()  # (ties at 1.0 for large d_k)
+    assert largest[query_at_percentile(d_k, 100)] == largest.max()
+
+
+def test_the_typical_query_at_512_shows_the_vanishing_gradient():
+    """Issue 14 #5: the static figure's query is typical, and at d_k = 512 its unscaled row is nearly one-hot."""
+    scores = score_sample(512)[query_at_percentile(512, 50)]
+    unscaled, scaled = softmax(scores), softmax(scores / np.sqrt(512))
+    assert unscaled.max() > 0.95 and jacobian_norm(unscaled) < 0.1
+    assert scaled.max() < 0.6 and jacobian_norm(scaled) > 0.25
+
+
+# --- predict, then run: the spread of raw scores at d_k = 256 -----------------------------------------
+
+
+def test_score_std_prediction_accepts_sqrt_d_k_and_what_sampling_shows():
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 20_000, 256))
+    sampled = float((q * k).sum(axis=1).std())  # independently of the package: about 16
+    assert abs(sampled - 16) < 0.5
+    for value in (16, 16.0, np.float32(16), sampled, 15, 17):
+        assert check_score_std_prediction(value).passed, value
+
+
+@pytest.mark.parametrize("value, hint", [
+    (256, "VARIANCE"),
+    (1, "AFTER dividing"),
+    (1 / 16, "scale factor"),
+    (128, "variances add"),
+    (8, "not 1/4"),
+    (0, "mean of the scores is 0"),
+])
+def test_score_std_prediction_wrong_values_get_hints(value, hint):
+    verdict = check_score_std_prediction(value)
+    assert not verdict.passed and hint in verdict.hint

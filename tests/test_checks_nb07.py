@@ -10,10 +10,15 @@ import pytest  # noqa: E402
 from reference import attention_ref  # noqa: E402
 
 from attn_helpers import scaled_dot_product_attention  # noqa: E402
-from attn_helpers.checks import check_causal_mask, check_masked_attention, solution  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_causal_mask,
+    check_masked_attention,
+    check_masked_key_prediction,
+    solution,
+)
 from attn_helpers.checks.nb07 import _cases, _fully_masked_case, build_causal_mask, masked_attention  # noqa: E402
-from attn_helpers.examples import CREATURE_TOKENS, SEED  # noqa: E402
-from attn_helpers.widgets.nb07 import EXPLORERS, combined_mask, creature_example, draw_masking  # noqa: E402
+from attn_helpers.examples import CREATURE_TOKENS, combined_mask, creature_example  # noqa: E402
+from attn_helpers.widgets.nb07 import EXPLORERS, draw_masking  # noqa: E402
 
 
 def stub(*args):
@@ -152,14 +157,18 @@ def test_solutions_are_hidden_but_readable():
 # --- The explorer and its helpers --------------------------------------------------------------------
 
 
-def test_creature_example_is_the_notebook_recipe():
+def test_creature_example_means_something():
+    """Issue 14 #9: creature attends to fluffy and blue, forest to verdant, the articles to nothing in particular."""
     example = creature_example()
-    rng = np.random.default_rng(SEED)
-    X = rng.standard_normal((8, 16))
-    np.testing.assert_array_equal(example["X"], X)
-    for name in ("W_q", "W_k", "W_v"):
-        np.testing.assert_array_equal(example[name], rng.standard_normal((16, 16)) / 4.0)
     assert len(CREATURE_TOKENS) == example["X"].shape[0] == 8
+    _, weights = scaled_dot_product_attention(*(example["X"] @ example[name] for name in ("W_q", "W_k", "W_v")))
+    row = dict(zip(CREATURE_TOKENS, weights, strict=True))
+    top = {token: [CREATURE_TOKENS[j] for j in np.argsort(-row[token], kind="stable")[:2]] for token in row}
+    assert set(top["creature"]) == {"fluffy", "blue"} and row["creature"][[1, 2]].sum() > 0.85
+    assert top["forest"][0] == "verdant" and row["forest"][6] > 0.8
+    assert top["fluffy"][0] == top["blue"][0] == "creature" and top["verdant"][0] == "forest"
+    for token in ("a", "the", "roamed"):  # a zero query (roamed: no key answers it yet): uniform weights
+        np.testing.assert_allclose(row[token], 1 / 8, rtol=1e-6)
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -203,3 +212,48 @@ def test_live_updates_match_a_fresh_drawing():
         fresh = _pixels(EXPLORERS["mask_explorer"]().render_png(causal=causal, query=query, length=length))
         np.testing.assert_array_equal(live, fresh)
     assert explorer._background is background  # no full redraw on the way
+
+
+# --- predict, then run: mask key "creature" under the causal mask --------------------------------------
+
+
+def test_masked_key_prediction_matches_an_independent_computation():
+    ex = creature_example()
+    T = len(CREATURE_TOKENS)
+    key = CREATURE_TOKENS.index("creature")
+    mask = np.tril(np.ones((T, T), dtype=bool))
+    hidden = mask.copy()
+    hidden[:, key] = False
+    args = (ex["X"] @ ex["W_q"], ex["X"] @ ex["W_k"], ex["X"] @ ex["W_v"])
+    before, after = attention_ref(*args, mask=mask)[1], attention_ref(*args, mask=hidden)[1]
+    changed = np.flatnonzero(~np.isclose(before, after).all(axis=1)).tolist()
+    assert changed == list(range(key, T))  # creature and every query after it
+    for answer in (changed, [CREATURE_TOKENS[i] for i in changed], set(changed)):
+        assert check_masked_key_prediction(answer).passed
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (["creature"], "a column of the weights, not a row"),
+    (list(range(8)), "already hid it"),
+    (["a", "fluffy", "blue", "creature"], "already hid it"),
+    (["roamed", "forest"], "every query from 'creature' on"),
+])
+def test_masked_key_prediction_wrong_answers_get_hints(answer, hint):
+    verdict = check_masked_key_prediction(answer)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("divisor, hint", [
+    (lambda q, k, v: np.sqrt(v.shape[-1]), "sqrt(d_v)"),
+    (lambda q, k, v: np.sqrt(k.shape[-2]), "sqrt(T_k)"),
+    (lambda q, k, v: q.shape[-1], "divided by d_k"),
+])
+def test_masked_attention_names_every_wrong_divisor(divisor, hint):
+    def attention(q, k, v, mask):
+        scores = np.where(mask, q @ np.swapaxes(k, -1, -2) / divisor(q, k, v), -np.inf)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        return weights @ v, weights
+
+    verdict = check_masked_attention(attention)
+    assert not verdict.passed and hint in verdict.hint

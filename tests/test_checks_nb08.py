@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from attn_helpers import merge_heads, multi_head_attention, split_heads
-from attn_helpers.checks import Verdict, check_merge_heads, check_parameter_count, check_split_heads
-from attn_helpers.checks.nb08 import my_merge_heads, my_split_heads, parameter_count_with_biases
+from attn_helpers.checks import (
+    Verdict,
+    check_merge_heads,
+    check_parameter_count,
+    check_parameter_count_with_biases,
+    check_split_heads,
+    check_weights_shape,
+)
+from attn_helpers.checks.nb08 import my_merge_heads, my_split_heads, parameter_count, parameter_count_with_biases
+from attn_helpers.examples import creature_example, creature_heads_example
 from attn_helpers.widgets import nb08
 
 
@@ -95,14 +103,33 @@ def test_merge_wrong_answers_get_specific_hints(wrong, hint):
 # --- parameter count -------------------------------------------------------------------------
 
 
-def test_parameter_count_solution_and_independent_count():
+def test_parameter_count_solutions_and_independent_counts():
+    """Issue 14 #1: both conventions are taught; the original Transformer's attention has no biases."""
     d_model = 512
-    shapes = [(d_model, d_model)] * 4 + [(d_model,)] * 4  # W_q, W_k, W_v, W_o and their biases
-    independent = sum(int(np.prod(s)) for s in shapes)
-    assert parameter_count_with_biases() == independent == 1_050_624
-    assert check_parameter_count(independent).passed
-    assert check_parameter_count(float(independent)).passed
-    assert check_parameter_count(np.int64(independent)).passed
+    weights = [(d_model, d_model)] * 4  # W_q, W_k, W_v, W_o
+    biases = [(d_model,)] * 4
+    without = sum(int(np.prod(s)) for s in weights)
+    with_biases = sum(int(np.prod(s)) for s in weights + biases)
+    assert parameter_count() == without == 1_048_576
+    assert parameter_count_with_biases() == with_biases == 1_050_624
+    for value in (without, float(without), np.int64(without)):
+        assert check_parameter_count(value).passed
+    for value in (with_biases, float(with_biases), np.int64(with_biases)):
+        assert check_parameter_count_with_biases(value).passed
+    for num_heads in (1, 2, 4, 8, 16):  # no h in the answer
+        assert parameter_count(d_model, num_heads) == without
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (4 * 512**2 + 4 * 512, "has none"),  # biases added to the original Transformer's count
+    (4 * 512**2 + 3 * 512, "no biases at all"),
+    (3 * 512**2, "left out the output projection"),
+    (8 * 4 * 512**2, "multiplied by h"),
+    (4 * 512 * 64, "one head"),
+])
+def test_parameter_count_original_wrong_values_get_hints(wrong, hint):
+    verdict = check_parameter_count(wrong)
+    assert not verdict.passed and hint in verdict.hint
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -113,20 +140,48 @@ def test_parameter_count_solution_and_independent_count():
     (4 * 512 * 64 + 4 * 512, "one head"),
     (4 * 512**2 + 4 * 64, "one number per output feature"),
 ])
-def test_parameter_count_wrong_values_get_hints(wrong, hint):
-    verdict = check_parameter_count(wrong)
+def test_parameter_count_with_biases_wrong_values_get_hints(wrong, hint):
+    verdict = check_parameter_count_with_biases(wrong)
     assert not verdict.passed and hint in verdict.hint
 
 
 def test_parameter_count_near_miss_is_not_accepted():
-    assert not check_parameter_count(1_050_624 + 1).passed
+    assert not check_parameter_count(1_048_576 + 1).passed
+    assert not check_parameter_count_with_biases(1_050_624 + 1).passed
     assert "not filled in" in check_parameter_count(...).message
+
+
+# --- predict, then run: the shape of a batch's weights ------------------------------------------
+
+
+def test_weights_shape_prediction_matches_the_helper():
+    ex = creature_heads_example()
+    X = np.stack([ex["X"], ex["X"][::-1]])  # (B, T, d_model) = (2, 8, 8)
+    _, weights = multi_head_attention(X, ex["W_q"], ex["W_k"], ex["W_v"], ex["W_o"], 4)
+    assert check_weights_shape(weights.shape).passed
+    assert check_weights_shape(list(weights.shape)).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ((4, 2, 8, 8), "batch axis stays first"),
+    ((2, 8, 8), "own attention matrix"),
+    ((4, 8, 8), "one sentence"),
+    ((2, 4, 8, 2), "per-head queries"),
+    ((2, 8, 4, 8), "head axis comes before"),
+    ((1, 2, 3), "follow the shapes"),
+    ("(2, 4, 8, 8)", "a tuple of whole numbers"),
+    ((2.0, 4, 8, 8), "a tuple of whole numbers"),
+])
+def test_weights_shape_wrong_predictions_get_hints(wrong, hint):
+    verdict = check_weights_shape(wrong)
+    assert not verdict.passed and hint in verdict.hint
 
 
 # --- garbage never raises --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("checker", [check_split_heads, check_merge_heads, check_parameter_count])
+@pytest.mark.parametrize("checker", [check_split_heads, check_merge_heads, check_parameter_count,
+                                     check_parameter_count_with_biases, check_weights_shape])
 def test_checkers_never_raise_on_garbage(checker):
     for garbage in GARBAGE:
         verdict = checker(garbage)
@@ -154,20 +209,20 @@ def test_head_assignment_matches_split_heads():
 
 
 def test_head_contributions_sum_to_the_output():
-    ex = nb08.creature_example()
+    ex = creature_heads_example()
     for num_heads in nb08.HEAD_CHOICES:
         out, weights = multi_head_attention(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"], ex["W_o"], num_heads)
         values = split_heads(ex["X"] @ ex["W_v"], num_heads)
         parts = nb08.head_contributions(weights @ values, ex["W_o"])
         np.testing.assert_allclose(parts.sum(axis=0), out, rtol=1e-4, atol=1e-5)
         # independently: head i's context times rows [i*d_h:(i+1)*d_h] of W_o
-        head_dim = 16 // num_heads
+        head_dim = ex["X"].shape[1] // num_heads
         context = weights @ values
         for i in range(num_heads):
             expected = context[i] @ ex["W_o"][i * head_dim:(i + 1) * head_dim]
             np.testing.assert_allclose(parts[i], expected, rtol=1e-5, atol=1e-6)
         shares = nb08.head_shares(parts)
-        assert shares.shape == (num_heads, 8) and (shares >= 0).all()
+        assert shares.shape == (num_heads, len(ex["X"])) and (shares >= 0).all()
         np.testing.assert_allclose(shares.sum(axis=0), 1.0, rtol=1e-12)
 
 
@@ -175,8 +230,11 @@ def test_head_shares_of_zero_parts_are_zero_not_nan():
     assert (nb08.head_shares(np.zeros((2, 3, 4))) == 0).all()
 
 
-def test_creature_example_is_deterministic():
-    a, b = nb08.creature_example(), nb08.creature_example()
+def test_creature_heads_example_is_deterministic_and_head_0_is_the_designed_one():
+    a, b = creature_heads_example(), creature_heads_example()
+    designed = creature_example()
+    np.testing.assert_array_equal(a["W_q"][:, :4], designed["W_q"])
+    np.testing.assert_array_equal(a["W_k"][:, :4], designed["W_k"])
     for name in a:
         np.testing.assert_array_equal(a[name], b[name])
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import softmax
-from ..examples import SEED, i_love_ai, journey_embeddings
+from ..examples import (
+    CREATURE_FEATURES,
+    CREATURE_TOKENS,
+    I_LOVE_AI_TOKENS,
+    SEED,
+    creature_example,
+    i_love_ai,
+    journey_embeddings,
+    qkv_attention_steps,
+)
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._predict import grade_token_set
 
-__all__ = ["check_self_attention_qkv", "check_asymmetric_keys"]
+__all__ = ["check_self_attention_qkv", "check_asymmetric_keys", "check_changed_rows", "check_score_slip",
+           "check_roamed_keys"]
 
 
 @register_solution("self_attention_qkv")
@@ -24,13 +35,18 @@ def self_attention_qkv(X, W_q, W_k, W_v):
 
 
 def _cases():
+    """The 'journey' case comes first: its sizes tell every wrong divisor apart.
+
+    There ``sqrt(d_k) = 1.41``, ``d_k = 2``, ``sqrt(d_in) = 1.73``, ``sqrt(d_v) = 2.24``, ``sqrt(T) = 2.45``
+    all differ, so the hint names the divisor the learner used. In "I love AI" every size is 2.
+    """
     ex = i_love_ai()
     rng = np.random.default_rng(SEED + 5)
     X6 = journey_embeddings()
     return [
+        Case((X6, rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), rng.standard_normal((3, 5))),
+             label="the 'journey' sentence, T = 6, d_in = 3, d_k = 2, d_v = 5"),
         Case((ex["X"], ex["W_q"], ex["W_k"], ex["W_v"]), label="'I love AI' with the worked-example matrices"),
-        Case((X6, rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), rng.standard_normal((3, 4))),
-             label="the 'journey' sentence, d_in = 3, d_k = 2, d_v = 4"),
         Case(tuple(rng.standard_normal((2, 2)) for _ in range(4)),
              label="a square case: T = d_in = d_k = d_v = 2"),
         Case((rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5)),
@@ -58,8 +74,14 @@ def _wrongs():
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / W_k.shape[-1]),
               "you divided the scores by d_k; divide by its square root, np.sqrt(d_k)"),
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(X.shape[-1])),
-              "you scaled by the square root of d_in = X.shape[-1]. d_k is the length of the queries and keys: "
+              "you scaled by the square root of d_in = X.shape[-1]. d_k is the dimension of the queries and keys: "
               "K.shape[-1] (the number of columns of W_k)"),
+        Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(W_v.shape[-1])),
+              "you scaled by the square root of d_v, the dimension of the values. d_k is the dimension of the "
+              "queries and keys: K.shape[-1]"),
+        Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(X.shape[0])),
+              "you scaled by the square root of T = X.shape[0], the number of tokens. d_k is the number of "
+              "columns: K.shape[-1]"),
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), axis=0),
               "your softmax ran down the columns (axis=0). Each query is a row and its weights must sum to 1: "
               "use axis=-1"),
@@ -84,7 +106,8 @@ def _wrongs():
 
 
 _MATMUL_HINT = ("a matrix product's inner sizes must agree. Q = X @ W_q is (T, d_in) @ (d_in, d_k); scores = Q @ K.T "
-                "is (T, d_k) @ (d_k, T); output = weights @ V is (T, T) @ (T, d_v). Look for W @ X or a missing .T")
+                "is (T, d_k) @ (d_k, T); output = weights @ V is (T, T) @ (T, d_v). Look for W @ X, a missing .T, or a "
+                "transposed W (X @ W_q.T)")
 
 
 def check_self_attention_qkv(fn):
@@ -144,3 +167,176 @@ def _check_asymmetric_keys(W_k):
     i, j = np.unravel_index(np.argmax(np.abs(S - S.T)), S.shape)
     return Verdict(True, f"score({tokens[i]} → {tokens[j]}) = {S[i, j]:.2f} but score({tokens[j]} → {tokens[i]}) = "
                          f"{S[j, i]:.2f}: now a token can attend to another without being attended back.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: which rows of the scores change when one entry of W_q changes?
+
+
+def _changed_rows():
+    ex = i_love_ai(dtype=np.float64)
+    W_q_changed = ex["W_q"].copy()
+    W_q_changed[0, 0] = 2.0
+    K = ex["X"] @ ex["W_k"]  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
+    before = (ex["X"] @ ex["W_q"]) @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
+    after = (ex["X"] @ W_q_changed) @ K.T
+    return {int(i) for i in np.flatnonzero(~np.isclose(before, after).all(axis=1))}
+
+
+def check_changed_rows(prediction):
+    """Grade a prediction: which rows (queries) of S = Q K^T change when W_q[0, 0] goes from 1 to 2?"""
+    tokens = I_LOVE_AI_TOKENS
+    truth = _changed_rows()
+
+    def hint(predicted):
+        if tokens.index("love") in predicted:
+            return ("x(love) = [0, 1]: its first feature is 0, so row 0 of W_q, where the change is, is multiplied "
+                    "by 0 in q(love) = x(love) W_q. Its query, and so its row of scores, stays the same")
+        if predicted < truth:
+            missing = ", ".join(tokens[i] for i in sorted(truth - predicted))
+            return (f"look at x({missing}): its first feature is not 0, so row 0 of W_q feeds its query too. "
+                    "A change in W_q changes the query, which is one whole ROW of scores")
+        return ("W_q only makes queries, and query i fills row i of S. q(t) = x(t) W_q uses row 0 of W_q exactly "
+                "when x(t)[0] is not 0: which tokens have that?")
+
+    return grade_token_set(prediction, truth, tokens, "your prediction",
+                           why="their first feature x[0] is 1, so row 0 of W_q changes their queries, and each "
+                               "query is one row of S. The keys did not change, so no other row did.", hint=hint)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spot the slip: the scaled scores of "love" as a set of hand-written notes printed them
+
+
+#: Row "love" of S / sqrt(d_k) as printed in a set of hand-written notes, with one slip in it.
+NOTES_ROW = (0.71, 0.71, 0.71)
+
+
+@register_solution("score_slip")
+def score_slip():
+    """One line finds it: compare the notes' row with the computed one, entry by entry."""
+    steps = qkv_attention_steps(*i_love_ai().values())
+    row = steps["scaled"][1]  # the row of the query "love"
+    differs = ~np.isclose(np.array([0.71, 0.71, 0.71]), row, atol=0.005)  # [False, False, True]
+    slip_key = I_LOVE_AI_TOKENS[int(np.argmax(differs))]  # "AI"
+    return slip_key, round(float(row[np.argmax(differs)]), 2)  # ("AI", 1.41)
+
+
+def check_score_slip(slip_key, corrected=None):
+    """Grade the slip in the notes' row [0.71, 0.71, 0.71]: which key (name or position), and its right value."""
+    try:
+        return _check_score_slip(slip_key, corrected)
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"could not use this answer ({type(err).__name__})",
+                       'give the key as a string, e.g. "I", and the corrected value as a number')
+
+
+def _check_score_slip(slip_key, corrected):
+    tokens = I_LOVE_AI_TOKENS
+    key, value = score_slip()
+    if slip_key is None or slip_key is Ellipsis:
+        return Verdict(False, "my_slip_key is not filled in yet", 'replace the ... with a token, e.g. "I"')
+    if isinstance(slip_key, (int, np.integer)) and not isinstance(slip_key, bool) and 0 <= slip_key < len(tokens):
+        slip_key = tokens[int(slip_key)]
+    if slip_key not in tokens:
+        return Verdict(False, f"my_slip_key is {slip_key!r}, not one of the keys {list(tokens)}",
+                       'name the key (the column) whose score the notes got wrong, e.g. "I"')
+    if slip_key != key:
+        return Verdict(False, f"the notes' score for the key {slip_key!r} is right",
+                       "compare the whole row in one line: np.isclose(notes_row, scaled[1], atol=0.005) is False "
+                       "exactly where the notes are wrong")
+    if corrected is None or corrected is Ellipsis:
+        return Verdict(False, f"the key is right ({key}); my_corrected is not filled in yet",
+                       "give the right value of that score, rounded to 2 decimals")
+    if np.iscomplexobj(corrected):
+        return Verdict(False, "my_corrected is a complex number", "give one real number, e.g. 0.5")
+    try:
+        got = float(corrected)
+    except (TypeError, ValueError):
+        return Verdict(False, f"my_corrected is {type(corrected).__name__}, not a number", "give one number")
+    if abs(got - 0.71) < 0.006:
+        return Verdict(False, "0.71 is what the notes printed",
+                       f"read the computed value: scaled[1, {tokens.index(key)}]")
+    if abs(got - 2.0) < 0.006:
+        return Verdict(False, "2 is the score before scaling, s(love, AI) = q(love) · k(AI)",
+                       "the row is of S / sqrt(d_k): divide by sqrt(2)")
+    if abs(got - 0.5035) < 0.006 or abs(got - 0.50) < 0.006:
+        return Verdict(False, "that is the WEIGHT of AI in the row of love, after the softmax",
+                       "the notes' row holds scaled scores, before the softmax")
+    if abs(got - value) > 0.006:
+        return Verdict(False, f"the key is right ({key}), but {got:g} is not its scaled score",
+                       f"print scaled[1, {tokens.index(key)}], or compute q(love) · k(AI) / sqrt(2) by hand")
+    return Verdict(True, f"the notes copied 0.71 into the third column: s(love, AI) / √2 = 2 / 1.414 = {value:.2f}. "
+                         "One line of code, np.isclose(notes_row, scaled[1], atol=0.005), finds it.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Design: choose W_k so that "roamed" attends to "creature"
+
+
+@register_solution("roamed_keys")
+def roamed_keys():
+    """Only the creature has the feature "alive": let it answer the verb's question in key column 3."""
+    W_k = creature_example()["W_k"].copy()
+    alive = CREATURE_FEATURES.index("alive")
+    W_k[alive, 3] = 2.0  # k(creature)[3] = 2; q(roamed)[3] = 4: score 8, scaled 8 / sqrt(4) = 4
+    return W_k
+
+
+def check_roamed_keys(W_k):
+    """Grade a designed ``W_k`` (8 x 4): "roamed" attends most to "creature" (weight >= 0.5), other rows unchanged."""
+    try:
+        return _check_roamed_keys(W_k)
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"could not use this value ({type(err).__name__})",
+                       'give an 8 x 4 numpy array, for example creature["W_k"].copy() with one entry changed')
+
+
+def _check_roamed_keys(W_k):
+    ex = creature_example(dtype=np.float64)
+    if W_k is None or W_k is Ellipsis:
+        return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")
+    if np.iscomplexobj(W_k):
+        return Verdict(False, "my_W_k_roamed has complex entries", "use real numbers")
+    try:
+        W = np.asarray(W_k, dtype=np.float64)
+    except (TypeError, ValueError):
+        return Verdict(False, f"my_W_k_roamed is {type(W_k).__name__}, not an array of numbers",
+                       'start from creature["W_k"].copy() and change an entry')
+    if W.shape != ex["W_k"].shape:
+        return Verdict(False, f"my_W_k_roamed has shape {W.shape}, expected {ex['W_k'].shape} = (d_model, d_k)",
+                       "one row per embedding feature, one column per question")
+    if not np.isfinite(W).all() or np.abs(W).max() > 1e3:
+        return Verdict(False, "my_W_k_roamed contains NaN, inf or huge numbers", "use small ordinary numbers")
+    tokens = CREATURE_TOKENS
+    before = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])["weights"]
+    weights = qkv_attention_steps(ex["X"], ex["W_q"], W, ex["W_v"])["weights"]
+    roamed, creature = tokens.index("roamed"), tokens.index("creature")
+    others = [t for t in range(len(tokens)) if t != roamed]
+    changed = [tokens[t] for t in others if not np.allclose(weights[t], before[t], atol=0.01)]
+    row = weights[roamed]
+    top = int(np.argmax(row))
+    if np.allclose(row, row[0]):
+        return Verdict(False, "roamed still spreads its weight evenly over all 8 tokens",
+                       "q(roamed) is 4 in column 3 ('looks for who acts') and 0 elsewhere, so only column 3 of W_k "
+                       "matters for it, and it is all zeros. Put a positive number in column 3, in the row of a "
+                       "feature that only the creature has")
+    tied = [tokens[j] for j in np.flatnonzero(row >= row.max() - 1e-6)]
+    if len(tied) > 1 and "creature" in tied:
+        rows = ex["X"][[tokens.index(t) for t in tied]]  # the embeddings of the tied tokens
+        shared = [CREATURE_FEATURES[f] for f in np.flatnonzero(rows.all(axis=0))]
+        return Verdict(False, f"roamed attends equally to {', '.join(tied)}",
+                       f"they share the feature {' and '.join(shared) or 'you used'}: pick a feature (a row of "
+                       "W_k) that the creature has and the others do not")
+    if top != creature:
+        return Verdict(False, f"roamed attends most to {tokens[top]!r} ({row[top]:.2f}), not to the creature",
+                       "the score of key j is q(roamed) · k(j) = 4 * k(j)[3], and k(j)[3] = x(j) · W_k[:, 3]: give "
+                       "column 3 a positive entry in the row of a feature the creature has")
+    if row[creature] < 0.5:
+        return Verdict(False, f"roamed attends most to the creature, but only with weight {row[creature]:.2f}",
+                       "make that entry of W_k larger: the score is divided by sqrt(d_k) = 2 before the softmax")
+    if changed:
+        return Verdict(False, f"roamed now attends to the creature, but the rows of {', '.join(changed)} changed too",
+                       "change only column 3 of W_k: no other query asks question 3, so no other row moves")
+    return Verdict(True, f"roamed puts {row[creature]:.2f} of its weight on 'creature', and every other row is as "
+                         "before: a verb's query found its subject's key. Training finds such matrices by itself.")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ..scaling import scaling_summary
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
 
-__all__ = ["check_attention_scale", "check_scaled_scores"]
+__all__ = ["check_attention_scale", "check_scaled_scores", "check_score_std_prediction"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,3 +115,29 @@ def check_scaled_scores(fn):
         return Verdict(False, verdict.message, _TRANSPOSE_HINT)
     return verdict
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: the spread of unscaled scores at d_k = 256
+
+#: The key/query dimension of the prediction question.
+PREDICT_D_K = 256
+
+
+def check_score_std_prediction(value):
+    """Grade a prediction of the standard deviation of unscaled scores q · k at d_k = 256 (unit-variance parts)."""
+    d_k = PREDICT_D_K
+    sampled = scaling_summary(d_k)["unscaled"]["score std"]
+    return grade_value(
+        value, np.sqrt(d_k), name="prediction", rtol=0.1, atol=0.0,
+        wrongs=[
+            (d_k, f"{d_k} is the VARIANCE of the scores, d_k. The standard deviation is its square root"),
+            (1.0, "1 is the standard deviation AFTER dividing by sqrt(d_k); the question is about raw scores q · k"),
+            (1 / np.sqrt(d_k), "that is the scale factor 1 / sqrt(d_k), not the spread of the scores"),
+            (d_k / 2, "each of the d_k products q_i k_i has variance 1, and variances add: Var = d_k, std = sqrt(d_k)"),
+            (np.sqrt(d_k) / 2, "each of the d_k products q_i k_i has variance 1 (not 1/4): Var = d_k, std = sqrt(d_k)"),
+            (0.0, "the mean of the scores is 0, but they spread around it: Var(q · k) = d_k"),
+        ],
+        success=f"sqrt({d_k}) = {np.sqrt(d_k):.0f}, and the sampled scores of the explorer have std {sampled:.2f}: "
+                "raw scores spread like sqrt(d_k), so a softmax over them is nearly one-hot.",
+    )

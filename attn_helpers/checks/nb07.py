@@ -6,9 +6,12 @@ import warnings
 
 import numpy as np
 
+from ..core import causal_mask, scaled_dot_product_attention
+from ..examples import CREATURE_TOKENS, creature_example
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._predict import grade_token_set
 
-__all__ = ["check_causal_mask", "check_masked_attention"]
+__all__ = ["check_causal_mask", "check_masked_attention", "check_masked_key_prediction"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +135,10 @@ def _weights_wrongs():
               "you multiplied the scores by sqrt(d_k); divide by it"),
         Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / q.shape[-1]),
               "you divided by d_k; divide by its square root, sqrt(d_k)"),
+        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(v.shape[-1])),
+              "you divided by sqrt(d_v), the dimension of the values; d_k is the last axis of the queries and keys"),
+        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(k.shape[-2])),
+              "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
         Wrong(_magic_constant,
               "a fully masked row came out uniform (1/T_k each): that is what the magic constant -1e9 does, "
               "since every score in the row is then equal. Use -np.inf, which needs no constant, and give a row "
@@ -144,8 +151,9 @@ def _masked_scale(q, k, mask, scale):
 
 
 def _cases(rng=None):
+    """Sizes that tell the divisors apart: sqrt(d_k) = 1.73, d_k = 3, sqrt(d_v) = 1.41, sqrt(T) = 2 in the first."""
     rng = np.random.default_rng(7) if rng is None else rng
-    q1, k1, v1 = (rng.standard_normal((4, 3)) for _ in range(3))
+    q1, k1, v1 = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
     q2, k2 = rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 4))
     v2 = rng.standard_normal((2, 5, 3))
     lengths = np.array([5, 3])
@@ -235,3 +243,43 @@ def _clean(verdict):
                                                       "something else: "),
                        "return two arrays, like the helper does: return context, weights")
     return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: mask one more key under the causal mask
+
+
+def masked_key_rows(key="creature"):
+    """The queries of the creature example whose weights change when ``key`` is masked too (causal mask on)."""
+    ex = creature_example(dtype=np.float64)
+    X = ex["X"]
+    T = len(CREATURE_TOKENS)
+    queries, keys, values = X @ ex["W_q"], X @ ex["W_k"], X @ ex["W_v"]  # (T, d_model) @ (d_model, d) -> (T, d)
+    mask = causal_mask(T)
+    _, before = scaled_dot_product_attention(queries, keys, values, mask=mask)
+    hidden = mask.copy()
+    hidden[:, CREATURE_TOKENS.index(key)] = False  # nobody may attend to this key any more
+    _, after = scaled_dot_product_attention(queries, keys, values, mask=hidden)
+    return {int(i) for i in np.flatnonzero(~np.isclose(before, after, atol=1e-9).all(axis=1))}
+
+
+def check_masked_key_prediction(prediction):
+    """Grade a prediction: with the causal mask on, which queries' weights change when key "creature" is masked too?"""
+    tokens = CREATURE_TOKENS
+    truth = masked_key_rows("creature")
+    key = tokens.index("creature")
+
+    def hint(predicted):
+        if predicted == {key}:
+            return ("masking a KEY hides a column of the weights, not a row: every query that could see 'creature' "
+                    "loses it and spreads its weight over the keys it has left")
+        if predicted & set(range(key)):
+            early = ", ".join(tokens[i] for i in sorted(predicted & set(range(key))))
+            return (f"{early} come(s) before 'creature': the causal mask already hid it from them, so hiding it again "
+                    "changes nothing in their rows")
+        return ("every query from 'creature' on could see key 'creature' (j <= i), and each of them gave it some "
+                "weight: all those rows renormalise over the keys that are left")
+
+    return grade_token_set(prediction, truth, tokens, "your prediction",
+                           why="every query from 'creature' on could see it, so each of those rows loses that key and "
+                               "renormalises; the queries before it never saw it (causal mask).", hint=hint)

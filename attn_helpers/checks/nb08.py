@@ -7,8 +7,10 @@ import warnings
 import numpy as np
 
 from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
+from ._predict import as_shape
 
-__all__ = ["check_split_heads", "check_merge_heads", "check_parameter_count"]
+__all__ = ["check_split_heads", "check_merge_heads", "check_parameter_count", "check_parameter_count_with_biases",
+           "check_weights_shape"]
 
 
 def _labelled(T, d_model):
@@ -153,40 +155,98 @@ def check_merge_heads(fn):
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 08.3: the parameters of the original Transformer's attention layer
+# Exercise 08.3: the parameters of one attention layer, in the two conventions
 
 
 @register_solution("parameter_count")
-def parameter_count_with_biases(d_model=512, num_heads=8):
-    """Weights and biases of one multi-head attention layer (W_q, W_k, W_v, W_o, each with a bias)."""
+def parameter_count(d_model=512, num_heads=8):
+    """The original Transformer's attention layer: W_q, W_k, W_v, W_o and no biases (as in its equations)."""
     head_dim = d_model // num_heads
     qkv_weights = 3 * d_model * (num_heads * head_dim)   # W_q, W_k, W_v: (d_model, h * d_h) each
     output_weights = (num_heads * head_dim) * d_model    # W_o: (h * d_h, d_model)
+    return qkv_weights + output_weights                  # = 4 * d_model**2, whatever h
+
+
+@register_solution("parameter_count_with_biases")
+def parameter_count_with_biases(d_model=512, num_heads=8):
+    """PyTorch's nn.MultiheadAttention (bias=True by default) and GPT-2: each projection has a bias too."""
+    head_dim = d_model // num_heads
     biases = 3 * (num_heads * head_dim) + d_model        # one bias per output feature of each projection
-    return qkv_weights + output_weights + biases          # = 4 * d_model**2 + 4 * d_model
+    return parameter_count(d_model, num_heads) + biases  # = 4 * d_model**2 + 4 * d_model
+
+
+_D, _H = 512, 8
+_D_H = _D // _H
+
+#: Wrong counts that are wrong in both conventions.
+_HEAD_WRONGS = [
+    (3 * _D**2, "you left out the output projection W_o, a (d_model, d_model) matrix"),
+    (_H * 4 * _D**2, "you multiplied by h: the heads share W_q, W_k, W_v (each head owns only d_h of their "
+                     "columns), so the count does not depend on h"),
+    (4 * _D * _D_H, "that counts one head's columns only (d_model x d_h per projection): there are h = 8 heads, "
+                    "whose columns together make d_model x d_model"),
+]
 
 
 def check_parameter_count(value):
-    """Grade the parameter count of a multi-head attention layer with d_model = 512, h = 8 and biases."""
-    d, h = 512, 8
-    d_h = d // h
+    """Grade the count of the original Transformer's attention layer: d_model = 512, h = 8, no biases."""
     return grade_value(
-        value, parameter_count_with_biases(d, h), name="parameter count", rtol=0.0, atol=0.5,
+        value, parameter_count(_D, _H), name="count_original", rtol=0.0, atol=0.5,
         wrongs=[
-            (4 * d**2, "that is the weights only: each of the four projections also has a bias vector of "
-                       "d_model numbers"),
-            (4 * d**2 + 3 * d, "W_o has a bias too: four bias vectors of d_model numbers"),
-            (3 * d**2 + 3 * d, "you left out the output projection W_o, a (d_model, d_model) matrix plus its bias"),
-            (3 * d**2, "you left out W_o and the biases"),
-            (h * (4 * d**2 + 4 * d), "you multiplied by h: the heads share W_q, W_k, W_v (each head owns only "
-                                     "d_h of their columns), so the count does not depend on h"),
-            (h * 4 * d**2 + 4 * d, "you multiplied the weights by h: each head owns only d_h columns of W_q, "
-                                   "W_k, W_v, so h heads together have d_model columns, not h * d_model"),
-            (4 * d * d_h + 4 * d, "that counts one head's columns only (d_model x d_h per projection): there "
-                                  "are h = 8 heads, whose columns together make d_model x d_model"),
-            (4 * d * d_h + 4 * d_h, "that counts one head only: there are h = 8 heads"),
-            (4 * d**2 + 4 * d_h, "a bias has one number per output feature: d_model = h * d_h numbers per "
-                                 "projection, not d_h"),
+            (4 * _D**2 + 4 * _D, "that includes four bias vectors. The original Transformer's attention has none: "
+                                 "its equations are XW_q, XW_k, XW_v and Concat(...)W_o, and its reference code "
+                                 "(tensor2tensor) builds them without biases. Count the weights only"),
+            (4 * _D**2 + 3 * _D, "the original Transformer's projections have no biases at all: weights only"),
+            *_HEAD_WRONGS,
         ],
-        success="4 * 512**2 weights + 4 * 512 biases, whatever the number of heads.",
+        success="4 * 512**2 = 1,048,576 weights, whatever the number of heads: the paper's attention has no biases.",
     )
+
+
+def check_parameter_count_with_biases(value):
+    """Grade the count with a bias on each projection (PyTorch's nn.MultiheadAttention, GPT-2): d_model = 512, h = 8."""
+    return grade_value(
+        value, parameter_count_with_biases(_D, _H), name="count_with_biases", rtol=0.0, atol=0.5,
+        wrongs=[
+            (4 * _D**2, "that is the weights only (the original Transformer's count): here each of the four "
+                        "projections also has a bias vector of d_model numbers"),
+            (4 * _D**2 + 3 * _D, "W_o has a bias too: four bias vectors of d_model numbers"),
+            (3 * _D**2 + 3 * _D, "you left out the output projection W_o, a (d_model, d_model) matrix plus its bias"),
+            (4 * _D**2 + 4 * _D_H, "a bias has one number per output feature: d_model = h * d_h numbers per "
+                                   "projection, not d_h"),
+            (_H * (4 * _D**2 + 4 * _D), "you multiplied by h: the heads share the projections and their biases"),
+            (4 * _D * _D_H + 4 * _D, "that counts one head's columns only (d_model x d_h per projection): there are "
+                                     "h = 8 heads, whose columns together make d_model x d_model"),
+            *_HEAD_WRONGS,
+        ],
+        success="4 * 512**2 weights + 4 * 512 biases = 1,050,624, whatever the number of heads.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: the shape of the weights of a batch
+
+
+#: The question: a batch of B = 2 sentences of T = 8 tokens, d_model = 8, h = 4 heads.
+BATCH, TOKENS, HEADS = 2, 8, 4
+
+
+def check_weights_shape(prediction):
+    """Grade a prediction of the shape of ``weights`` from ``multi_head_attention`` for X (2, 8, 8) and h = 4."""
+    predicted, problem = as_shape(prediction, "your prediction")
+    if problem is not None:
+        return problem
+    B, T, h = BATCH, TOKENS, HEADS
+    hints = {
+        (h, B, T, T): "the batch axis stays first: split_heads turns (B, T, d_model) into (B, h, T, d_h)",
+        (B, T, T): "each head has its own attention matrix: there is an axis of h = 4 heads too",
+        (h, T, T): "that is one sentence: the batch of B = 2 sentences keeps its axis in front",
+        (B, h, T, 2): "those are the per-head queries, (B, h, T, d_h); the weights are T x T per head",
+        (B, T, h, T): "after split_heads the head axis comes before the tokens: (B, h, T, ...)",
+    }
+    if predicted == (B, h, T, T):
+        return Verdict(True, "(B, h, T, T) = (2, 4, 8, 8): one T x T matrix per head and per sentence; the core acts "
+                             "on the last two axes, so batch and heads are just leading axes.")
+    return Verdict(False, f"you predicted {predicted}",
+                   hints.get(predicted, "follow the shapes: (B, T, d_model) -> split_heads -> (B, h, T, d_h); the "
+                                        "scores compare every query with every key of the same head and sentence"))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
-from ..core import softmax
-from ..examples import I_LOVE_AI_TOKENS, i_love_ai
-from ..plotting import heatmap
+from ..examples import I_LOVE_AI_TOKENS, i_love_ai, qkv_attention_steps
+from ..plotting import heatmap, text_colour_on
 from . import Explorer
 
-__all__ = ["MATRIX_NAMES", "qkv_attention_steps", "draw_qkv", "update_qkv", "MatrixExplorer", "qkv_explorer",
+__all__ = ["MATRIX_NAMES", "draw_qkv", "update_qkv", "MatrixExplorer", "qkv_explorer",
            "EXPLORERS"]
 
 #: The three projection matrices the widget edits, in the order of its grid.
@@ -19,34 +18,6 @@ MATRIX_NAMES = ("W_q", "W_k", "W_v")
 
 def _entry_names(name, shape=(2, 2)):
     return [f"{name}_{r}{c}" for r in range(shape[0]) for c in range(shape[1])]
-
-
-def qkv_attention_steps(X, W_q, W_k, W_v):
-    """Every intermediate of self-attention with projections, as a dict of arrays.
-
-    Keys: ``Q``, ``K``, ``V`` (``X @ W``), ``scores`` (``Q @ K.T``), ``scaled``
-    (``scores / sqrt(d_k)``), ``weights`` (row-wise softmax) and ``context`` (``weights @ V``).
-
-    Examples
-    --------
-    >>> ex = i_love_ai()
-    >>> steps = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])
-    >>> steps["scores"]
-    array([[0., 1., 1.],
-           [1., 1., 2.],
-           [1., 2., 3.]], dtype=float32)
-    >>> bool(np.allclose(steps["weights"].sum(axis=-1), 1))
-    True
-    """
-    Q = X @ W_q  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
-    K = X @ W_k  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
-    V = X @ W_v  # (T, d_in) @ (d_in, d_v) -> (T, d_v)
-    d_k = Q.shape[-1]
-    scores = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
-    scaled = scores / np.sqrt(d_k)
-    weights = softmax(scaled, axis=-1)
-    context = weights @ V  # (T, T) @ (T, d_v) -> (T, d_v)
-    return {"Q": Q, "K": K, "V": V, "scores": scores, "scaled": scaled, "weights": weights, "context": context}
 
 
 def _matrices(values):
@@ -108,21 +79,19 @@ def update_qkv(fig, **entries):
     Values outside a colorbar widen its limits in place (the same limits a fresh drawing
     would choose); the explorer then redraws the background once, not the whole figure.
     """
-    h = fig.handles
-    tokens = h["tokens"]
+    handles = fig.handles
+    tokens = handles["tokens"]
     W = _matrices(entries)
-    steps = qkv_attention_steps(h["X"], W["W_q"], W["W_k"], W["W_v"])
-    for ax, key, signed in h["panels"]:
+    steps = qkv_attention_steps(handles["X"], W["W_q"], W["W_k"], W["W_v"])
+    for ax, key, signed in handles["panels"]:
         image, matrix = ax.images[0], steps[key]
         if matrix.min() < image.norm.vmin - 1e-9 or matrix.max() > image.norm.vmax + 1e-9:
             image.set_clim(*_limits(matrix, signed))  # outside the colorbar: widen it (the colorbar follows)
             fig.background_changed = True
         image.set_data(matrix)
         for text, value in zip(ax.texts, matrix.ravel()):
-            level = image.norm(value)
-            dark = abs(level - 0.5) > 0.3 if signed else level < 0.55
             text.set_text(f"{value:.2f}")
-            text.set_color("white" if dark else "black")
+            text.set_color(text_colour_on(image.norm(value), signed))
     S = steps["scores"]
     if np.allclose(S, S.T):
         symmetry = "Q Kᵀ is <b>symmetric</b>: every pair of tokens scores each other equally (W_q W_kᵀ is symmetric)."

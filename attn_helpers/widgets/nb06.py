@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import ipywidgets as widgets
 import matplotlib as mpl
 import numpy as np
@@ -14,78 +12,25 @@ from matplotlib.text import Text
 from matplotlib.transforms import IdentityTransform
 
 from ..core import entropy, softmax
-from ..examples import SEED
+from ..plotting import SERIES_COLOURS
+from ..scaling import (
+    DK_CHOICES,
+    NUM_KEYS,
+    NUM_QUERIES,
+    jacobian_norm,
+    query_at_percentile,
+    scaling_summary,
+    score_sample,
+)
 from . import LABEL_STYLE, Explorer
 
-__all__ = ["DK_CHOICES", "jacobian_norm", "score_sample", "scaling_summary", "draw_scaling", "update_scaling",
-           "scaling_explorer", "EXPLORERS"]
+__all__ = ["PERCENTILES", "draw_scaling", "update_scaling", "scaling_explorer", "EXPLORERS"]
 
-#: The key/query sizes the slider offers: powers of 2 from 2 to 1024.
-DK_CHOICES = tuple(2**p for p in range(1, 11))
+#: The sample queries the explorer offers, by the percentile of their unscaled largest weight (50 = median).
+PERCENTILES = (10, 25, 50, 75, 90)
 
-#: Keys per query in the sampled attention rows, and number of sampled queries.
-NUM_KEYS = 8
-NUM_QUERIES = 400
-
-
-def jacobian_norm(weights):
-    r"""Frobenius norm of the softmax Jacobian :math:`J = \mathrm{diag}(p) - p p^\top`, per row.
-
-    The size of the gradient that flows from the weights back to the scores: near 0 for a
-    one-hot row (the softmax is saturated), ``sqrt(1/T - 1/T**2)`` for uniform weights.
-
-    Parameters
-    ----------
-    weights : array_like, shape (..., T)
-        Softmax outputs (each row sums to 1).
-
-    Returns
-    -------
-    norm : ndarray, shape (...)
-
-    Examples
-    --------
-    >>> float(jacobian_norm([1.0, 0.0, 0.0]))
-    0.0
-    >>> float(jacobian_norm([0.5, 0.5]))
-    0.5
-    """
-    p = np.asarray(weights, dtype=np.float64)
-    eye = np.eye(p.shape[-1])
-    jacobian = p[..., :, None] * eye - p[..., :, None] * p[..., None, :]  # (..., T, T)
-    return np.sqrt((jacobian**2).sum(axis=(-2, -1)))
-
-
-@lru_cache(maxsize=len(DK_CHOICES))
-def score_sample(d_k):
-    """Unscaled scores of ``NUM_QUERIES`` random queries with ``NUM_KEYS`` random keys each, shape (400, 8).
-
-    Query and key components are independent standard normal numbers (seeded by ``SEED`` and ``d_k``),
-    so each score has mean 0 and variance ``d_k``. The array is cached: treat it as read-only.
-    """
-    d_k = int(d_k)
-    rng = np.random.default_rng([SEED, d_k])
-    queries = rng.standard_normal((NUM_QUERIES, 1, d_k))
-    keys = rng.standard_normal((NUM_QUERIES, NUM_KEYS, d_k))
-    scores = (queries @ np.swapaxes(keys, -1, -2))[:, 0, :]  # (N, 1, d_k) @ (N, d_k, T) -> (N, 1, T) -> (N, T)
-    scores.setflags(write=False)
-    return scores
-
-
-def scaling_summary(d_k):
-    """Averages over the sampled rows, without and with scaling: score std, largest weight, entropy, ||J||_F."""
-    scores = score_sample(d_k)
-    summary = {}
-    for name, scale in (("unscaled", 1.0), ("scaled", 1.0 / np.sqrt(d_k))):
-        weights = softmax(scores * scale)
-        summary[name] = {
-            "score std": float((scores * scale).std()),
-            "largest weight": float(weights.max(axis=-1).mean()),
-            "entropy (nats)": float(entropy(weights).mean()),
-            "gradient size ||J||": float(jacobian_norm(weights).mean()),
-        }
-    return summary
-
+#: Colours of the two sides: without scaling, with scaling.
+_SIDE_COLOURS = (SERIES_COLOURS[1], SERIES_COLOURS[0])
 
 # Fast text for the live widget. Glyphs are the slow part of a redraw here (~0.1 ms each), so a text
 # that changes is split: its fixed words are drawn once, in the cached background, and only the
@@ -121,7 +66,7 @@ class _Fields(Artist):
     def draw(self, renderer):
         if not self.get_visible():
             return
-        x, y = self.base._get_xy_display()  # left end of the label's baseline, in pixels
+        x, y = self.base.get_transform().transform(self.base.get_unitless_position())  # label's baseline start, px
         key = (self.base.get_text(), getattr(renderer, "dpi", None))
         if self._offsets.get("key") != key:  # where each field starts: measured once per label and resolution
             font = self.base.get_fontproperties()
@@ -142,7 +87,7 @@ def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **prop
     values of other widths shift it by a few pixels at most. Returns the changing Text.
     """
     fig = parent if isinstance(parent, Figure) else parent.figure
-    renderer = fig._get_renderer()
+    renderer = fig.canvas.get_renderer()  # the Agg canvas of every Explorer figure (public API)
     font = FontProperties(size=props.get("fontsize"))
     width_changing, width_fixed = (renderer.get_text_width_height_descent(s, font, ismath=False)[0]
                                    for s in (changing, fixed))
@@ -152,10 +97,14 @@ def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **prop
     return parent.text(join, y, changing, ha="right", va=va, transform=transform, **props)
 
 
-def _clean(d_k, query):
-    """The d_k and query the figure shows: d_k not offered falls back to 64, the query wraps around."""
+def _clean(d_k, percentile):
+    """The d_k and query percentile the figure shows: values not offered fall back to 64 and 50 (the median)."""
     d_k = int(d_k) if d_k in DK_CHOICES else 64
-    return d_k, int(query) % NUM_QUERIES
+    return d_k, int(percentile) if percentile in PERCENTILES else 50
+
+
+def _query_words(percentile):
+    return "a typical (median) query" if percentile == 50 else f"the query at percentile {percentile}"
 
 
 def _x_limit(d_k):
@@ -172,14 +121,15 @@ def _two(value):
     return f"{max(float(value), 0.0):.2f}"  # never "-0.00"
 
 
-def draw_scaling(fig, d_k=64, query=0):
+def draw_scaling(fig, d_k=64, percentile=50):
     """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways.
 
     Draws the frame (axes, labels, the fixed words of the legends and titles) with placeholder data and
     lists the artists that change in ``fig.dynamic``; :func:`update_scaling` fills them in (the live
-    widget calls only that one afterwards).
+    widget calls only that one afterwards). The sample query on the right is chosen by the percentile of
+    its unscaled largest weight among the 400 (50: a typical, median query).
     """
-    d_k, query = _clean(d_k, query)
+    d_k, percentile = _clean(d_k, percentile)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1], gridspec_kw={"left": 0.05, "right": 0.98, "top": 0.84,
                                                                           "bottom": 0.14, "wspace": 0.22})
@@ -187,9 +137,9 @@ def draw_scaling(fig, d_k=64, query=0):
     blank = _blank("0.00")
     left_labels = ("without scaling: std ", "with scaling ")  # + "8.03", + "(/ sqrt(64)): std 1.00"
     right_labels = [f"{side}: " + ", ".join(f"{metric} {blank}" for metric in _ROW_METRICS)
-                    for side in ("without scaling", "with scaling")]
+                    for side in ("unscaled", "scaled")]
     stairs, bars = [], []
-    for k, (colour, offset, bins) in enumerate((("#d8b365", -0.2, 41), ("#5ab4ac", 0.2, 21))):
+    for k, (colour, offset, bins) in enumerate(zip(_SIDE_COLOURS, (-0.2, 0.2), (41, 21), strict=True)):
         stairs.append(left.stairs(np.zeros(bins - 1), np.linspace(-1, 1, bins), fill=True, color=colour, alpha=0.85,
                                   label=left_labels[k]))
         bars.append(right.bar(keys + offset, np.zeros(NUM_KEYS), width=0.4, color=colour, label=right_labels[k]))
@@ -198,17 +148,17 @@ def draw_scaling(fig, d_k=64, query=0):
     left.set_xlabel("score")
     left.set_ylabel("frequency (peak = 1)")
     left.set_title(f"scores of {NUM_QUERIES} queries x {NUM_KEYS} keys")
-    left_legend = left.legend(loc="upper left", fontsize=10, frameon=False)
+    left_legend = left.legend(loc="upper left", fontsize=11, frameon=False)
     right.set_ylim(0, 1.45)
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_xticks(keys, labels=[f"k{j}" for j in keys])
     right.set_xlabel("key")
     right.set_ylabel("attention weight")
-    right_legend = right.legend(loc="upper left", fontsize=9, frameon=False)
+    right_legend = right.legend(loc="upper left", fontsize=11, frameon=False)
     fields = [left.add_artist(_Fields(text, [len(label)])) for text, label in zip(left_legend.get_texts(), left_labels)]
     starts = [[i for i in range(1, len(label)) if label[i - 1:i + 1] == " " + blank[0]] for label in right_labels]
     fields += [right.add_artist(_Fields(text, at)) for text, at in zip(right_legend.get_texts(), starts)]
-    query_title = _split_title(right, 0.5, 1.0, right.title.get_transform(), f"sample query {query}",
+    query_title = _split_title(right, 0.5, 1.0, right.title.get_transform(), _query_words(percentile),
                                f": its weights over {NUM_KEYS} keys", fontsize=mpl.rcParams["axes.titlesize"])
     d_k_title = _split_title(fig, 0.5, 0.98, fig.transFigure, f"d_k = {d_k}",
                              ": random queries and keys with unit-variance components", va="top", fontsize=13)
@@ -216,13 +166,14 @@ def draw_scaling(fig, d_k=64, query=0):
                    "d_k_title": d_k_title}
     # the score axis follows d_k, so its ticks are redrawn with the histograms
     fig.dynamic = [*stairs, left.xaxis, *bars[0], *bars[1], *fields, query_title, d_k_title]
-    return update_scaling(fig, d_k, query)
+    return update_scaling(fig, d_k, percentile)
 
 
-def update_scaling(fig, d_k=64, query=0, **_):
+def update_scaling(fig, d_k=64, percentile=50, **_):
     """Refill the histograms, the bars and the changing words of legends and titles (the fast path)."""
-    h = fig.handles
-    d_k, query = _clean(d_k, query)
+    handles = fig.handles
+    d_k, percentile = _clean(d_k, percentile)
+    query = query_at_percentile(d_k, percentile)
     scores = score_sample(d_k)
     summary = scaling_summary(d_k)
     limit = _x_limit(d_k)  # one x-axis for both histograms
@@ -233,15 +184,15 @@ def update_scaling(fig, d_k=64, query=0, **_):
         shown = scores * factor
         counts, edges = np.histogram(shown, bins=bins)
         # each histogram scaled to peak 1, so that a narrow one does not dwarf a wide one
-        h["stairs"][k].set_data(counts / counts.max(), edges)
-        h["fields"][k].set_texts([label])
+        handles["stairs"][k].set_data(counts / counts.max(), edges)
+        handles["fields"][k].set_texts([label])
         weights = softmax(shown[query])
-        for bar, weight in zip(h["bars"][k], weights):
+        for bar, weight in zip(handles["bars"][k], weights):
             bar.set_height(weight)
-        h["fields"][2 + k].set_texts([_two(weights.max()), _two(entropy(weights)), _two(jacobian_norm(weights))])
-    h["left"].set_xlim(-limit, limit)
-    h["query_title"].set_text(f"sample query {query}")
-    h["d_k_title"].set_text(f"d_k = {d_k}")
+        handles["fields"][2 + k].set_texts([_two(weights.max()), _two(entropy(weights)), _two(jacobian_norm(weights))])
+    handles["left"].set_xlim(-limit, limit)
+    handles["query_title"].set_text(_query_words(percentile))
+    handles["d_k_title"].set_text(f"d_k = {d_k}")
     lines = [f"{'averages over ' + str(NUM_QUERIES) + ' queries':<28}{'without scaling':>16}{'with scaling':>14}"]
     lines += [f"{metric:<28}{summary['unscaled'][metric]:>16.3f}{summary['scaled'][metric]:>14.3f}"
               for metric in summary["unscaled"]]
@@ -254,9 +205,11 @@ def scaling_explorer():
     """A slider over d_k (powers of 2): score spread, weights, entropy and gradient size, without and with scaling."""
     d_k = widgets.SelectionSlider(options=list(DK_CHOICES), value=64, description="d_k (key/query size)",
                                   continuous_update=False, style=LABEL_STYLE, layout=widgets.Layout(width="420px"))
-    query = widgets.IntSlider(value=0, min=0, max=9, step=1, description="sample query", continuous_update=False,
-                              style=LABEL_STYLE, layout=widgets.Layout(width="420px"))
-    return Explorer(draw_scaling, {"d_k": d_k, "query": query}, figsize=(10.5, 4.4), update=update_scaling)
+    percentile = widgets.SelectionSlider(options=list(PERCENTILES), value=50,
+                                         description="sample query: percentile of its largest weight",
+                                         continuous_update=False, style=LABEL_STYLE,
+                                         layout=widgets.Layout(width="420px"))
+    return Explorer(draw_scaling, {"d_k": d_k, "percentile": percentile}, figsize=(10.5, 4.4), update=update_scaling)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -2,56 +2,19 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from matplotlib.patches import Patch, PathPatch, Rectangle
 from matplotlib.path import Path
 
-from ..core import causal_mask, padding_mask, scaled_dot_product_attention
-from ..examples import CREATURE_TOKENS, SEED
-from ..plotting import MASKED_COLOUR, heatmap
-from . import Explorer, dropdown, slider, toggle
+from ..core import scaled_dot_product_attention
+from ..examples import CREATURE_TOKENS, combined_mask, creature_example
+from ..plotting import HATCH_COLOUR, MASKED_COLOUR, OUTLINE_COLOUR, SERIES_COLOURS, heatmap
+from . import dropdown, pick, sentence_explorer, set_bars, slider, toggle, value_bars
 
-_HATCH_COLOUR = "#969696"  # as in plotting.heatmap
+#: Bar colours: a key the query may see (itself or earlier), a later key (visible only without the mask).
+EARLIER_COLOUR, LATER_COLOUR = SERIES_COLOURS[0], SERIES_COLOURS[1]
 
-__all__ = ["creature_example", "combined_mask", "draw_masking", "update_masking", "mask_explorer", "EXPLORERS"]
-
-
-def creature_example(d_model=16, seed=SEED):
-    """Seeded random embeddings and projections for the 8 creature tokens (the recipe notebook 07 shows).
-
-    ``rng = np.random.default_rng(seed)``, then ``X`` (8, d_model) standard normal, then ``W_q``, ``W_k``,
-    ``W_v`` (d_model, d_model), each standard normal divided by ``sqrt(d_model)`` (so that ``X @ W`` keeps
-    unit-variance features).
-
-    Examples
-    --------
-    >>> example = creature_example()
-    >>> example["X"].shape, example["W_q"].shape
-    ((8, 16), (16, 16))
-    """
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((len(CREATURE_TOKENS), d_model))
-    W_q, W_k, W_v = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(3))
-    return {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}
-
-
-def combined_mask(T, causal=True, length=None):
-    """The (T, T) boolean mask for one sequence: causal (optional) AND key padding beyond ``length``.
-
-    Examples
-    --------
-    >>> combined_mask(3, causal=True, length=2).astype(int)
-    array([[1, 0, 0],
-           [1, 1, 0],
-           [1, 1, 0]])
-    """
-    length = T if length is None else int(min(max(length, 0), T))
-    mask = padding_mask([length], T)[0]  # (1, T): the real keys
-    if causal:
-        mask = mask & causal_mask(T)  # (1, T) & (T, T) -> (T, T)
-    return np.broadcast_to(mask, (T, T)).copy()
+__all__ = ["draw_masking", "update_masking", "mask_explorer", "EXPLORERS"]
 
 
 def _hatch_path(x0, y0, width, height):
@@ -68,7 +31,7 @@ def _hatch_path(x0, y0, width, height):
 def _hatch(ax, facecolor):
     """An (empty) hatched path patch, as plotting.heatmap draws masked cells; filled by :func:`_hatch_path`."""
     return ax.add_patch(PathPatch(_hatch_path([], [], 1, 1), facecolor=facecolor, hatch="///",
-                                  edgecolor=_HATCH_COLOUR, linewidth=0))
+                                  edgecolor=HATCH_COLOUR, linewidth=0))
 
 
 def draw_masking(fig, causal=True, query="creature", length=8, example=None, tokens=CREATURE_TOKENS):
@@ -89,18 +52,17 @@ def draw_masking(fig, causal=True, query="creature", length=8, example=None, tok
     image = heatmap(np.full((T, T), np.nan), tokens, tokens, ax=left, vmin=0, vmax=1, title=" ",
                     cbar_label="attention weight", annotate=False)
     cells = _hatch(left, facecolor="none")
-    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="#e66101", linewidth=3))
+    outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=OUTLINE_COLOUR, linewidth=3))
     row_hatch = _hatch(right, facecolor=MASKED_COLOUR)
-    bars = right.bar(range(T), np.zeros(T), color="#5ab4ac")
-    labels = right.bar_label(bars, labels=[""] * T, fontsize=9)
+    bars, labels = value_bars(right, T, EARLIER_COLOUR, fontsize=10)
     right.set_xticks(range(T), labels=tokens, rotation=45, ha="right", rotation_mode="anchor")
     right.set_ylim(0, 1.3)
     right.set_ylabel("attention weight")
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_title(" ")
-    legend = [Patch(color="#5ab4ac", label="itself or earlier"), Patch(color="#d8b365", label="later token"),
-              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="masked")]
-    right.legend(handles=legend, loc="upper left", fontsize=9, frameon=False)
+    legend = [Patch(color=EARLIER_COLOUR, label="itself or earlier"), Patch(color=LATER_COLOUR, label="later token"),
+              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR, label="masked")]
+    right.legend(handles=legend, loc="upper left", fontsize=11, frameon=False)
     fig.handles = {"example": example, "tokens": tokens, "image": image, "cells": cells, "outline": outline,
                    "row_hatch": row_hatch, "bars": bars, "labels": labels, "left": left, "right": right}
     fig.dynamic = [image, cells, outline, left.title, row_hatch, *bars, *labels, right.title]
@@ -109,30 +71,28 @@ def draw_masking(fig, causal=True, query="creature", length=8, example=None, tok
 
 def update_masking(fig, causal=True, query="creature", length=8, **_):
     """Refill the heatmap, the hatching, the outline, the bars and the titles (the live widget's fast path)."""
-    h = fig.handles
-    example, tokens = h["example"], h["tokens"]
+    handles = fig.handles
+    example, tokens = handles["example"], handles["tokens"]
     T = len(tokens)
-    i = tokens.index(query) if query in tokens else 0
-    query = tokens[i]
+    i, query = pick(tokens, query)
     mask = combined_mask(T, causal=bool(causal), length=length)
     X = example["X"]
-    queries, keys, values = X @ example["W_q"], X @ example["W_k"], X @ example["W_v"]  # (T, d_model) @ (d_model, d_k)
+    queries, keys, values = X @ example["W_q"], X @ example["W_k"], X @ example["W_v"]  # (T, d_model) @ (d_model, d)
     _, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)
-    h["image"].set_data(np.where(mask, weights, np.nan))
+    handles["image"].set_data(np.where(mask, weights, np.nan))
     rows, cols = np.nonzero(~mask)
-    h["cells"].set_path(_hatch_path(cols - 0.5, rows - 0.5, 1.0, 1.0))
-    h["outline"].set_y(i - 0.5)
+    handles["cells"].set_path(_hatch_path(cols - 0.5, rows - 0.5, 1.0, 1.0))
+    handles["outline"].set_y(i - 0.5)
     title = ("causal mask" if causal else "no causal mask") + ("" if length >= T else f", padding after {length}")
-    h["left"].set_title(title)
+    handles["left"].set_title(title)
     row = weights[i]
-    h["row_hatch"].set_path(_hatch_path(np.flatnonzero(~mask[i]) - 0.4, np.zeros(int((~mask[i]).sum())), 0.8, 1.0))
+    blocked = np.flatnonzero(~mask[i])  # the keys this query may not see
+    handles["row_hatch"].set_path(_hatch_path(blocked - 0.4, np.zeros(len(blocked)), 0.8, 1.0))
     future = np.arange(T) > i
-    for j, (bar, label) in enumerate(zip(h["bars"], h["labels"])):
-        bar.set_height(row[j])
-        bar.set_facecolor("#d8b365" if future[j] else "#5ab4ac")
-        label.set_text(f"{row[j]:.2f}" if mask[i, j] else "")
-        label.xy = (bar.get_x() + bar.get_width() / 2, row[j])
-    h["right"].set_title(f"query {query!r}: its row of weights")
+    colours = [LATER_COLOUR if later else EARLIER_COLOUR for later in future]
+    set_bars(handles["bars"], row, handles["labels"], colours=colours,
+             texts=[f"{weight:.2f}" if allowed else "" for weight, allowed in zip(row, mask[i], strict=True)])
+    handles["right"].set_title(f"query {query!r}: its row of weights")
     future_weight = float(row[future].sum())
     allowed = int(mask[i].sum())
     if allowed == 0:
@@ -146,13 +106,13 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
 
 def mask_explorer(example=None, tokens=CREATURE_TOKENS):
     """Toggle the causal mask, pad the sequence, pick a query: see its row of weights."""
-    draw = partial(draw_masking, example=creature_example() if example is None else example, tokens=tokens)
     controls = {
         "causal": toggle("causal mask", True),
         "query": dropdown("query token", tokens, "creature"),
         "length": slider("real tokens (the rest is padding)", len(tokens), 1, len(tokens), 1, integer=True),
     }
-    return Explorer(draw, controls, figsize=(10.5, 4.6), update=update_masking)
+    return sentence_explorer(draw_masking, update_masking, controls, figsize=(10.5, 4.6), layout="column",
+                             example=creature_example() if example is None else example, tokens=tokens)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -6,29 +6,35 @@ Two explorers:
   head it lands in, for the right split (``split_heads``: reshape, then swap axes) and for two
   plausible wrong ones. The right split gives vertical stripes (every head sees every token); a
   bare reshape to ``(h, T, d_h)`` gives horizontal bands (each head gets whole tokens).
-- :func:`head_explorer`: pick a head of the creature sentence; see its attention pattern and
+- :func:`head_explorer`: pick a head of the creature sentence (``examples.creature_heads_example``:
+  head 0 of 2 is notebook 05's hand-designed head, the rest random); see its attention pattern and
   its share of each token's output.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.patches import Polygon, Rectangle
 
 from ..core import causal_mask
-from ..examples import CREATURE_TOKENS, SEED
-from ..multihead import multi_head_attention
-from ..plotting import MASKED_COLOUR, heatmap
-from ..positions import positional_encoding
+from ..examples import CREATURE_TOKENS, creature_heads_example
+from ..multihead import multi_head_attention, split_heads
+from ..plotting import FAINT_COLOUR, GUIDE_COLOUR, HATCH_COLOUR, MASKED_COLOUR, OKABE_ITO, SERIES_COLOURS, heatmap
 from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
-__all__ = ["HEAD_COLOURS", "SPLITS", "creature_example", "head_assignment", "head_contributions", "head_shares",
+__all__ = ["HEAD_COLOURS", "SPLITS", "head_assignment", "head_contributions", "head_shares",
            "draw_grouping", "update_grouping", "grouping_explorer", "draw_head", "update_head", "head_explorer",
            "EXPLORERS"]
 
-#: Okabe-Ito colours (colour-blind safe), one per head.
-HEAD_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442", "#999999")
+#: One colour per head (the series' colour-blind-safe order; black for an eighth head).
+HEAD_COLOURS = (*SERIES_COLOURS, OKABE_ITO["black"])
+
+
+def _text_colour(background):
+    """Black or white, whichever reads better on ``background`` (by its relative luminance)."""
+    red, green, blue = to_rgb(background)
+    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
 
 #: The ways to cut ``(T, d_model)`` into heads that the grouping explorer offers (label -> key).
 SPLITS = {
@@ -37,35 +43,8 @@ SPLITS = {
     "reshape (T, d_h, h), heads last  [wrong]": "strided",
 }
 
-#: Head counts the explorers offer (all divide d_model = 16).
+#: Head counts the explorers offer (all divide d_model = 8 and 16).
 HEAD_CHOICES = (1, 2, 4, 8)
-
-
-def creature_example(d_model=16, weight_std=0.4, seed=SEED):
-    """The notebook's example: the creature sentence and four random projection matrices.
-
-    Draws, from a fresh ``np.random.default_rng(seed)`` and in this order: the token embeddings
-    ``(T, d_model)`` (standard normal), then ``W_q, W_k, W_v, W_o`` ``(d_model, d_model)`` each
-    (normal with standard deviation ``weight_std``). ``X`` is embeddings plus positional encoding.
-
-    Returns
-    -------
-    example : dict
-        ``X`` (T, d_model), ``W_q``, ``W_k``, ``W_v``, ``W_o`` (d_model, d_model), all float32.
-
-    Examples
-    --------
-    >>> ex = creature_example()
-    >>> ex["X"].shape, ex["W_o"].shape, ex["X"].dtype
-    ((8, 16), (16, 16), dtype('float32'))
-    """
-    rng = np.random.default_rng(seed)
-    T = len(CREATURE_TOKENS)
-    embeddings = rng.standard_normal((T, d_model)).astype(np.float32)
-    weights = (weight_std * rng.standard_normal((4, d_model, d_model))).astype(np.float32)
-    example = {"X": embeddings + positional_encoding(T, d_model)}
-    example.update(zip(("W_q", "W_k", "W_v", "W_o"), weights, strict=True))
-    return example
 
 
 def head_assignment(T, d_model, num_heads, split="right"):
@@ -188,7 +167,7 @@ def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_mod
     # one colour per head number, whatever h is: head i is always HEAD_COLOURS[i]
     image = ax.imshow(np.zeros((T, d_model)), cmap=ListedColormap(HEAD_COLOURS), vmin=-0.5,
                       vmax=len(HEAD_COLOURS) - 0.5, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(d_model), labels=[str(f) for f in range(d_model)], fontsize=9)
+    ax.set_xticks(range(d_model), labels=[str(f) for f in range(d_model)], fontsize=10)
     ax.set_yticks(range(T), labels=list(tokens))
     ax.set_xlabel("feature of Q (column)")
     ax.set_ylabel("token (row)")
@@ -207,22 +186,22 @@ def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_mod
 
 def update_grouping(fig, num_heads=4, split="right", **_):
     """Recolour the cells for another h or split (the live widget's fast path)."""
-    h = fig.handles
-    tokens, d_model = h["tokens"], h["d_model"]
+    handles = fig.handles
+    tokens, d_model = handles["tokens"], handles["d_model"]
     num_heads, split = _grouping_choice(num_heads, split)
     T = len(tokens)
     head_dim = d_model // num_heads
     owner = head_assignment(T, d_model, num_heads, split)
-    h["image"].set_data(owner)
+    handles["image"].set_data(owner)
     titles = {"right": "split_heads", "reshape": "reshape straight to (h, T, d_h)",
               "strided": "reshape (T, d_h, h), heads last"}
-    h["ax"].set_title(f"Q of shape ({T}, {d_model}), h = {num_heads}: colour = the head that receives each number\n"
-                      f"[{titles[split]}]", fontsize=12)
+    handles["ax"].set_title(f"Q of shape ({T}, {d_model}), h = {num_heads}: colour = the head that receives "
+                            f"each number\n[{titles[split]}]", fontsize=12)
 
     def legend():
         for i in range(num_heads):
-            h["legend"].add_patch(Rectangle((0, i - 0.5), 1, 1, color=HEAD_COLOURS[i]))
-            h["legend"].text(1.25, i, f"head {i}", va="center", fontsize=10, clip_on=False)
+            handles["legend"].add_patch(Rectangle((0, i - 0.5), 1, 1, color=HEAD_COLOURS[i]))
+            handles["legend"].text(1.25, i, f"head {i}", va="center", fontsize=11, clip_on=False)
 
     redraw_dynamic(fig, "legend", legend)
 
@@ -241,11 +220,15 @@ def update_grouping(fig, num_heads=4, split="right", **_):
             f"for head 0 produce.")
 
 
-def grouping_explorer():
-    """Pick the number of heads and a way to split; see which head gets which number."""
+def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
+    """Pick the number of heads and a way to split; see which head gets which number of a (T, d_model) matrix."""
     controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
                 "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
-    return Explorer(draw_grouping, controls, figsize=(9.5, 4.6), update=update_grouping)
+
+    def draw(fig, **values):
+        return draw_grouping(fig, tokens=tokens, d_model=d_model, **values)
+
+    return Explorer(draw, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,33 +245,33 @@ def _hatch_future(ax, T):
     corners = [(0.5, -0.5), (T - 0.5, -0.5), (T - 0.5, T - 1.5)]  # top edge, then down the right edge
     for k in range(T - 2, -1, -1):  # staircase back up along the diagonal
         corners += [(k + 0.5, k + 0.5), (k + 0.5, k - 0.5)]
-    ax.add_patch(Polygon(corners, closed=True, facecolor=MASKED_COLOUR, hatch="///", edgecolor="#969696",
+    ax.add_patch(Polygon(corners, closed=True, facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR,
                          linewidth=0))
 
 
 def _head_state(example, num_heads, head, causal, T):
-    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
+    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 2
     requested = int(head)
     head = min(max(requested, 0), num_heads - 1)
     mask = causal_mask(T) if causal else None
     X = example["X"]
-    out, weights = multi_head_attention(X, example["W_q"], example["W_k"], example["W_v"], example["W_o"],
-                                        num_heads, mask=mask)
+    _, weights = multi_head_attention(X, example["W_q"], example["W_k"], example["W_v"], example["W_o"],
+                                      num_heads, mask=mask)
     head_dim = X.shape[-1] // num_heads
     values = X @ example["W_v"]  # (T, d_model) @ (d_model, d_model) -> (T, d_model)
-    values = values.reshape(T, num_heads, head_dim).transpose(1, 0, 2)  # (h, T, d_h)
+    values = split_heads(values, num_heads)  # (T, d_model) -> (h, T, d_h)
     context = weights @ values  # (h, T, T) @ (h, T, d_h) -> (h, T, d_h)
     shares = head_shares(head_contributions(context, example["W_o"]))  # (h, T)
     return num_heads, requested, head, head_dim, weights, shares
 
 
-def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
+def draw_head(fig, num_heads=2, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
     """Left: the chosen head's attention weights; right: each head's share of each token's output.
 
     The axes are drawn here; :func:`update_head` changes the pattern, the bars and the
     texts, so the live widget redraws only those.
     """
-    example = creature_example() if example is None else example
+    example = creature_heads_example() if example is None else example
     T = len(tokens)
     fig.set_layout_engine("none")
     left = fig.add_axes((0.1, 0.24, 0.33, 0.62))
@@ -298,9 +281,9 @@ def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, ex
                     title=" ")
     fig.colorbar(image, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
     own = right.barh(range(T), np.zeros(T), label="this head")
-    others = right.barh(range(T), np.zeros(T), color="#d9d9d9", label="other heads")
-    texts = [right.text(0, t, "", ha="center", va="center", fontsize=9) for t in range(T)]
-    equal = right.axvline(0.25, color="black", linestyle="--", linewidth=1)
+    others = right.barh(range(T), np.zeros(T), color=FAINT_COLOUR, label="other heads")
+    texts = [right.text(0, t, "", ha="center", va="center", fontsize=10) for t in range(T)]
+    equal = right.axvline(0.25, color=GUIDE_COLOUR, linestyle="--", linewidth=1)
     right.set_xlim(0, 1)
     right.set_ylim(T - 0.5, -0.5)
     right.set_xticks([0, 0.25, 0.5, 0.75, 1], labels=["0", "", "50%", "", "100%"])
@@ -313,26 +296,26 @@ def draw_head(fig, num_heads=4, head=0, causal=False, tokens=CREATURE_TOKENS, ex
     return update_head(fig, num_heads, head, causal)
 
 
-def update_head(fig, num_heads=4, head=0, causal=False, **_):
+def update_head(fig, num_heads=2, head=0, causal=False, **_):
     """Show another head, number of heads or mask (the live widget's fast path)."""
-    h = fig.handles
-    T = h["T"]
-    num_heads, requested, head, head_dim, weights, shares = _head_state(h["example"], num_heads, head, causal, T)
-    h["image"].set_data(weights[head])
-    h["left"].set_title(f"head {head} of {num_heads} (d_h = {head_dim})")
-    redraw_dynamic(fig, "hatch", lambda: _hatch_future(h["left"], T) if causal else None)
+    handles = fig.handles
+    T = handles["T"]
+    num_heads, requested, head, head_dim, weights, shares = _head_state(handles["example"], num_heads, head, causal, T)
+    handles["image"].set_data(weights[head])
+    handles["left"].set_title(f"head {head} of {num_heads} (d_h = {head_dim})")
+    redraw_dynamic(fig, "hatch", lambda: _hatch_future(handles["left"], T) if causal else None)
     for t in range(T):
-        h["own"][t].set_width(shares[head, t])
-        h["own"][t].set_color(HEAD_COLOURS[head])
-        h["others"][t].set_x(shares[head, t])
-        h["others"][t].set_width(1.0 - shares[head, t])
-        text = h["texts"][t]
+        handles["own"][t].set_width(shares[head, t])
+        handles["own"][t].set_color(HEAD_COLOURS[head])
+        handles["others"][t].set_x(shares[head, t])
+        handles["others"][t].set_width(1.0 - shares[head, t])
+        text = handles["texts"][t]
         text.set_x(shares[head, t] / 2)
         text.set_text(f"{shares[head, t]:.0%}")
-        text.set_color("white" if head in (4, 5) else "black")
-    h["equal"].set_xdata([1 / num_heads, 1 / num_heads])
+        text.set_color(_text_colour(HEAD_COLOURS[head]))
+    handles["equal"].set_xdata([1 / num_heads, 1 / num_heads])
     others = {1: "no other heads", 2: "grey: the other head"}.get(num_heads, f"grey: the other {num_heads - 1} heads")
-    h["right"].set_title(f"head {head}'s share of each token's output\n({others})", fontsize=12)
+    handles["right"].set_title(f"head {head}'s share of each token's output\n({others})", fontsize=12)
     note = (f"Head {head} gives on average {shares[head].mean():.0%} of the output norm "
             f"(dashed line: an equal share, 1/h = {1 / num_heads:.0%}). Largest weight of its rows: "
             f"{weights[head].max(axis=-1).mean():.2f} on average.")
@@ -344,12 +327,12 @@ def update_head(fig, num_heads=4, head=0, causal=False, **_):
 def head_explorer(example=None, tokens=CREATURE_TOKENS):
     """Pick the number of heads, a head and the mask; see the head's pattern and its share of the output.
 
-    ``example`` is a dict ``X, W_q, W_k, W_v, W_o`` (default: :func:`creature_example`). The same
-    four weight matrices serve every number of heads: only the way they are cut changes.
+    ``example`` is a dict ``X, W_q, W_k, W_v, W_o`` (default: ``examples.creature_heads_example()``).
+    The same four weight matrices serve every number of heads: only the way they are cut changes.
     """
-    example = creature_example() if example is None else example
+    example = creature_heads_example() if example is None else example
     heads = slider("head", 0, 0, max(HEAD_CHOICES) - 1, 1, integer=True)
-    num_heads = dropdown("number of heads h", HEAD_CHOICES, 4)
+    num_heads = dropdown("number of heads h", HEAD_CHOICES, 2)
     heads.max = num_heads.value - 1
 
     def follow(change):  # keep the head slider inside 0 .. h-1

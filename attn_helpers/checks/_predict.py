@@ -1,0 +1,75 @@
+"""Predict-then-run questions: read a learner's prediction (a set of tokens, a number, a shape) and compare.
+
+The learner writes a prediction first, runs the cell that shows the answer, and a checker compares the
+two with a hint aimed at the typical wrong prediction. These helpers turn whatever the learner typed
+into something comparable, or into a :class:`Verdict` saying what to type instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ._grader import Verdict
+
+__all__ = ["as_token_set", "grade_token_set", "as_shape"]
+
+
+def _one_token(item, tokens: Sequence[str]):
+    if isinstance(item, str):
+        return tokens.index(item) if item in tokens else None
+    if isinstance(item, (bool, np.bool_)):
+        return None
+    if isinstance(item, (int, np.integer)) and 0 <= int(item) < len(tokens):
+        return int(item)
+    return None
+
+
+def as_token_set(answer, tokens: Sequence[str], name: str):
+    """``answer`` (tokens by name or position, one or several) as a set of positions, or a Verdict saying why not."""
+    tokens = list(tokens)
+    example = f"for example {{{tokens[0]!r}, {tokens[-1]!r}}} or [0, {len(tokens) - 1}]"
+    if answer is None or answer is Ellipsis:
+        return None, Verdict(False, f"{name} is not filled in yet", f"replace the ... with your prediction, {example}")
+    items = [answer] if isinstance(answer, (str, int, np.integer)) else answer
+    try:
+        items = list(items)
+    except TypeError:
+        return None, Verdict(False, f"{name} is a {type(answer).__name__}, not a set of tokens", f"write {example}")
+    positions = [_one_token(item, tokens) for item in items]
+    if any(p is None for p in positions):
+        bad = next(item for item, p in zip(items, positions) if p is None)
+        return None, Verdict(False, f"{name} contains {bad!r}, which is not one of the tokens",
+                             f"name tokens as strings from {tokens} or by position 0..{len(tokens) - 1}")
+    return set(positions), None
+
+
+def grade_token_set(answer, truth: set, tokens: Sequence[str], name: str, *, why: str,
+                    hint: Callable[[set], str]) -> Verdict:
+    """Compare a predicted set of tokens with ``truth``; on a miss, ``hint(predicted)`` says what was overlooked."""
+    predicted, problem = as_token_set(answer, tokens, name)
+    if problem is not None:
+        return problem
+    names = [tokens[i] for i in sorted(truth)]
+    if predicted == truth:
+        return Verdict(True, f"{', '.join(names)}: {why}")
+    said = ", ".join(tokens[i] for i in sorted(predicted)) or "none"
+    return Verdict(False, f"you predicted {said}", hint(predicted))
+
+
+def as_shape(answer, name: str):
+    """``answer`` as a tuple of ints, or a Verdict saying why it is not a shape."""
+    if answer is None or answer is Ellipsis:
+        return None, Verdict(False, f"{name} is not filled in yet", "replace the ... with a tuple, e.g. (2, 3)")
+    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+        return None, Verdict(False, f"{name} is a {type(answer).__name__}, not a shape",
+                             "a shape is a tuple of whole numbers, e.g. (2, 3)")
+    try:
+        items = list(answer)
+    except Exception:  # noqa: BLE001 - any odd object: not a shape
+        items = None
+    if items is None or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in items):
+        return None, Verdict(False, f"{name} is not a tuple of whole numbers",
+                             "a shape is a tuple of whole numbers, e.g. (2, 3)")
+    return tuple(int(n) for n in items), None
