@@ -376,9 +376,9 @@ GPT2_FAMILY = {
 
 
 def creature_block_example(num_blocks=12, d_model=16, num_heads=4):
-    """The creature sentence of notebook 08 and ``num_blocks`` random (untrained) transformer blocks.
+    """The creature sentence's tokens and ``num_blocks`` random (untrained) transformer blocks (notebook 10).
 
-    ``X`` is notebook 08's input: ``rng = np.random.default_rng(SEED)``, made-up embeddings
+    ``X``: ``rng = np.random.default_rng(SEED)``, made-up embeddings
     ``rng.standard_normal((8, d_model))`` in float32, plus the sinusoidal positional encoding.
     Block ``n`` is ``init_block_params(d_model, num_heads, rng=np.random.default_rng([SEED, n]))``:
     its own random stream, so block 0 is the same whatever ``num_blocks`` is.

@@ -7,7 +7,7 @@ from reference_block import layer_norm_ref, transformer_block_ref
 import attn_helpers as A
 from attn_helpers.checks import (
     Verdict,
-    check_changed_rows,
+    check_decoder_changed_rows,
     check_gpt2_parameter_count,
     check_layer_norm,
     check_pre_norm_block,
@@ -147,7 +147,7 @@ def test_changed_rows_independently_with_the_loop_reference():
 @pytest.mark.parametrize("prediction", [[2, 3, 4, 5, 6, 7], (7, 6, 5, 4, 3, 2), np.arange(2, 8), range(2, 8),
                                         [2, 3, 3, 4, 5, 6, 7], [np.int64(2), 3, 4, 5, 6, 7]])
 def test_changed_rows_right_predictions_pass(prediction):
-    assert check_changed_rows(prediction).passed
+    assert check_decoder_changed_rows(prediction).passed
 
 
 @pytest.mark.parametrize("prediction, hint", [
@@ -160,13 +160,13 @@ def test_changed_rows_right_predictions_pass(prediction):
     ([3, 4], "mask[i, j]"),
 ])
 def test_changed_rows_wrong_predictions_get_hints(prediction, hint):
-    verdict = check_changed_rows(prediction)
+    verdict = check_decoder_changed_rows(prediction)
     assert not verdict.passed and hint in verdict.hint, verdict
 
 
 @pytest.mark.parametrize("prediction", [..., None, "2, 3", [1.5], [True], [9], [-1], {"a": 1}, 2.5, [[1, 2]]])
 def test_changed_rows_bad_predictions_explain_the_format(prediction):
-    verdict = check_changed_rows(prediction)
+    verdict = check_decoder_changed_rows(prediction)
     assert not verdict.passed and verdict.message and verdict.hint
 
 
@@ -220,7 +220,7 @@ def test_gpt2_count_typed_number_is_not_a_function():
 # --- garbage never raises --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("checker", [check_layer_norm, check_pre_norm_block, check_changed_rows,
+@pytest.mark.parametrize("checker", [check_layer_norm, check_pre_norm_block, check_decoder_changed_rows,
                                      check_gpt2_parameter_count])
 def test_checkers_never_raise_on_garbage(checker):
     for garbage in GARBAGE:

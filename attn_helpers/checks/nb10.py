@@ -14,7 +14,7 @@ from ..multihead import multi_head_attention
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
 from .nb08 import _quiet_call
 
-__all__ = ["check_layer_norm", "check_pre_norm_block", "check_changed_rows", "check_gpt2_parameter_count"]
+__all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def changed_rows(position, causal=True, example=None):
     return [int(i) for i in np.flatnonzero(np.abs(after - before).max(axis=-1) > 1e-6)]
 
 
-def check_changed_rows(prediction, position=2):
+def check_decoder_changed_rows(prediction, position=2):
     """Compare the learner's predicted list of changed rows with what the decoder block really does."""
     T = len(creature_block_example(num_blocks=0)["X"])
     if prediction is None or prediction is Ellipsis:
