@@ -72,7 +72,7 @@ def softmax_backward(weights, grad_weights):
     return (p * (g - dot)).astype(result_float_dtype(p, g), copy=False)
 
 
-def attention_backward(queries, keys, values, grad_context, mask=None, scale=None):
+def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
     r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
     The forward pass (:func:`~attn_helpers.core.scaled_dot_product_attention`) is
@@ -97,6 +97,8 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
         ``True`` = may attend, as in the forward pass.
     scale : float, optional
         As in the forward pass; default ``1 / sqrt(d_k)``.
+    weights : array_like, shape (..., T_q, T_k), optional
+        The forward pass's weights, if kept; recomputed from the queries and keys when None.
 
     Returns
     -------
@@ -122,7 +124,12 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
         raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
                          f"(..., {q.shape[-2]}, {v.shape[-1]})")
     dtype = result_float_dtype(np.empty(0, dtype), grad)
-    _, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)  # (..., T_q, T_k), recomputed
+    if weights is None:
+        _, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)  # (..., T_q, T_k), recomputed
+    weights = as_float_array(weights, "weights", min_ndim=2)
+    if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
+        raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = (..., {q.shape[-2]}, "
+                         f"{k.shape[-2]})")
     grad_values = np.swapaxes(weights, -1, -2) @ grad  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
     grad_weights = grad @ np.swapaxes(v, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
     grad_scores = softmax_backward(weights, grad_weights) * scale  # through the softmax and the scale

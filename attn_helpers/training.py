@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -38,12 +39,17 @@ __all__ = [
     "forward",
     "backward",
     "adam_step",
+    "sgd_step",
     "train",
     "TrainingRun",
     "accuracy",
     "held_out_batch",
-    "load_run",
-    "save_run",
+    "token_labels",
+    "SHIPPED_RUNS",
+    "HISTORY_ONLY",
+    "shipped_run",
+    "save_runs",
+    "load_runs",
 ]
 
 # ---------------------------------------------------------------------------------------------- tasks
@@ -68,16 +74,16 @@ def _induction(rng, batch_size, seq_len, vocab_size):
     distance to the earlier copy varies and position alone cannot find it; the noise in front uses
     only tokens outside the segment.
     """
-    tokens = np.empty((batch_size, seq_len), dtype=np.int64)
-    targets = np.full((batch_size, seq_len), -1, dtype=np.int64)
-    for b in range(batch_size):
-        n = int(rng.integers(3, seq_len // 2 + 1))
-        order = rng.permutation(vocab_size)
-        segment, others = order[:n], order[n:]
-        noise = rng.choice(others, size=seq_len - 2 * n)
-        tokens[b] = np.concatenate([noise, segment, segment])
-        start = seq_len - n  # where the repeat starts
-        targets[b, start:-1] = tokens[b, start + 1:]  # "... A B ... A" -> B
+    n = rng.integers(3, seq_len // 2 + 1, size=(batch_size, 1))  # (B, 1): the segment length of each sequence
+    order = rng.permuted(np.tile(np.arange(vocab_size), (batch_size, 1)), axis=1)  # (B, V): a shuffle per row
+    noise = n + (rng.random((batch_size, seq_len)) * (vocab_size - n)).astype(np.int64)  # indices after the segment
+    position = np.arange(seq_len)  # (T,)
+    first, repeat = seq_len - 2 * n, seq_len - n  # (B, 1): where the segment and its repeat start
+    index = np.where(position >= repeat, position - repeat, np.where(position >= first, position - first, noise))
+    tokens = np.take_along_axis(order, index, axis=1)  # (B, T)
+    targets = np.full_like(tokens, -1)
+    scored = (position >= repeat) & (position < seq_len - 1)  # (B, T): inside the repeat, before the last token
+    targets[:, :-1] = np.where(scored[:, :-1], tokens[:, 1:], -1)  # "... A B ... A" -> B
     return tokens, targets
 
 
@@ -120,14 +126,27 @@ class Task:
         return causal_mask(self.seq_len) if self.causal else None
 
 
+def token_labels(task, tokens):
+    """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ...
+
+    Examples
+    --------
+    >>> token_labels("induction", [0, 1, 15])
+    ['A', 'B', 'P']
+    """
+    task = TASKS[task] if isinstance(task, str) else task
+    alphabet = "0123456789" if task.vocab_size <= 10 else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return [alphabet[int(t)] for t in np.asarray(tokens).reshape(-1)]
+
+
 #: The tasks of notebook 11, by name.
 TASKS = {
     "copy previous": Task("copy previous", "output the token one position back", _copy_previous, causal=True,
-                          seq_len=8, vocab_size=10, expected_pattern=_expected_copy_previous, steps=300),
+                          seq_len=8, vocab_size=10, expected_pattern=_expected_copy_previous, steps=100),
     "reverse": Task("reverse", "output the sequence backwards", _reverse, causal=False, seq_len=8, vocab_size=10,
-                    expected_pattern=_expected_reverse, steps=400),
+                    expected_pattern=_expected_reverse, steps=150),
     "induction": Task("induction", "... A B ... A -> B: continue a repeated segment", _induction, causal=True,
-                      seq_len=12, vocab_size=16, steps=2500, num_layers=2),
+                      seq_len=12, vocab_size=16, steps=800, num_layers=2, d_model=16),
 }
 
 # ---------------------------------------------------------------------------------------------- the model
@@ -202,7 +221,8 @@ def forward(params: dict, tokens, config: ModelConfig, mask=None):
         values = split_heads(x @ W["W_v"], config.num_heads)  # (B, h, T, d_h)
         context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask, scale=scale)
         merged = merge_heads(context)  # (B, h, T, d_h) -> (B, T, d)
-        cache["layers"].append({"x": x, "queries": queries, "keys": keys, "values": values, "merged": merged})
+        cache["layers"].append({"x": x, "queries": queries, "keys": keys, "values": values, "merged": merged,
+                                "weights": weights})
         cache["weights"].append(weights)
         x = x + merged @ W["W_o"]  # residual: (B, T, d) + (B, T, d) @ (d, d) -> (B, T, d)
     cache["x_final"] = x
@@ -220,7 +240,8 @@ def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dic
         grad_merged, grads[f"{layer}.W_o"] = linear_backward(saved["merged"], params[f"{layer}.W_o"], grad_x)
         grad_context = split_heads(grad_merged, config.num_heads)  # (B, T, d) -> (B, h, T, d_h)
         grad_q, grad_k, grad_v = attention_backward(saved["queries"], saved["keys"], saved["values"], grad_context,
-                                                    mask=cache["mask"], scale=cache["scale"])
+                                                    mask=cache["mask"], scale=cache["scale"],
+                                                    weights=saved["weights"])
         grad_input = grad_x  # the residual path
         for name, grad_heads in (("W_q", grad_q), ("W_k", grad_k), ("W_v", grad_v)):
             grad_part, grads[f"{layer}.{name}"] = linear_backward(saved["x"], params[f"{layer}.{name}"],
@@ -268,6 +289,25 @@ def adam_step(params: dict, grads: dict, state: dict, learning_rate=0.01, beta1=
         params[name] -= learning_rate * m_hat / (np.sqrt(v_hat) + eps)  # a step of about learning_rate per entry
 
 
+def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
+    r"""One step of plain gradient descent, in place: :math:`\theta \leftarrow \theta - \eta\, g`.
+
+    Unlike Adam it does not rescale small gradients, so a vanishing gradient shows as a stall.
+
+    Examples
+    --------
+    >>> params = {"w": np.array([1.0])}
+    >>> sgd_step(params, {"w": np.array([0.5])}, {}, learning_rate=0.1)
+    >>> params["w"]
+    array([0.95])
+    """
+    for name, g in grads.items():
+        params[name] -= learning_rate * g
+
+
+#: The optimizers :func:`train` offers, by name.
+OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
+
 # ---------------------------------------------------------------------------------------------- training
 
 
@@ -284,6 +324,7 @@ class TrainingRun:
     snapshots: dict = field(default_factory=dict)  # step -> attention weights on the probe, (layers, h, T, T)
     probe: np.ndarray | None = None  # (T,): the held-out sequence whose weights the snapshots show
     seconds: float = 0.0
+    held_out_accuracy: float | None = None  # filled in by :func:`accuracy` (and stored with shipped runs)
 
     def weights(self, tokens=None):
         """Attention weights ``(layers, h, T, T)`` of the trained model on ``tokens`` (default: the probe)."""
@@ -308,19 +349,25 @@ def accuracy(run_or_params, task=None, config=None, size=1000, seed=SEED + 1):
 
     Pass a :class:`TrainingRun`, or ``params`` with a task (name or :class:`Task`) and a config.
     """
-    if isinstance(run_or_params, TrainingRun):
-        params, task, config = run_or_params.params, run_or_params.task, run_or_params.config
+    run = run_or_params if isinstance(run_or_params, TrainingRun) else None
+    if run is not None:
+        if not run.params:  # a shipped run without its parameters: the accuracy measured when it was built
+            return run.held_out_accuracy
+        params, task, config = run.params, run.task, run.config
     else:
         params = run_or_params
     task = TASKS[task] if isinstance(task, str) else task
     tokens, targets = held_out_batch(task, size, seed)
     scored = targets >= 0
     right = predict(params, tokens, config, task.mask()) == targets
-    return float(right[scored].mean())
+    result = float(right[scored].mean())
+    if run is not None and size == 1000 and seed == SEED + 1:
+        run.held_out_accuracy = result
+    return result
 
 
-def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, snapshot_steps=(0, 50, 200),
-          progress=None, progress_every=10, **config_changes) -> TrainingRun:
+def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, optimizer="adam",
+          snapshot_steps=(0, 5, 10, 20, 50), progress=None, progress_every=10, **config_changes) -> TrainingRun:
     """Train the tiny model on ``task`` with Adam, seeded and single-threaded.
 
     Parameters
@@ -331,6 +378,10 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, sna
         Adam steps (one fresh batch each); default the task's own.
     seed : int
         Seeds the initial parameters and the training batches (held-out data use ``seed + 1``).
+    learning_rate : float, optional
+        Default the task's own (for Adam).
+    optimizer : {"adam", "sgd"}
+        :func:`adam_step` or :func:`sgd_step`.
     snapshot_steps : sequence of int
         Steps at which to keep the attention weights on the probe sequence (the final step is always kept).
     progress : callable, optional
@@ -348,6 +399,9 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, sna
     task = TASKS[task] if isinstance(task, str) else task
     steps = as_positive_int(task.steps if steps is None else steps, "steps", allow_zero=True)
     learning_rate = task.learning_rate if learning_rate is None else learning_rate
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    step_fn = OPTIMIZERS[optimizer]
     config = ModelConfig.for_task(task, **config_changes)
     rng = np.random.default_rng(seed)
     params = init_params(config, rng)
@@ -364,7 +418,7 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, sna
                 break
             tokens, targets = task.batch(rng, batch_size)
             loss, grads, _ = loss_and_grads(params, tokens, targets, config, mask)
-            adam_step(params, grads, state, learning_rate)
+            step_fn(params, grads, state, learning_rate)
             run.losses[step] = loss
             if progress is not None and ((step + 1) % progress_every == 0 or step + 1 == steps):
                 progress(step + 1, loss)
@@ -374,23 +428,69 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, sna
 
 # ---------------------------------------------------------------------------------------------- shipped runs
 
+#: The runs shipped in ``attn_helpers/data/nb11_runs.npz`` (built by ``tools/build_training_runs.py``):
+#: name -> (task, changes to the task's model). A class can load them instead of training.
+SHIPPED_RUNS = {
+    "copy previous": ("copy previous", {}),
+    "reverse": ("reverse", {}),
+    "induction": ("induction", {}),
+    # the ablations of notebook 11
+    "reverse, no positions": ("reverse", {"use_positions": False}),
+    "reverse, d_model 128, scaled": ("reverse", {"d_model": 128}),
+    "reverse, d_model 128, unscaled": ("reverse", {"d_model": 128, "scaled": False}),
+    "induction, 1 layer, 1 head": ("induction", {"num_layers": 1}),
+    "induction, 1 layer, 2 heads": ("induction", {"num_layers": 1, "num_heads": 2}),
+}
 
-def save_run(run: TrainingRun, path):
-    """Save a run (parameters, losses, snapshots, config) as a compressed ``.npz``."""
-    arrays = {f"param/{name}": value for name, value in run.params.items()}
-    arrays.update({f"snapshot/{step}": weights for step, weights in run.snapshots.items()})
-    config = run.config
-    meta = np.array([config.vocab_size, config.seq_len, config.d_model, config.num_layers, config.num_heads,
-                     int(config.use_positions), int(config.scaled), run.steps, run.seed])
-    np.savez_compressed(path, task=np.array(run.task), meta=meta, losses=run.losses, probe=run.probe, **arrays)
+#: The ablations: only their history (losses, snapshots, accuracy) is shipped, not their parameters.
+HISTORY_ONLY = tuple(name for name in SHIPPED_RUNS if "," in name)
+
+#: Steps at which the shipped runs keep a snapshot of the attention weights.
+SHIPPED_SNAPSHOTS = (0, 2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 600, 800)
+
+SHIPPED_PATH = Path(__file__).resolve().parent / "data" / "nb11_runs.npz"
 
 
-def load_run(path) -> TrainingRun:
-    """Load a run saved by :func:`save_run`."""
+def shipped_run(name, snapshot_steps=SHIPPED_SNAPSHOTS) -> TrainingRun:
+    """Train the shipped run ``name`` from scratch and measure its held-out accuracy (what the tool stores)."""
+    task, changes = SHIPPED_RUNS[name]
+    run = train(task, snapshot_steps=snapshot_steps, **changes)
+    accuracy(run)
+    if name in HISTORY_ONLY:
+        run.params = {}
+    return run
+
+
+def save_runs(runs: dict, path):
+    """Save runs (parameters, losses, snapshots, config, probe) by name in one compressed ``.npz``."""
+    arrays = {}
+    for name, run in runs.items():
+        config = run.config
+        arrays[f"{name}/task"] = np.array(run.task)
+        arrays[f"{name}/meta"] = np.array([config.vocab_size, config.seq_len, config.d_model, config.num_layers,
+                                           config.num_heads, int(config.use_positions), int(config.scaled),
+                                           run.steps, run.seed])
+        arrays[f"{name}/accuracy"] = np.array(np.nan if run.held_out_accuracy is None else run.held_out_accuracy)
+        arrays[f"{name}/losses"] = run.losses
+        arrays[f"{name}/probe"] = run.probe
+        arrays.update({f"{name}/param/{key}": value for key, value in run.params.items()})
+        arrays.update({f"{name}/snapshot/{step}": weights for step, weights in run.snapshots.items()})
+    np.savez_compressed(path, **arrays)
+
+
+def load_runs(path=SHIPPED_PATH) -> dict:
+    """Load the runs saved by :func:`save_runs`: a dict name -> :class:`TrainingRun`."""
+    runs = {}
     with np.load(path) as data:
-        vocab, seq_len, d, layers, heads, positions, scaled, steps, seed = (int(v) for v in data["meta"])
-        config = ModelConfig(vocab, seq_len, d, layers, heads, bool(positions), bool(scaled))
-        params = {key.split("/", 1)[1]: data[key] for key in data.files if key.startswith("param/")}
-        snapshots = {int(key.split("/", 1)[1]): data[key] for key in data.files if key.startswith("snapshot/")}
-        return TrainingRun(str(data["task"]), config, params, steps, seed, data["losses"],
-                           dict(sorted(snapshots.items())), probe=data["probe"])
+        names = sorted({key.rsplit("/", 1)[0] for key in data.files if key.endswith("/meta")})
+        for name in names:
+            vocab, seq_len, d, layers, heads, positions, scaled, steps, seed = (int(v) for v in data[f"{name}/meta"])
+            config = ModelConfig(vocab, seq_len, d, layers, heads, bool(positions), bool(scaled))
+            params = {key.rsplit("/", 1)[1]: data[key] for key in data.files if key.startswith(f"{name}/param/")}
+            snapshots = {int(key.rsplit("/", 1)[1]): data[key] for key in data.files
+                         if key.startswith(f"{name}/snapshot/")}
+            measured = float(data[f"{name}/accuracy"])
+            runs[name] = TrainingRun(str(data[f"{name}/task"]), config, params, steps, seed, data[f"{name}/losses"],
+                                     dict(sorted(snapshots.items())), probe=data[f"{name}/probe"],
+                                     held_out_accuracy=None if np.isnan(measured) else measured)
+    return runs
