@@ -75,16 +75,16 @@ def draw_snapshots(fig, run, steps=None, layer=0, head=0):
     """
     steps = list(run.snapshots) if steps is None else [_nearest_snapshot(run, s) for s in steps]
     labels = token_labels(run.task, run.probe)
-    axes = fig.subplots(1, len(steps), sharey=True)
-    axes = np.atleast_1d(axes)
+    # fixed margins (no layout engine): a row of many heatmaps is slow to lay out, and these never need it
+    axes = np.atleast_1d(fig.subplots(1, len(steps), sharey=True, gridspec_kw={
+        "left": 0.06, "right": 0.9, "bottom": 0.2, "top": 0.74, "wspace": 0.12}))
     image = None
     for k, (ax, step) in enumerate(zip(axes, steps)):
         weights = masked_weights(run, run.snapshots[step][layer, head])
         loss = run.losses[max(step - 1, 0)]  # the loss of the batch of the step that led here
         image = heatmap(weights, labels, labels, ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
-                        title=f"step {step}\nloss {loss:.2f}", xlabel="key",
-                        ylabel="query" if k == 0 else None)
-    fig.colorbar(image, ax=list(axes), shrink=0.85, label="attention weight")
+                        title=f"step {step}\nloss {loss:.2f}", xlabel="key", ylabel="query" if k == 0 else None)
+    fig.colorbar(image, cax=fig.add_axes((0.92, 0.2, 0.012, 0.54)), label="attention weight")
     return "; ".join(f"step {s}: loss {run.losses[max(s - 1, 0)]:.3f}" for s in steps)
 
 
@@ -108,7 +108,7 @@ def draw_training(fig, task="reverse", step=20, runs=None):
     step = _nearest_snapshot(run, min(int(step), run.steps))
     panels = _heads(run, step)
     labels = token_labels(run.task, run.probe)
-    grid = fig.add_gridspec(1, len(panels) + 1, width_ratios=[1] * len(panels) + [1.15])
+    grid = fig.add_gridspec(1, len(panels) + 2, width_ratios=[1] * len(panels) + [0.35, 1.15])  # a gap for the bar
     image = None
     for k, (title, weights) in enumerate(panels):
         ax = fig.add_subplot(grid[0, k])
