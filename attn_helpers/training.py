@@ -146,7 +146,7 @@ TASKS = {
     "reverse": Task("reverse", "output the sequence backwards", _reverse, causal=False, seq_len=8, vocab_size=10,
                     expected_pattern=_expected_reverse, steps=150),
     "induction": Task("induction", "... A B ... A -> B: continue a repeated segment", _induction, causal=True,
-                      seq_len=12, vocab_size=16, steps=800, num_layers=2, d_model=16),
+                      seq_len=12, vocab_size=16, steps=600, num_layers=2, d_model=16),
 }
 
 # ---------------------------------------------------------------------------------------------- the model
@@ -446,7 +446,7 @@ SHIPPED_RUNS = {
 HISTORY_ONLY = tuple(name for name in SHIPPED_RUNS if "," in name)
 
 #: Steps at which the shipped runs keep a snapshot of the attention weights.
-SHIPPED_SNAPSHOTS = (0, 2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 600, 800)
+SHIPPED_SNAPSHOTS = (0, 2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 600)
 
 SHIPPED_PATH = Path(__file__).resolve().parent / "data" / "nb11_runs.npz"
 

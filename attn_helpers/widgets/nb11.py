@@ -27,12 +27,15 @@ class LossProgress:
     def __init__(self, steps, description="training"):
         self.bar = widgets.IntProgress(value=0, min=0, max=max(int(steps), 1), description=description,
                                        style={"description_width": "initial", "bar_color": OKABE_ITO["blue"]})
-        self.label = widgets.Label(value="loss: -")
+        self.label = widgets.Label(value=f"step 0 / {self.bar.max}")
         self.widget = widgets.HBox([self.bar, self.label])
 
     def __call__(self, step, loss):
         self.bar.value = int(step)
         self.label.value = f"step {int(step)} / {self.bar.max}   loss {float(loss):.4f}"
+
+    def __repr__(self):  # what a console or a plain-text log shows
+        return f"{self.bar.description}: {self.label.value}"
 
     def _ipython_display_(self):
         from IPython.display import display
