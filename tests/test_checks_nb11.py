@@ -130,6 +130,24 @@ def test_explorer_draws_every_task_and_step():
     assert "step 150" in note  # clamped to the run's last step
 
 
+def test_a_step_change_moves_the_figure_in_place_as_a_fresh_drawing_would():
+    """The slider takes the fast path (same artists), which then show what a fresh drawing shows."""
+    runs = load_runs()
+    explorer = nb11.training_explorer(runs)
+    explorer.render(task="induction", step=0)
+    first_axes = list(explorer._live.axes)
+    for step in (20, 600):
+        _, note = explorer.render(task="induction", step=step)
+        assert explorer._live.axes == first_axes  # not a full redraw
+        fresh = explorer.figure(task="induction", step=step)
+        assert note == fresh.note and f"step {step}," in note
+        for live_image, fresh_image in zip(explorer._live.handles["images"], fresh.handles["images"], strict=True):
+            np.testing.assert_array_equal(live_image.get_array(), fresh_image.get_array())
+        assert list(explorer._live.handles["marker"].get_xdata()) == [step, step]
+    explorer.render(task="reverse", step=20)  # another task: a full redraw
+    assert explorer._live.axes != first_axes
+
+
 def test_snapshot_figure_and_progress_bar():
     from matplotlib.figure import Figure
 
@@ -138,5 +156,6 @@ def test_snapshot_figure_and_progress_bar():
     note = nb11.draw_snapshots(fig, run, steps=(0, 5, 10, 20, 150))
     assert note.startswith("step 0: loss") and len(fig.axes) == 6  # five panels and a colorbar
     bar = nb11.LossProgress(10)
+    assert repr(bar) == "training: step 0 / 10"
     bar(5, 1.23456)
-    assert bar.bar.value == 5 and "1.2346" in bar.label.value
+    assert bar.bar.value == 5 and "1.2346" in bar.label.value and "loss 1.2346" in repr(bar)

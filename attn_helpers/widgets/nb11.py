@@ -11,10 +11,10 @@ import numpy as np
 
 from ..plotting import OKABE_ITO, SERIES_COLOURS, heatmap
 from ..training import SHIPPED_SNAPSHOTS, TASKS, load_runs, token_labels
-from . import Explorer, dropdown
+from . import Explorer, FullRedraw, dropdown
 
 __all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves", "draw_training",
-           "training_explorer", "EXPLORERS"]
+           "update_training", "training_explorer", "EXPLORERS"]
 
 
 class LossProgress:
@@ -106,23 +106,44 @@ def draw_loss_curves(ax, runs, labels=None, smooth=10):
 
 
 def draw_training(fig, task="reverse", step=20, runs=None):
-    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve."""
+    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve.
+
+    Lists the artists that a change of step moves in ``fig.dynamic``; :func:`update_training` moves them.
+    """
     run = runs[task]
     step = _nearest_snapshot(run, min(int(step), run.steps))
     panels = _heads(run, step)
     labels = token_labels(run.task, run.probe)
     grid = fig.add_gridspec(1, len(panels) + 2, width_ratios=[1] * len(panels) + [0.35, 1.15])  # a gap for the bar
-    image = None
+    images = []
     for k, (title, weights) in enumerate(panels):
         ax = fig.add_subplot(grid[0, k])
-        image = heatmap(masked_weights(run, weights), labels, labels, ax=ax, vmin=0, vmax=1, annotate=False,
-                        colorbar=False, title=title or f"{task}", xlabel="key", ylabel="query" if k == 0 else None)
-    fig.colorbar(image, ax=fig.axes, shrink=0.8, label="attention weight")
+        images.append(heatmap(masked_weights(run, weights), labels, labels, ax=ax, vmin=0, vmax=1, annotate=False,
+                              colorbar=False, title=title or f"{task}", xlabel="key",
+                              ylabel="query" if k == 0 else None))
+    fig.colorbar(images[-1], ax=fig.axes, shrink=0.8, label="attention weight")
     curve = fig.add_subplot(grid[0, -1])
     draw_loss_curves(curve, {task: run})
-    curve.axvline(step, color=OKABE_ITO["vermillion"], linewidth=2, linestyle="--")
-    curve.set_title(f"step {step} of {run.steps}")
+    marker = curve.axvline(step, color=OKABE_ITO["vermillion"], linewidth=2, linestyle="--")
+    curve.set_title(" ")
+    fig.handles = {"task": task, "run": run, "images": images, "marker": marker, "curve": curve}
+    fig.dynamic = [*images, marker, curve.title]
+    return update_training(fig, task=task, step=step)
+
+
+def update_training(fig, task="reverse", step=20, **_):
+    """Move the explorer's figure to another step of the same task (the live widget's fast path)."""
+    h = fig.handles
+    if task != h["task"]:
+        raise FullRedraw  # another run: other tokens, panels and loss curve
+    run = h["run"]
+    step = _nearest_snapshot(run, min(int(step), run.steps))
+    for image, (_, weights) in zip(h["images"], _heads(run, step)):
+        image.set_data(masked_weights(run, weights))
+    h["marker"].set_xdata([step, step])
+    h["curve"].set_title(f"step {step} of {run.steps}")
     loss = run.losses[max(step - 1, 0)]
+    labels = token_labels(run.task, run.probe)
     return (f"<b>{task}</b> ({TASKS[run.task].description}), probe {' '.join(labels)}: "
             f"step {step}, loss {loss:.3f}")
 
@@ -140,7 +161,7 @@ def training_explorer(runs=None):
                                         continuous_update=False, style={"description_width": "initial"},
                                         layout=widgets.Layout(width="420px")),
     }
-    return Explorer(draw, controls, figsize=(12, 4.2))
+    return Explorer(draw, controls, figsize=(12, 4.2), update=update_training)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
