@@ -86,15 +86,15 @@ def test_softmax_backward_checker_never_raises(garbage):
 
 
 def test_prediction_checker_accepts_the_known_patterns():
-    assert check_attention_prediction("reverse", [7, 6, 5, 4, 3, 2, 1, 0])
-    assert check_attention_prediction("copy previous", np.array([0, 0, 1, 2, 3, 4, 5, 6]))
+    assert check_attention_prediction([7, 6, 5, 4, 3, 2, 1, 0])  # reverse, the default
+    assert check_attention_prediction(np.array([0, 0, 1, 2, 3, 4, 5, 6]), task="copy previous")
 
 
 def test_the_trained_shipped_models_agree_with_the_checker():
     runs = load_runs()
     for task in ("copy previous", "reverse"):
         trained_keys = runs[task].snapshots[runs[task].steps][0, 0].argmax(axis=-1)
-        assert check_attention_prediction(task, trained_keys)
+        assert check_attention_prediction(trained_keys, task=task)
 
 
 @pytest.mark.parametrize("task, value, hint", [
@@ -112,7 +112,7 @@ def test_the_trained_shipped_models_agree_with_the_checker():
     ({}, [0] * 8, "not a task"),
 ])
 def test_prediction_checker_hints_and_never_raises(task, value, hint):
-    verdict = check_attention_prediction(task, value)
+    verdict = check_attention_prediction(value, task=task)
     assert not verdict
     assert hint in verdict.message + verdict.hint, repr(verdict)
 

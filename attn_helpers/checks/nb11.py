@@ -111,8 +111,8 @@ def _expected_keys(task):
     return pattern.argmax(axis=-1)  # (T,): the key each query should attend to
 
 
-def check_attention_prediction(task, predicted_keys):
-    """Compare a prediction ``predicted_keys[i]`` = the key that query ``i`` attends to, once trained."""
+def check_attention_prediction(predicted_keys, task="reverse"):
+    """Compare a prediction ``predicted_keys[i]`` = the key that query ``i`` of ``task`` attends to, once trained."""
     try:
         return _check_attention_prediction(task, predicted_keys)
     except Exception as err:  # noqa: BLE001 - a checker never raises
