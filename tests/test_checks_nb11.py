@@ -144,8 +144,20 @@ def test_a_step_change_moves_the_figure_in_place_as_a_fresh_drawing_would():
         for live_image, fresh_image in zip(explorer._live.handles["images"], fresh.handles["images"], strict=True):
             np.testing.assert_array_equal(live_image.get_array(), fresh_image.get_array())
         assert list(explorer._live.handles["marker"].get_xdata()) == [step, step]
-    explorer.render(task="reverse", step=20)  # another task: a full redraw
+    explorer.render(task="reverse", step=20)  # another shape (one panel, other tokens): a full redraw
     assert explorer._live.axes != first_axes
+    one_panel_axes = list(explorer._live.axes)
+    for task in ("copy previous", "reverse, no positions"):  # the same shape: the axes are reused
+        _, note = explorer.render(task=task, step=10)
+        assert explorer._live.axes == one_panel_axes
+        fresh = explorer.figure(task=task, step=10)
+        assert note == fresh.note
+        np.testing.assert_array_equal(explorer._live.handles["images"][0].get_array(),
+                                      fresh.handles["images"][0].get_array())
+        live_line, fresh_line = explorer._live.handles["curve"].lines[0], fresh.handles["curve"].lines[0]
+        np.testing.assert_array_equal(live_line.get_ydata(), fresh_line.get_ydata())
+        assert explorer._live.handles["images"][0].axes.get_title() == task
+        assert explorer._live.handles["curve"].get_xlim() == fresh.handles["curve"].get_xlim()
 
 
 def test_snapshot_figure_and_progress_bar():

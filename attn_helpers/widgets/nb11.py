@@ -91,18 +91,29 @@ def draw_snapshots(fig, run, steps=None, layer=0, head=0):
     return "; ".join(f"step {s}: loss {run.losses[max(s - 1, 0)]:.3f}" for s in steps)
 
 
+def _smoothed_losses(run, smooth=10):
+    """``(steps, losses)``: the running mean over ``smooth`` steps, floored at 1e-4 for a log axis."""
+    losses = np.asarray(run.losses, dtype=float)
+    width = max(1, min(smooth, len(losses)))
+    curve = np.convolve(losses, np.ones(width) / width, mode="valid")
+    return np.arange(width, len(losses) + 1), np.maximum(curve, 1e-4)
+
+
 def draw_loss_curves(ax, runs, labels=None, smooth=10):
     """Training loss of several runs on one log-scale axis (a running mean over ``smooth`` steps)."""
     for k, (name, run) in enumerate(runs.items()):
-        losses = np.asarray(run.losses, dtype=float)
-        width = max(1, min(smooth, len(losses)))
-        curve = np.convolve(losses, np.ones(width) / width, mode="valid")
-        ax.plot(np.arange(width, len(losses) + 1), np.maximum(curve, 1e-4), linewidth=2.2,
-                color=SERIES_COLOURS[k % len(SERIES_COLOURS)], label=name if labels is None else labels[k])
+        ax.plot(*_smoothed_losses(run, smooth), linewidth=2.2, color=SERIES_COLOURS[k % len(SERIES_COLOURS)],
+                label=name if labels is None else labels[k])
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("cross-entropy loss")
     ax.legend(fontsize=11, frameon=False)
+
+
+def _layout_key(run):
+    """What fixes the explorer's axes: the panels (layers x heads) and the probe's tokens."""
+    weights = next(iter(run.snapshots.values()))
+    return weights.shape[:2], tuple(token_labels(run.task, run.probe))
 
 
 def draw_training(fig, task="reverse", step=20, runs=None):
@@ -124,18 +135,40 @@ def draw_training(fig, task="reverse", step=20, runs=None):
     fig.colorbar(images[-1], ax=fig.axes, shrink=0.8, label="attention weight")
     curve = fig.add_subplot(grid[0, -1])
     draw_loss_curves(curve, {task: run})
+    curve.set_ylim(1e-4, 10)  # the same for every run, so that another task can reuse the axes
+    curve.set_xlim(0, run.steps * 1.03)
     marker = curve.axvline(step, color=OKABE_ITO["vermillion"], linewidth=2, linestyle="--")
     curve.set_title(" ")
-    fig.handles = {"task": task, "run": run, "images": images, "marker": marker, "curve": curve}
+    fig.handles = {"task": task, "run": run, "runs": runs, "layout": _layout_key(run), "images": images,
+                   "marker": marker, "curve": curve}
     fig.dynamic = [*images, marker, curve.title]
     return update_training(fig, task=task, step=step)
 
 
+def _switch_run(fig, task):
+    """Show another run on the same axes (same panels and tokens): new loss curve, titles and x-limits.
+
+    These are static artists, so the background is drawn again (``fig.background_changed``).
+    """
+    h = fig.handles
+    run = h["runs"][task]
+    if _layout_key(run) != h["layout"]:
+        raise FullRedraw  # other panels or other tokens: a new figure
+    h["task"], h["run"] = task, run
+    curve = h["curve"]
+    curve.lines[0].set_data(*_smoothed_losses(run))
+    curve.get_legend().get_texts()[0].set_text(task)
+    curve.set_xlim(0, run.steps * 1.03)
+    if len(h["images"]) == 1:  # a single panel is titled with the task's name
+        h["images"][0].axes.set_title(task)
+    fig.background_changed = True
+
+
 def update_training(fig, task="reverse", step=20, **_):
-    """Move the explorer's figure to another step of the same task (the live widget's fast path)."""
+    """Move the explorer's figure to another step, or another run of the same shape (the live widget's fast path)."""
     h = fig.handles
     if task != h["task"]:
-        raise FullRedraw  # another run: other tokens, panels and loss curve
+        _switch_run(fig, task)
     run = h["run"]
     step = _nearest_snapshot(run, min(int(step), run.steps))
     for image, (_, weights) in zip(h["images"], _heads(run, step)):
