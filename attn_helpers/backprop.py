@@ -1,0 +1,332 @@
+"""Backpropagation, written out: the backward pass of each piece of a tiny attention model.
+
+Notebook 11 derives every function here. Each ``*_backward`` takes what its forward pass
+saw plus the gradient of the loss with respect to the forward's output (``grad_*``), and
+returns the gradients with respect to the forward's inputs. Shapes follow the forward:
+``grad_x`` always has the shape of ``x``. numpy only; float32 in, float32 out.
+
+The pieces: :func:`softmax_backward` (the Jacobian ``diag(p) - p p^T`` of notebook 06,
+applied without building it), :func:`attention_backward` (scaled dot-product attention,
+with masks), :func:`linear_backward`, :func:`embedding_backward` and
+:func:`cross_entropy` / :func:`cross_entropy_backward`. :func:`numerical_gradient`
+computes central finite differences, against which every backward is checked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_float_array, as_positive_int, attention_inputs, result_float_dtype
+from .core import scaled_dot_product_attention, softmax
+
+__all__ = [
+    "softmax_backward",
+    "attention_backward",
+    "linear_backward",
+    "embedding_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "numerical_gradient",
+    "relative_error",
+]
+
+
+def _same_shape(a_name, a, b_name, b):
+    if a.shape != b.shape:
+        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
+
+
+def softmax_backward(weights, grad_weights):
+    r"""Gradient of the loss with respect to the scores, given the softmax's output.
+
+    With :math:`p = \mathrm{softmax}(s)` over the last axis and :math:`g = \partial L / \partial p`,
+    the chain rule through the Jacobian :math:`J = \mathrm{diag}(p) - p\,p^\top` gives
+
+    .. math:: \frac{\partial L}{\partial s} = J^\top g = p \odot \left(g - (g \cdot p)\right)
+
+    (``J`` is symmetric), computed row by row without building ``J``. A masked entry
+    (``p = 0``) and a fully masked row get zero gradient.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., T_k)
+        The softmax's output ``p`` (each row sums to 1, or is all 0 when fully masked).
+    grad_weights : array_like, shape (..., T_k)
+        ``g``, the gradient of the loss with respect to ``p``.
+
+    Returns
+    -------
+    grad_scores : ndarray, shape (..., T_k)
+        Each row sums to 0 (a softmax ignores a shift of all its scores).
+
+    Examples
+    --------
+    >>> p = np.array([0.25, 0.75])
+    >>> softmax_backward(p, np.array([1.0, 0.0]))
+    array([ 0.1875, -0.1875])
+    """
+    p = as_float_array(weights, "weights")
+    g = as_float_array(grad_weights, "grad_weights")
+    _same_shape("weights", p, "grad_weights", g)
+    dot = (g * p).sum(axis=-1, keepdims=True)  # g . p for each row: (..., 1)
+    return (p * (g - dot)).astype(result_float_dtype(p, g), copy=False)
+
+
+def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+    r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
+
+    The forward pass (:func:`~attn_helpers.core.scaled_dot_product_attention`) is
+    ``scores = scale Q K^T`` (masked entries ``-inf``), ``P = softmax(scores)``, ``context = P V``.
+    Going backwards, with :math:`G = \partial L / \partial\,\mathrm{context}`:
+
+    .. math:: \partial V = P^\top G, \quad \partial P = G V^\top, \quad
+              \partial S = P \odot (\partial P - \mathrm{rowsum}(\partial P \odot P)), \quad
+              \partial Q = \mathrm{scale}\; \partial S\, K, \quad \partial K = \mathrm{scale}\; \partial S^\top Q
+
+    A masked entry has ``P = 0``, so no gradient flows through it; a fully masked row gives
+    zero gradients (never NaN).
+
+    Parameters
+    ----------
+    queries : array_like, shape (..., T_q, d_k)
+    keys : array_like, shape (..., T_k, d_k)
+    values : array_like, shape (..., T_k, d_v)
+    grad_context : array_like, shape (..., T_q, d_v)
+        The gradient of the loss with respect to the context vectors.
+    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
+        ``True`` = may attend, as in the forward pass.
+    scale : float, optional
+        As in the forward pass; default ``1 / sqrt(d_k)``.
+    weights : array_like, shape (..., T_q, T_k), optional
+        The forward pass's weights, if kept; recomputed from the queries and keys when None.
+
+    Returns
+    -------
+    grad_queries : ndarray, shape (..., T_q, d_k)
+    grad_keys : ndarray, shape (..., T_k, d_k)
+    grad_values : ndarray, shape (..., T_k, d_v)
+
+    Examples
+    --------
+    >>> x = np.eye(2)
+    >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
+    >>> grad_v  # each value's gradient: the total weight it received, times G's rows
+    array([[1., 1.],
+           [1., 1.]])
+    >>> grad_q  # the context rows sum to 1 whatever the weights: moving a query changes nothing
+    array([[0., 0.],
+           [0., 0.]])
+    """
+    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
+    expected = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], v.shape[-1])
+    if grad.shape[-2:] != expected[-2:]:
+        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
+                         f"(..., {q.shape[-2]}, {v.shape[-1]})")
+    dtype = result_float_dtype(np.empty(0, dtype), grad)
+    if weights is None:
+        _, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)  # (..., T_q, T_k), recomputed
+    weights = as_float_array(weights, "weights", min_ndim=2)
+    if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
+        raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = (..., {q.shape[-2]}, "
+                         f"{k.shape[-2]})")
+    grad_values = np.swapaxes(weights, -1, -2) @ grad  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
+    grad_weights = grad @ np.swapaxes(v, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
+    grad_scores = softmax_backward(weights, grad_weights) * scale  # through the softmax and the scale
+    grad_queries = grad_scores @ k  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
+    grad_keys = np.swapaxes(grad_scores, -1, -2) @ q  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
+    return tuple(_unbroadcast(g, a.shape).astype(dtype, copy=False)
+                 for g, a in ((grad_queries, q), (grad_keys, k), (grad_values, v)))
+
+
+def _unbroadcast(grad, shape):
+    """Sum ``grad`` over the leading axes that broadcasting added, so it has ``shape`` again."""
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+def linear_backward(x, weight, grad_out):
+    r"""Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
+
+    .. math:: \partial x = \partial\mathrm{out}\; W^\top, \qquad
+              \partial W = \sum_{\text{rows } n} x_n^\top\, \partial\mathrm{out}_n
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d_in)
+    weight : array_like, shape (d_in, d_out)
+    grad_out : array_like, shape (..., d_out)
+
+    Returns
+    -------
+    grad_x : ndarray, shape (..., d_in)
+    grad_weight : ndarray, shape (d_in, d_out)
+
+    Examples
+    --------
+    >>> grad_x, grad_w = linear_backward(np.array([[1.0, 2.0]]), np.eye(2), np.array([[0.5, -1.0]]))
+    >>> grad_x, grad_w
+    (array([[ 0.5, -1. ]]), array([[ 0.5, -1. ],
+           [ 1. , -2. ]]))
+    """
+    x = as_float_array(x, "x")
+    w = as_float_array(weight, "weight", min_ndim=2)
+    g = as_float_array(grad_out, "grad_out")
+    if w.ndim != 2 or x.shape[-1] != w.shape[0] or g.shape != (*x.shape[:-1], w.shape[1]):
+        raise ValueError(f"x has shape {x.shape}, weight {w.shape} and grad_out {g.shape}; expected "
+                         f"(..., d_in), (d_in, d_out) and (..., d_out)")
+    dtype = result_float_dtype(x, w, g)
+    grad_x = g @ w.T  # (..., d_out) @ (d_out, d_in) -> (..., d_in)
+    rows_x, rows_g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])  # every row: (N, d_in), (N, d_out)
+    grad_w = rows_x.T @ rows_g  # (d_in, N) @ (N, d_out) -> (d_in, d_out), summed over the N rows
+    return grad_x.astype(dtype, copy=False), grad_w.astype(dtype, copy=False)
+
+
+def embedding_backward(token_ids, grad_embedded, vocab_size):
+    r"""Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
+
+    Row ``v`` of the gradient is the sum of the gradients of every position holding token ``v``
+    (``np.add.at``, which adds repeated indices instead of overwriting them); rows of tokens that
+    do not occur are 0.
+
+    Parameters
+    ----------
+    token_ids : array_like of int, shape (...)
+    grad_embedded : array_like, shape (..., d_model)
+    vocab_size : int
+
+    Returns
+    -------
+    grad_table : ndarray, shape (vocab_size, d_model)
+
+    Examples
+    --------
+    >>> embedding_backward([0, 2, 0], np.array([[1.0], [2.0], [3.0]]), vocab_size=3)
+    array([[4.],
+           [0.],
+           [2.]])
+    """
+    ids = np.asarray(token_ids)
+    vocab_size = as_positive_int(vocab_size, "vocab_size")
+    g = as_float_array(grad_embedded, "grad_embedded")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"token_ids must be integers; got dtype {ids.dtype}")
+    if g.shape[:-1] != ids.shape:
+        raise ValueError(f"grad_embedded has shape {g.shape}; expected token_ids' shape {ids.shape} + (d_model,)")
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"token_ids must lie in [0, vocab_size={vocab_size}); got {ids.min()}..{ids.max()}")
+    grad_table = np.zeros((vocab_size, g.shape[-1]), dtype=g.dtype)
+    np.add.at(grad_table, ids.reshape(-1), g.reshape(-1, g.shape[-1]))  # repeated tokens add up
+    return grad_table
+
+
+def _targets(logits, targets):
+    z = as_float_array(logits, "logits")
+    t = np.asarray(targets)
+    if t.dtype.kind not in "iu":
+        raise TypeError(f"targets must be integer class ids (negative = ignored); got dtype {t.dtype}")
+    if t.shape != z.shape[:-1]:
+        raise ValueError(f"targets has shape {t.shape}; expected logits' shape without its last axis, {z.shape[:-1]}")
+    if t.size and t.max() >= z.shape[-1]:
+        raise ValueError(f"targets must be < the number of classes {z.shape[-1]}; got {t.max()}")
+    counted = t >= 0  # a negative target marks a position that the loss ignores
+    return z, np.where(counted, t, 0), counted, max(int(counted.sum()), 1)
+
+
+def cross_entropy(logits, targets):
+    r"""Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
+
+    .. math:: L = -\frac{1}{N} \sum_{n} \log \mathrm{softmax}(z_n)_{t_n}
+
+    over the ``N`` positions whose target is ``>= 0`` (a negative target is ignored).
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., num_classes)
+    targets : array_like of int, shape (...)
+
+    Returns
+    -------
+    loss : float
+
+    Examples
+    --------
+    >>> round(cross_entropy(np.zeros((2, 4)), np.array([1, -1])), 4)  # uniform over 4 classes: log 4
+    1.3863
+    """
+    z, t, counted, n = _targets(logits, targets)
+    shifted = z - z.max(axis=-1, keepdims=True)  # stable: the largest logit of each row becomes 0
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., num_classes)
+    picked = np.take_along_axis(log_probs, t[..., None], axis=-1)[..., 0]  # log p of each target: (...)
+    return float(-(picked * counted).sum() / n)
+
+
+def cross_entropy_backward(logits, targets):
+    r"""Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
+
+    Rows whose target is ignored (negative) get zero gradient.
+
+    Examples
+    --------
+    >>> cross_entropy_backward(np.zeros((2, 2)), np.array([0, -1]))
+    array([[-0.5,  0.5],
+           [ 0. ,  0. ]])
+    """
+    z, t, counted, n = _targets(logits, targets)
+    probs = softmax(z, axis=-1)  # (..., num_classes)
+    onehot = np.arange(z.shape[-1]) == t[..., None]  # (..., num_classes)
+    grad = np.where(counted[..., None], probs - onehot, 0.0) / n  # an ignored row gets exactly 0
+    return grad.astype(z.dtype, copy=False)
+
+
+def numerical_gradient(f, x, eps=1e-6):
+    r"""Central finite differences: ``grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)``.
+
+    ``f`` maps an array shaped like ``x`` to a scalar. Use float64 and ``eps`` near ``1e-6``:
+    the error of the formula is about ``eps**2`` times the third derivative, the rounding error
+    about ``1e-16 / eps``.
+
+    Parameters
+    ----------
+    f : callable, ``f(x) -> float``
+    x : array_like, any shape
+    eps : float, default 1e-6
+
+    Returns
+    -------
+    grad : ndarray of float64, shape like ``x``
+
+    Examples
+    --------
+    >>> numerical_gradient(lambda v: (v ** 2).sum(), np.array([1.0, -3.0])).round(6)
+    array([ 2., -6.])
+    """
+    x = np.array(as_float_array(x, "x", min_ndim=0), dtype=np.float64)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        original = x[index]
+        x[index] = original + eps
+        up = f(x)
+        x[index] = original - eps
+        down = f(x)
+        x[index] = original
+        grad[index] = (up - down) / (2 * eps)
+    return grad
+
+
+def relative_error(analytic, numeric):
+    r"""``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
+
+    Examples
+    --------
+    >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9])) < 1e-9
+    True
+    """
+    a = np.asarray(analytic, dtype=np.float64)
+    n = np.asarray(numeric, dtype=np.float64)
+    _same_shape("analytic", a, "numeric", n)
+    if a.size == 0:
+        return 0.0
+    return float(np.abs(a - n).max() / max(float((np.abs(a) + np.abs(n)).max()), 1e-30))

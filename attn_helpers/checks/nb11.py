@@ -1,0 +1,149 @@
+"""Checkers for notebook 11 (training attention in numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backprop import numerical_gradient, relative_error, softmax_backward
+from ..core import softmax
+from ..examples import SEED
+from ..training import TASKS
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+
+__all__ = ["check_softmax_backward", "check_attention_prediction"]
+
+
+@register_solution("softmax_backward")
+def softmax_backward_solution(weights, grad_weights):
+    """dL/ds = J^T g with J = diag(p) - p p^T, row by row: p * (g - g . p)."""
+    p, g = weights, grad_weights
+    dot = (g * p).sum(axis=-1, keepdims=True)  # g . p for each row (a sum over the keys): shape (..., 1)
+    return p * (g - dot)  # (..., T_k)
+
+
+def _cases():
+    rng = np.random.default_rng(SEED + 11)
+    scores_2d = rng.standard_normal((3, 5))
+    masked = np.where(np.tri(4, dtype=bool), rng.standard_normal((4, 4)), -np.inf)  # a causal row pattern
+    fully_masked = np.array([[0.5, -np.inf, 1.5], [-np.inf, -np.inf, -np.inf]])
+    batch = rng.standard_normal((2, 2, 4))
+    return [
+        Case((softmax(np.array([1.0, 2.0, 0.5])), np.array([1.0, 0.0, 0.0])), label="one row of 3 weights"),
+        Case((softmax(scores_2d), rng.standard_normal((3, 5))), label="3 queries x 5 keys (a (3, 5) matrix)"),
+        Case((softmax(masked), rng.standard_normal((4, 4))), label="a causally masked (4, 4) matrix (zeros above "
+             "the diagonal)"),
+        Case((softmax(fully_masked), np.ones((2, 3))), label="a fully masked row (all weights 0)"),
+        Case((softmax(batch), rng.standard_normal((2, 2, 4))), label="a batch of shape (2, 2, 4)"),
+    ]
+
+
+def _wrongs():
+    def dot(p, g, axis=-1):
+        return (g * p).sum(axis=axis, keepdims=True)
+
+    def transposed_result(p, g):
+        if p.ndim < 2:
+            raise ValueError("a single row cannot be transposed")
+        return np.swapaxes(p * (g - dot(p, g)), -1, -2)
+
+    def column_jacobian(p, g):
+        if p.ndim < 2:
+            raise ValueError("a single row has no columns")
+        return p * (g - dot(p, g, axis=-2))  # J = diag(p) - p p^T built from a column of the weights
+
+    return [
+        Wrong(lambda p, g: p * g, "you dropped the - (g · p) term: the softmax's Jacobian is diag(p) - p pᵀ, and the "
+              "p pᵀ part gives p * (g · p). Every weight depends on every score, through the shared sum"),
+        Wrong(lambda p, g: p * (g - p * g), "you multiplied g and p element by element where the dot product belongs: "
+              "g · p = (g * p).sum(axis=-1, keepdims=True) is one number per row, a sum over the keys"),
+        Wrong(column_jacobian, "your sum ran over the wrong axis (down the queries): each ROW of the weights is one "
+              "softmax over the keys, so sum over axis=-1, with keepdims=True"),
+        Wrong(lambda p, g: p * (g - (g * p).sum()), "you summed g * p over the whole array. Each row is its own "
+              "softmax: sum over the keys only, (g * p).sum(axis=-1, keepdims=True)"),
+        Wrong(lambda p, g: g - dot(p, g), "you forgot the factor p in front: dL/ds = p * (g - g · p). A weight "
+              "that is 0 (a masked key) must get zero gradient"),
+        Wrong(lambda p, g: p * (dot(p, g) - g), "the sign is flipped: dL/ds = p * (g - g · p)"),
+        Wrong(transposed_result, "your result is transposed (a transposed Jacobian-vector product: keys along the "
+              "rows). Jᵀ g has one entry per key for each query: the result has the shape of grad_weights, "
+              "(..., T_k)"),
+    ]
+
+
+def check_softmax_backward(fn):
+    """Grade ``fn(weights, grad_weights) -> grad_scores``: against the core, then by a gradient check."""
+    verdict = grade_function(
+        fn, softmax_backward, _cases(), what="softmax_backward", wrongs=_wrongs(),
+        shape_hint="the gradient with respect to the scores has the shape of the scores: that of grad_weights",
+        success="",
+        hints={"tuple": "return one array, dL/ds, of the shape of grad_weights",
+               "matmul": "no matrix product is needed: p * (g - (g * p).sum(axis=-1, keepdims=True)) works "
+                         "row by row for any batch shape"},
+    )
+    if not verdict and "could not be broadcast" in verdict.message:
+        return Verdict(False, verdict.message, "(g * p).sum(axis=-1) drops the key axis, so it no longer lines up with "
+                       "g: keep it with keepdims=True, shape (..., 1)")
+    if not verdict:
+        return verdict
+    return _gradient_check(fn)
+
+
+def _gradient_check(fn):
+    """The learner's backward against central differences of the softmax itself, on one fresh row."""
+    rng = np.random.default_rng(SEED + 111)
+    scores, g = rng.standard_normal((2, 6)), rng.standard_normal((2, 6))
+    numeric = numerical_gradient(lambda s: float((softmax(s) * g).sum()), scores)
+    try:
+        with np.errstate(all="ignore"):
+            analytic = np.asarray(fn(softmax(scores), g.copy()), dtype=np.float64)
+        error = relative_error(analytic, numeric)
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"the gradient check could not run your function ({type(err).__name__})",
+                       "return one array of the shape of grad_weights")
+    if not error < 1e-6:
+        return Verdict(False, f"the gradient check fails: relative error {error:.1e} against central differences",
+                       "compare your code with p * (g - g · p) one term at a time")
+    return Verdict(True, "the gradient check passes (relative error below 1e-6 against central differences), "
+                         "on masked and fully masked rows and on a batch too.")
+
+
+def _expected_keys(task):
+    pattern = TASKS[task].expected_pattern(TASKS[task].seq_len)
+    return pattern.argmax(axis=-1)  # (T,): the key each query should attend to
+
+
+def check_attention_prediction(predicted_keys, task="reverse"):
+    """Compare a prediction ``predicted_keys[i]`` = the key that query ``i`` of ``task`` attends to, once trained."""
+    try:
+        return _check_attention_prediction(task, predicted_keys)
+    except Exception as err:  # noqa: BLE001 - a checker never raises
+        return Verdict(False, f"could not use this prediction ({type(err).__name__})",
+                       "give a list of integers, one key position per query, e.g. [0, 0, 1, 2, 3, 4, 5, 6]")
+
+
+def _check_attention_prediction(task, predicted_keys):
+    known = [name for name, t in TASKS.items() if t.expected_pattern is not None]
+    if task not in known:
+        return Verdict(False, f"{task!r} is not a task with a pattern known in advance",
+                       f"use one of {', '.join(repr(n) for n in known)}")
+    if predicted_keys is None or predicted_keys is Ellipsis:
+        return Verdict(False, "the prediction is not filled in yet", "replace the ... with a list of key positions")
+    got = np.asarray(predicted_keys)
+    T = TASKS[task].seq_len
+    if got.shape != (T,) or got.dtype.kind not in "iu":
+        return Verdict(False, f"the prediction has shape {got.shape} and dtype {got.dtype}, expected {T} integers",
+                       f"one key position (0 .. {T - 1}) for each of the {T} queries")
+    expected = _expected_keys(task)
+    wrong = np.flatnonzero(got != expected)
+    if wrong.size == 0:
+        return Verdict(True, f"query i attends to key {', '.join(map(str, expected))} for i = 0 .. {T - 1}. "
+                             "Now train and compare with the snapshots.")
+    if np.array_equal(got, np.arange(T)):
+        return Verdict(False, "you predicted the diagonal: each query attends to itself",
+                       "the output at position i must be some OTHER token: which position holds it?")
+    if task == "copy previous" and wrong.tolist() == [0]:
+        return Verdict(False, "all right except query 0",
+                       "under the causal mask query 0 may see only key 0, so all its weight lands there "
+                       "(its output is not scored)")
+    i = int(wrong[0])
+    return Verdict(False, f"{wrong.size} of {T} queries differ, first query {i}: you said key {got[i]}",
+                   f"the answer at position {i} is the token at position {expected[i]}: attention must fetch it")

@@ -1,0 +1,496 @@
+"""A tiny attention model trained in numpy: tasks with known patterns, Adam written out, seeded training.
+
+The model of notebook 11, in the series' notation (row vectors, one token per row)::
+
+    X = token_embedding[tokens] + position_embedding        (B, T, d_model)
+    for each layer:                                         one residual attention layer
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v                 (B, T, d_model), split into h heads
+        context, weights = scaled_dot_product_attention(Q, K, V, mask)
+        X = X + merge_heads(context) @ W_o
+    logits = X @ W_out                                      (B, T, vocab_size)
+
+trained with cross-entropy on synthetic sequences (:data:`TASKS`) whose right attention
+pattern is known in advance. :func:`forward` keeps what :func:`backward` needs; the
+backward pass chains the functions of :mod:`attn_helpers.backprop`. :func:`train` is
+seeded and runs single-threaded (``threadpoolctl``, scoped), so the same seed gives the
+same numbers on any machine with the same numpy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ._validate import as_positive_int
+from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
+from .core import causal_mask, scaled_dot_product_attention
+from .examples import SEED
+from .multihead import merge_heads, split_heads
+
+__all__ = [
+    "Task",
+    "TASKS",
+    "ModelConfig",
+    "init_params",
+    "forward",
+    "backward",
+    "adam_step",
+    "sgd_step",
+    "train",
+    "TrainingRun",
+    "accuracy",
+    "held_out_batch",
+    "token_labels",
+    "SHIPPED_RUNS",
+    "HISTORY_ONLY",
+    "shipped_run",
+    "save_runs",
+    "load_runs",
+]
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+
+def _copy_previous(rng, batch_size, seq_len, vocab_size):
+    tokens = rng.integers(vocab_size, size=(batch_size, seq_len))
+    targets = np.full_like(tokens, -1)  # position 0 has no previous token: not scored
+    targets[:, 1:] = tokens[:, :-1]  # the answer at position t is the token at t - 1
+    return tokens, targets
+
+
+def _reverse(rng, batch_size, seq_len, vocab_size):
+    tokens = rng.integers(vocab_size, size=(batch_size, seq_len))
+    return tokens, tokens[:, ::-1].copy()  # the answer at position t is the token at T - 1 - t
+
+
+def _induction(rng, batch_size, seq_len, vocab_size):
+    """``noise, segment, segment``: in the repeat, each token predicts the one that followed it before.
+
+    The segment has ``n`` distinct tokens, ``n`` drawn from 3 .. T // 2 for each sequence, so the
+    distance to the earlier copy varies and position alone cannot find it; the noise in front uses
+    only tokens outside the segment.
+    """
+    n = rng.integers(3, seq_len // 2 + 1, size=(batch_size, 1))  # (B, 1): the segment length of each sequence
+    order = rng.permuted(np.tile(np.arange(vocab_size), (batch_size, 1)), axis=1)  # (B, V): a shuffle per row
+    noise = n + (rng.random((batch_size, seq_len)) * (vocab_size - n)).astype(np.int64)  # indices after the segment
+    position = np.arange(seq_len)  # (T,)
+    first, repeat = seq_len - 2 * n, seq_len - n  # (B, 1): where the segment and its repeat start
+    index = np.where(position >= repeat, position - repeat, np.where(position >= first, position - first, noise))
+    tokens = np.take_along_axis(order, index, axis=1)  # (B, T)
+    targets = np.full_like(tokens, -1)
+    scored = (position >= repeat) & (position < seq_len - 1)  # (B, T): inside the repeat, before the last token
+    targets[:, :-1] = np.where(scored[:, :-1], tokens[:, 1:], -1)  # "... A B ... A" -> B
+    return tokens, targets
+
+
+def _expected_copy_previous(seq_len):
+    return np.eye(seq_len, k=-1)  # query t attends to key t - 1: the diagonal just below the main one
+
+
+def _expected_reverse(seq_len):
+    return np.eye(seq_len)[::-1]  # query t attends to key T - 1 - t: the anti-diagonal
+
+
+@dataclass(frozen=True)
+class Task:
+    """A synthetic task: how to draw a batch, whether attention is causal, and its default model.
+
+    ``make_batch(rng, batch_size, seq_len, vocab_size) -> (tokens, targets)``, both integer arrays of
+    shape ``(batch_size, seq_len)``; a target of ``-1`` is not scored. ``expected_pattern(seq_len)``
+    is the ``(T, T)`` attention pattern that solves the task (None when it depends on the content).
+    """
+
+    name: str
+    description: str
+    make_batch: Callable
+    causal: bool
+    seq_len: int
+    vocab_size: int
+    expected_pattern: Callable | None = None
+    steps: int = 600
+    num_layers: int = 1
+    num_heads: int = 1
+    d_model: int = 32
+    learning_rate: float = 0.01
+
+    def batch(self, rng, batch_size=64):
+        """One batch ``(tokens, targets)`` of shape ``(batch_size, seq_len)`` each."""
+        return self.make_batch(rng, batch_size, self.seq_len, self.vocab_size)
+
+    def mask(self):
+        """The ``(T, T)`` attention mask (True = may attend), or None when every token sees every other."""
+        return causal_mask(self.seq_len) if self.causal else None
+
+
+def token_labels(task, tokens):
+    """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ...
+
+    Examples
+    --------
+    >>> token_labels("induction", [0, 1, 15])
+    ['A', 'B', 'P']
+    """
+    task = TASKS[task] if isinstance(task, str) else task
+    alphabet = "0123456789" if task.vocab_size <= 10 else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return [alphabet[int(t)] for t in np.asarray(tokens).reshape(-1)]
+
+
+#: The tasks of notebook 11, by name.
+TASKS = {
+    "copy previous": Task("copy previous", "output the token one position back", _copy_previous, causal=True,
+                          seq_len=8, vocab_size=10, expected_pattern=_expected_copy_previous, steps=100),
+    "reverse": Task("reverse", "output the sequence backwards", _reverse, causal=False, seq_len=8, vocab_size=10,
+                    expected_pattern=_expected_reverse, steps=150),
+    "induction": Task("induction", "... A B ... A -> B: continue a repeated segment", _induction, causal=True,
+                      seq_len=12, vocab_size=16, steps=600, num_layers=2, d_model=16),
+}
+
+# ---------------------------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of the model and the two switches of the ablations."""
+
+    vocab_size: int
+    seq_len: int
+    d_model: int = 32
+    num_layers: int = 1
+    num_heads: int = 1
+    use_positions: bool = True  # False: no position embedding (notebook 09's order-blind attention)
+    scaled: bool = True  # False: scores not divided by sqrt(d_k) (notebook 06)
+
+    @classmethod
+    def for_task(cls, task: Task, **changes):
+        """The task's default model, with ``changes`` (for example ``use_positions=False``)."""
+        config = cls(task.vocab_size, task.seq_len, task.d_model, task.num_layers, task.num_heads)
+        return replace(config, **changes)
+
+    @property
+    def head_dim(self):
+        return self.d_model // self.num_heads
+
+
+def init_params(config: ModelConfig, rng) -> dict:
+    """Random initial parameters: embeddings ~ N(0, 1), projections ~ N(0, 1 / d_model).
+
+    Returns a dict of float64 arrays: ``token_embedding`` (vocab_size, d_model), ``position_embedding``
+    (seq_len, d_model), for each layer ``l`` the matrices ``"{l}.W_q"``, ``"{l}.W_k"``, ``"{l}.W_v"``,
+    ``"{l}.W_o"`` (d_model, d_model), and ``W_out`` (d_model, vocab_size).
+
+    Examples
+    --------
+    >>> params = init_params(ModelConfig(vocab_size=10, seq_len=8), np.random.default_rng(0))
+    >>> {name: p.shape for name, p in params.items()}["0.W_q"]
+    (32, 32)
+    """
+    d = config.d_model
+    if d % config.num_heads:
+        raise ValueError(f"d_model={d} must be divisible by num_heads={config.num_heads}")
+    params = {
+        "token_embedding": rng.standard_normal((config.vocab_size, d)),
+        "position_embedding": rng.standard_normal((config.seq_len, d)),
+    }
+    for layer in range(config.num_layers):
+        for name in ("W_q", "W_k", "W_v", "W_o"):
+            params[f"{layer}.{name}"] = rng.standard_normal((d, d)) / np.sqrt(d)
+    params["W_out"] = rng.standard_normal((d, config.vocab_size)) / np.sqrt(d)
+    return params
+
+
+def forward(params: dict, tokens, config: ModelConfig, mask=None):
+    """Logits of shape ``(B, T, vocab_size)`` and the cache the backward pass needs.
+
+    ``cache["weights"]`` holds the attention weights of every layer, shape ``(B, h, T, T)`` each.
+    """
+    tokens = np.asarray(tokens)
+    B, T = tokens.shape
+    scale = None if config.scaled else 1.0  # None: the default 1 / sqrt(d_k)
+    x = params["token_embedding"][tokens]  # (B, T, d_model): one row per token
+    if config.use_positions:
+        x = x + params["position_embedding"][:T]  # (B, T, d_model) + (T, d_model)
+    cache = {"tokens": tokens, "mask": mask, "scale": scale, "layers": [], "weights": []}
+    for layer in range(config.num_layers):
+        W = {name: params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")}
+        queries = split_heads(x @ W["W_q"], config.num_heads)  # (B, T, d) @ (d, d) -> (B, h, T, d_h)
+        keys = split_heads(x @ W["W_k"], config.num_heads)  # (B, h, T, d_h)
+        values = split_heads(x @ W["W_v"], config.num_heads)  # (B, h, T, d_h)
+        context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask, scale=scale)
+        merged = merge_heads(context)  # (B, h, T, d_h) -> (B, T, d)
+        cache["layers"].append({"x": x, "queries": queries, "keys": keys, "values": values, "merged": merged,
+                                "weights": weights})
+        cache["weights"].append(weights)
+        x = x + merged @ W["W_o"]  # residual: (B, T, d) + (B, T, d) @ (d, d) -> (B, T, d)
+    cache["x_final"] = x
+    logits = x @ params["W_out"]  # (B, T, d) @ (d, vocab_size) -> (B, T, vocab_size)
+    return logits, cache
+
+
+def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dict:
+    """Gradients of the loss with respect to every parameter, given ``grad_logits`` (B, T, vocab_size)."""
+    grads = {}
+    grad_x, grads["W_out"] = linear_backward(cache["x_final"], params["W_out"], grad_logits)
+    for layer in reversed(range(config.num_layers)):
+        saved = cache["layers"][layer]
+        # x_out = x + merged @ W_o: the residual passes grad_x straight through, and the branch adds to it
+        grad_merged, grads[f"{layer}.W_o"] = linear_backward(saved["merged"], params[f"{layer}.W_o"], grad_x)
+        grad_context = split_heads(grad_merged, config.num_heads)  # (B, T, d) -> (B, h, T, d_h)
+        grad_q, grad_k, grad_v = attention_backward(saved["queries"], saved["keys"], saved["values"], grad_context,
+                                                    mask=cache["mask"], scale=cache["scale"],
+                                                    weights=saved["weights"])
+        grad_input = grad_x  # the residual path
+        for name, grad_heads in (("W_q", grad_q), ("W_k", grad_k), ("W_v", grad_v)):
+            grad_part, grads[f"{layer}.{name}"] = linear_backward(saved["x"], params[f"{layer}.{name}"],
+                                                                  merge_heads(grad_heads))
+            grad_input = grad_input + grad_part  # x feeds the queries, the keys and the values
+        grad_x = grad_input
+    tokens = cache["tokens"]
+    grads["token_embedding"] = embedding_backward(tokens, grad_x, params["token_embedding"].shape[0])
+    grad_positions = np.zeros_like(params["position_embedding"])
+    if config.use_positions:
+        grad_positions[: tokens.shape[1]] = grad_x.sum(axis=0)  # every sequence of the batch adds the same rows
+    grads["position_embedding"] = grad_positions
+    return {name: grads[name] for name in params}
+
+
+def loss_and_grads(params, tokens, targets, config, mask=None):
+    """The mean cross-entropy of a batch, its gradients and the forward cache."""
+    logits, cache = forward(params, tokens, config, mask)
+    grads = backward(params, cache, cross_entropy_backward(logits, targets), config)
+    return cross_entropy(logits, targets), grads, cache
+
+
+def adam_step(params: dict, grads: dict, state: dict, learning_rate=0.01, beta1=0.9, beta2=0.98, eps=1e-8):
+    r"""One step of Adam (Kingma & Ba, 2015), in place, written out.
+
+    .. math:: m \leftarrow \beta_1 m + (1 - \beta_1) g, \quad v \leftarrow \beta_2 v + (1 - \beta_2) g^2, \quad
+              \theta \leftarrow \theta - \eta\, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon}
+
+    ``state`` starts as ``{}`` and keeps the step count ``t`` and the moving averages ``m``, ``v``.
+
+    Examples
+    --------
+    >>> params, state = {"w": np.array([1.0])}, {}
+    >>> adam_step(params, {"w": np.array([0.5])}, state, learning_rate=0.1)
+    >>> params["w"]  # the first step moves every parameter by about the learning rate
+    array([0.9])
+    """
+    state["t"] = t = state.get("t", 0) + 1
+    m, v = state.setdefault("m", {}), state.setdefault("v", {})
+    for name, g in grads.items():
+        m[name] = beta1 * m.get(name, 0.0) + (1 - beta1) * g  # running mean of the gradient
+        v[name] = beta2 * v.get(name, 0.0) + (1 - beta2) * g * g  # running mean of its square
+        m_hat = m[name] / (1 - beta1**t)  # bias correction: both start at 0
+        v_hat = v[name] / (1 - beta2**t)
+        params[name] -= learning_rate * m_hat / (np.sqrt(v_hat) + eps)  # a step of about learning_rate per entry
+
+
+def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
+    r"""One step of plain gradient descent, in place: :math:`\theta \leftarrow \theta - \eta\, g`.
+
+    Unlike Adam it does not rescale small gradients, so a vanishing gradient shows as a stall.
+
+    Examples
+    --------
+    >>> params = {"w": np.array([1.0])}
+    >>> sgd_step(params, {"w": np.array([0.5])}, {}, learning_rate=0.1)
+    >>> params["w"]
+    array([0.95])
+    """
+    for name, g in grads.items():
+        params[name] -= learning_rate * g
+
+
+#: The optimizers :func:`train` offers, by name.
+OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
+
+# ---------------------------------------------------------------------------------------------- training
+
+
+@dataclass
+class TrainingRun:
+    """What :func:`train` returns: the trained parameters and the history of the run."""
+
+    task: str
+    config: ModelConfig
+    params: dict
+    steps: int
+    seed: int
+    losses: np.ndarray  # (steps,): the training loss of each step's batch
+    snapshots: dict = field(default_factory=dict)  # step -> attention weights on the probe, (layers, h, T, T)
+    probe: np.ndarray | None = None  # (T,): the held-out sequence whose weights the snapshots show
+    seconds: float = 0.0
+    held_out_accuracy: float | None = None  # filled in by :func:`accuracy` (and stored with shipped runs)
+
+    def weights(self, tokens=None):
+        """Attention weights ``(layers, h, T, T)`` of the trained model on ``tokens`` (default: the probe)."""
+        tokens = self.probe if tokens is None else np.asarray(tokens)
+        _, cache = forward(self.params, tokens[None], self.config, TASKS[self.task].mask())
+        return np.stack([w[0] for w in cache["weights"]])
+
+
+def held_out_batch(task: Task, size=1000, seed=SEED + 1):
+    """Sequences the training never draws from: a separate generator (``seed + 1``; training uses ``seed``)."""
+    return task.batch(np.random.default_rng(seed), size)
+
+
+def predict(params, tokens, config, mask=None):
+    """The most likely token at every position: ``argmax`` of the logits, shape ``(B, T)``."""
+    logits, _ = forward(params, tokens, config, mask)
+    return logits.argmax(axis=-1)
+
+
+def accuracy(run_or_params, task=None, config=None, size=1000, seed=SEED + 1):
+    """Fraction of scored positions of ``size`` held-out sequences that the model gets right.
+
+    Pass a :class:`TrainingRun`, or ``params`` with a task (name or :class:`Task`) and a config.
+    """
+    run = run_or_params if isinstance(run_or_params, TrainingRun) else None
+    if run is not None:
+        if not run.params:  # a shipped run without its parameters: the accuracy measured when it was built
+            return run.held_out_accuracy
+        params, task, config = run.params, run.task, run.config
+    else:
+        params = run_or_params
+    task = TASKS[task] if isinstance(task, str) else task
+    tokens, targets = held_out_batch(task, size, seed)
+    scored = targets >= 0
+    right = predict(params, tokens, config, task.mask()) == targets
+    result = float(right[scored].mean())
+    if run is not None and size == 1000 and seed == SEED + 1:
+        run.held_out_accuracy = result
+    return result
+
+
+def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, optimizer="adam",
+          snapshot_steps=(0, 5, 10, 20, 50), progress=None, progress_every=10, **config_changes) -> TrainingRun:
+    """Train the tiny model on ``task`` with Adam, seeded and single-threaded.
+
+    Parameters
+    ----------
+    task : str or Task
+        A key of :data:`TASKS` ("copy previous", "reverse", "induction") or a :class:`Task`.
+    steps : int, optional
+        Adam steps (one fresh batch each); default the task's own.
+    seed : int
+        Seeds the initial parameters and the training batches (held-out data use ``seed + 1``).
+    learning_rate : float, optional
+        Default the task's own (for Adam).
+    optimizer : {"adam", "sgd"}
+        :func:`adam_step` or :func:`sgd_step`.
+    snapshot_steps : sequence of int
+        Steps at which to keep the attention weights on the probe sequence (the final step is always kept).
+    progress : callable, optional
+        ``progress(step, loss)`` is called every ``progress_every`` steps and after the last one.
+    **config_changes
+        Changes to the task's model, for example ``use_positions=False``, ``scaled=False``,
+        ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
+
+    Returns
+    -------
+    TrainingRun
+    """
+    from threadpoolctl import threadpool_limits
+
+    task = TASKS[task] if isinstance(task, str) else task
+    steps = as_positive_int(task.steps if steps is None else steps, "steps", allow_zero=True)
+    learning_rate = task.learning_rate if learning_rate is None else learning_rate
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    step_fn = OPTIMIZERS[optimizer]
+    config = ModelConfig.for_task(task, **config_changes)
+    rng = np.random.default_rng(seed)
+    params = init_params(config, rng)
+    mask = task.mask()
+    probe = held_out_batch(task, 1, seed=seed + 2)[0][0]  # (T,): one sequence to watch
+    run = TrainingRun(task.name, config, params, steps, seed, np.zeros(steps), probe=probe)
+    state = {}
+    start = time.perf_counter()
+    with threadpool_limits(limits=1):  # one BLAS thread: the same sums in the same order on every machine
+        for step in range(steps + 1):
+            if step in snapshot_steps or step == steps:
+                run.snapshots[step] = run.weights()
+            if step == steps:
+                break
+            tokens, targets = task.batch(rng, batch_size)
+            loss, grads, _ = loss_and_grads(params, tokens, targets, config, mask)
+            step_fn(params, grads, state, learning_rate)
+            run.losses[step] = loss
+            if progress is not None and ((step + 1) % progress_every == 0 or step + 1 == steps):
+                progress(step + 1, loss)
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+# ---------------------------------------------------------------------------------------------- shipped runs
+
+#: The runs shipped in ``attn_helpers/data/nb11_runs.npz`` (built by ``tools/build_training_runs.py``):
+#: name -> (task, changes to the task's model). A class can load them instead of training.
+SHIPPED_RUNS = {
+    "copy previous": ("copy previous", {}),
+    "reverse": ("reverse", {}),
+    "induction": ("induction", {}),
+    # the ablations of notebook 11
+    "reverse, no positions": ("reverse", {"use_positions": False}),
+    "reverse, d_model 128, scaled": ("reverse", {"d_model": 128}),
+    "reverse, d_model 128, unscaled": ("reverse", {"d_model": 128, "scaled": False}),
+    "induction, 1 layer, 1 head": ("induction", {"num_layers": 1}),
+    "induction, 1 layer, 2 heads": ("induction", {"num_layers": 1, "num_heads": 2}),
+}
+
+#: The ablations: only their history (losses, snapshots, accuracy) is shipped, not their parameters.
+HISTORY_ONLY = tuple(name for name in SHIPPED_RUNS if "," in name)
+
+#: Steps at which the shipped runs keep a snapshot of the attention weights.
+SHIPPED_SNAPSHOTS = (0, 2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 600)
+
+SHIPPED_PATH = Path(__file__).resolve().parent / "data" / "nb11_runs.npz"
+
+
+def shipped_run(name, snapshot_steps=SHIPPED_SNAPSHOTS) -> TrainingRun:
+    """Train the shipped run ``name`` from scratch and measure its held-out accuracy (what the tool stores)."""
+    task, changes = SHIPPED_RUNS[name]
+    run = train(task, snapshot_steps=snapshot_steps, **changes)
+    accuracy(run)
+    if name in HISTORY_ONLY:
+        run.params = {}
+    return run
+
+
+def save_runs(runs: dict, path):
+    """Save runs (parameters, losses, snapshots, config, probe) by name in one compressed ``.npz``."""
+    arrays = {}
+    for name, run in runs.items():
+        config = run.config
+        arrays[f"{name}/task"] = np.array(run.task)
+        arrays[f"{name}/meta"] = np.array([config.vocab_size, config.seq_len, config.d_model, config.num_layers,
+                                           config.num_heads, int(config.use_positions), int(config.scaled),
+                                           run.steps, run.seed])
+        arrays[f"{name}/accuracy"] = np.array(np.nan if run.held_out_accuracy is None else run.held_out_accuracy)
+        arrays[f"{name}/losses"] = run.losses
+        arrays[f"{name}/probe"] = run.probe
+        arrays.update({f"{name}/param/{key}": value for key, value in run.params.items()})
+        arrays.update({f"{name}/snapshot/{step}": weights for step, weights in run.snapshots.items()})
+    np.savez_compressed(path, **arrays)
+
+
+def load_runs(path=SHIPPED_PATH) -> dict:
+    """Load the runs saved by :func:`save_runs`: a dict name -> :class:`TrainingRun`."""
+    runs = {}
+    with np.load(path) as data:
+        names = sorted({key.rsplit("/", 1)[0] for key in data.files if key.endswith("/meta")})
+        for name in names:
+            vocab, seq_len, d, layers, heads, positions, scaled, steps, seed = (int(v) for v in data[f"{name}/meta"])
+            config = ModelConfig(vocab, seq_len, d, layers, heads, bool(positions), bool(scaled))
+            params = {key.rsplit("/", 1)[1]: data[key] for key in data.files if key.startswith(f"{name}/param/")}
+            snapshots = {int(key.rsplit("/", 1)[1]): data[key] for key in data.files
+                         if key.startswith(f"{name}/snapshot/")}
+            measured = float(data[f"{name}/accuracy"])
+            runs[name] = TrainingRun(str(data[f"{name}/task"]), config, params, steps, seed, data[f"{name}/losses"],
+                                     dict(sorted(snapshots.items())), probe=data[f"{name}/probe"],
+                                     held_out_accuracy=None if np.isnan(measured) else measured)
+    return runs

@@ -1,0 +1,173 @@
+"""Notebook 11: the softmax_backward and prediction checkers, their hints, and the widget module."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attn_helpers import softmax  # noqa: E402
+from attn_helpers.backprop import numerical_gradient, relative_error  # noqa: E402
+from attn_helpers.checks import check_attention_prediction, check_softmax_backward, solution  # noqa: E402
+from attn_helpers.checks.nb11 import softmax_backward_solution  # noqa: E402
+from attn_helpers.training import load_runs  # noqa: E402
+from attn_helpers.widgets import nb11  # noqa: E402
+
+
+def softmax_backward_loop(p, g):
+    """An independent reference: build each row's Jacobian entry by entry and apply its transpose."""
+    p, g = np.asarray(p, dtype=float), np.asarray(g, dtype=float)
+    out = np.zeros_like(p)
+    for index in np.ndindex(p.shape[:-1]):
+        row, grad = p[index], g[index]
+        n = len(row)
+        J = np.array([[row[i] * ((i == j) - row[j]) for j in range(n)] for i in range(n)])
+        out[index] = J.T @ grad
+    return out
+
+
+# ---------------------------------------------------------------- check_softmax_backward
+
+
+def test_solution_and_loop_pass_and_agree_with_finite_differences():
+    assert check_softmax_backward(softmax_backward_solution)
+    assert check_softmax_backward(softmax_backward_loop)
+    verdict = check_softmax_backward(softmax_backward_solution)
+    assert "gradient check passes" in verdict.message
+    rng = np.random.default_rng(0)
+    s, g = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    numeric = numerical_gradient(lambda x: (softmax(x) * g).sum(), s)
+    assert relative_error(softmax_backward_solution(softmax(s), g), numeric) < 1e-6
+    sol = solution("softmax_backward")
+    assert "hidden" in repr(sol) and "keepdims=True" in sol.source
+
+
+def _dot(p, g, axis=-1):
+    return (g * p).sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda p, g: p * g, "dropped the - (g · p) term"),
+    (lambda p, g: p * (g - p * g), "element by element"),
+    (lambda p, g: p * (g - _dot(p, g, axis=0)), "wrong axis"),
+    (lambda p, g: p * (g - (g * p).sum()), "whole array"),
+    (lambda p, g: g - _dot(p, g), "factor p in front"),
+    (lambda p, g: p * (_dot(p, g) - g), "sign is flipped"),
+    (lambda p, g: np.swapaxes(p * (g - _dot(p, g)), -1, -2) if p.ndim > 1 else p * (g - _dot(p, g)), "transposed"),
+    (lambda p, g: p * (g - (g * p).sum(axis=-1)), "keepdims=True"),  # no keepdims: (3, 5) - (3,) fails
+    (lambda p, g: (p * (g - _dot(p, g)), 0), "return one array"),
+    (lambda p, g: None, "return"),
+])
+def test_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_softmax_backward(fn)
+    assert not verdict
+    assert hint in verdict.message + verdict.hint, repr(verdict)
+
+
+def test_a_jacobian_built_from_the_columns_is_called_a_wrong_axis():
+    def columns(p, g):
+        return p * (g - _dot(p, g, axis=-2)) if p.ndim > 1 else p * (g - _dot(p, g))
+
+    verdict = check_softmax_backward(columns)
+    assert not verdict and "wrong axis" in verdict.hint
+
+
+@pytest.mark.parametrize("garbage", [None, [1, 2], 0, "f", np.eye(2), lambda: 1, lambda p: p,
+                                     lambda p, g: 1 / 0, lambda p, g: "text", lambda p, g: np.full_like(p, np.nan),
+                                     lambda p, g: {"x": 1}])
+def test_softmax_backward_checker_never_raises(garbage):
+    verdict = check_softmax_backward(garbage)
+    assert not verdict
+    assert isinstance(repr(verdict), str) and isinstance(verdict._repr_html_(), str)
+
+
+# ---------------------------------------------------------------- check_attention_prediction
+
+
+def test_prediction_checker_accepts_the_known_patterns():
+    assert check_attention_prediction([7, 6, 5, 4, 3, 2, 1, 0])  # reverse, the default
+    assert check_attention_prediction(np.array([0, 0, 1, 2, 3, 4, 5, 6]), task="copy previous")
+
+
+def test_the_trained_shipped_models_agree_with_the_checker():
+    runs = load_runs()
+    for task in ("copy previous", "reverse"):
+        trained_keys = runs[task].snapshots[runs[task].steps][0, 0].argmax(axis=-1)
+        assert check_attention_prediction(trained_keys, task=task)
+
+
+@pytest.mark.parametrize("task, value, hint", [
+    ("reverse", ..., "replace the ..."),
+    ("reverse", None, "replace the ..."),
+    ("reverse", list(range(8)), "diagonal"),
+    ("copy previous", [1, 0, 1, 2, 3, 4, 5, 6], "query 0 may see only key 0"),
+    ("reverse", [7, 6, 5, 4, 3, 2, 0, 1], "first query 6"),
+    ("reverse", [7, 6, 5], "expected 8 integers"),
+    ("reverse", [7.0, 6, 5, 4, 3, 2, 1, 0], "expected 8 integers"),
+    ("induction", [0] * 12, "not a task with a pattern known in advance"),
+    ("sorting", [0] * 8, "not a task"),
+    ("reverse", object(), "expected 8 integers"),
+    ("reverse", [[1, 2], [3]], "give a list of integers"),
+    ({}, [0] * 8, "not a task"),
+])
+def test_prediction_checker_hints_and_never_raises(task, value, hint):
+    verdict = check_attention_prediction(value, task=task)
+    assert not verdict
+    assert hint in verdict.message + verdict.hint, repr(verdict)
+
+
+# ---------------------------------------------------------------- widget module
+
+
+def test_explorer_draws_every_task_and_step():
+    explorer = nb11.training_explorer()
+    assert list(explorer.controls) == ["task", "step"]
+    for task in explorer.controls["task"].options:
+        for step in (0, 20, 600):
+            assert explorer.render_png(task=task, step=step).startswith(b"\x89PNG")
+    note = explorer.figure(task="reverse", step=600).note
+    assert "step 150" in note  # clamped to the run's last step
+
+
+def test_a_step_change_moves_the_figure_in_place_as_a_fresh_drawing_would():
+    """The slider takes the fast path (same artists), which then show what a fresh drawing shows."""
+    runs = load_runs()
+    explorer = nb11.training_explorer(runs)
+    explorer.render(task="induction", step=0)
+    first_axes = list(explorer._live.axes)
+    for step in (20, 600):
+        _, note = explorer.render(task="induction", step=step)
+        assert explorer._live.axes == first_axes  # not a full redraw
+        fresh = explorer.figure(task="induction", step=step)
+        assert note == fresh.note and f"step {step}," in note
+        for live_image, fresh_image in zip(explorer._live.handles["images"], fresh.handles["images"], strict=True):
+            np.testing.assert_array_equal(live_image.get_array(), fresh_image.get_array())
+        assert list(explorer._live.handles["marker"].get_xdata()) == [step, step]
+    explorer.render(task="reverse", step=20)  # another shape (one panel, other tokens): a full redraw
+    assert explorer._live.axes != first_axes
+    one_panel_axes = list(explorer._live.axes)
+    for task in ("copy previous", "reverse, no positions"):  # the same shape: the axes are reused
+        _, note = explorer.render(task=task, step=10)
+        assert explorer._live.axes == one_panel_axes
+        fresh = explorer.figure(task=task, step=10)
+        assert note == fresh.note
+        np.testing.assert_array_equal(explorer._live.handles["images"][0].get_array(),
+                                      fresh.handles["images"][0].get_array())
+        live_line, fresh_line = explorer._live.handles["curve"].lines[0], fresh.handles["curve"].lines[0]
+        np.testing.assert_array_equal(live_line.get_ydata(), fresh_line.get_ydata())
+        assert explorer._live.handles["images"][0].axes.get_title() == task
+        assert explorer._live.handles["curve"].get_xlim() == fresh.handles["curve"].get_xlim()
+
+
+def test_snapshot_figure_and_progress_bar():
+    from matplotlib.figure import Figure
+
+    run = load_runs()["reverse"]
+    fig = Figure(figsize=(12, 3), layout="constrained")
+    note = nb11.draw_snapshots(fig, run, steps=(0, 5, 10, 20, 150))
+    assert note.startswith("step 0: loss") and len(fig.axes) == 6  # five panels and a colorbar
+    bar = nb11.LossProgress(10)
+    assert repr(bar) == "training: step 0 / 10"
+    bar(5, 1.23456)
+    assert bar.bar.value == 5 and "1.2346" in bar.label.value and "loss 1.2346" in repr(bar)

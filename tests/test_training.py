@@ -1,0 +1,203 @@
+"""The tiny model of notebook 11: its gradients, its tasks, Adam, determinism, and the shipped runs."""
+
+import numpy as np
+import pytest
+
+from attn_helpers.backprop import cross_entropy, numerical_gradient, relative_error
+from attn_helpers.training import (
+    HISTORY_ONLY,
+    SHIPPED_PATH,
+    SHIPPED_RUNS,
+    TASKS,
+    ModelConfig,
+    accuracy,
+    adam_step,
+    forward,
+    held_out_batch,
+    init_params,
+    load_runs,
+    loss_and_grads,
+    save_runs,
+    sgd_step,
+    shipped_run,
+    token_labels,
+    train,
+)
+
+# ---------------------------------------------------------------- the whole model's gradient
+
+
+@pytest.mark.parametrize("task, changes", [
+    ("copy previous", {}),
+    ("reverse", {"num_heads": 2}),
+    ("reverse", {"use_positions": False, "scaled": False}),
+    ("induction", {"num_heads": 2}),
+])
+def test_model_gradients_match_finite_differences(task, changes):
+    t = TASKS[task]
+    config = ModelConfig.for_task(t, d_model=4, **changes)
+    rng = np.random.default_rng(0)
+    params = init_params(config, rng)
+    tokens, targets = t.batch(rng, 2)
+    _, grads, _ = loss_and_grads(params, tokens, targets, config, t.mask())
+    assert set(grads) == set(params)
+    for name, value in params.items():
+        def loss(v, name=name):
+            return cross_entropy(forward({**params, name: v}, tokens, config, t.mask())[0], targets)
+
+        assert relative_error(grads[name], numerical_gradient(loss, value)) < 1e-6, name
+    if not config.use_positions:
+        assert (grads["position_embedding"] == 0).all()
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def test_copy_previous_and_reverse_targets():
+    rng = np.random.default_rng(1)
+    tokens, targets = TASKS["copy previous"].batch(rng, 5)
+    assert (targets[:, 0] == -1).all() and (targets[:, 1:] == tokens[:, :-1]).all()
+    tokens, targets = TASKS["reverse"].batch(rng, 5)
+    assert (targets == tokens[:, ::-1]).all()
+
+
+def test_induction_sequences_repeat_a_segment_of_distinct_tokens():
+    tokens, targets = TASKS["induction"].batch(np.random.default_rng(2), 200)
+    T = tokens.shape[1]
+    lengths = set()
+    for row, target in zip(tokens, targets):
+        scored = np.flatnonzero(target >= 0)
+        n = T - scored[0]  # the repeat starts at the first scored position
+        lengths.add(n)
+        segment = row[T - n:]
+        assert len(set(segment)) == n  # distinct tokens
+        assert (row[T - 2 * n:T - n] == segment).all()  # the earlier copy
+        assert not set(row[:T - 2 * n]) & set(segment)  # the noise avoids the segment
+        assert (target[scored] == row[scored + 1]).all() and scored[-1] == T - 2
+    assert lengths == set(range(3, T // 2 + 1))  # the distance to the copy varies
+
+
+def test_expected_patterns_solve_their_tasks():
+    """Attending exactly as the expected pattern says and copying the value gives the targets."""
+    for name in ("copy previous", "reverse"):
+        task = TASKS[name]
+        tokens, targets = task.batch(np.random.default_rng(3), 4)
+        fetched = tokens @ task.expected_pattern(task.seq_len).T  # (B, T) @ (T, T): token at the attended key
+        scored = targets >= 0
+        assert (fetched[scored] == targets[scored]).all()
+
+
+def test_token_labels():
+    assert token_labels("reverse", [0, 9]) == ["0", "9"]
+    assert token_labels("induction", np.array([[0, 15]])) == ["A", "P"]
+
+
+# ---------------------------------------------------------------- optimizers
+
+
+def test_adam_matches_the_formula_written_elementwise():
+    params, state = {"w": np.array([1.0, -2.0])}, {}
+    grads = [np.array([0.5, 0.1]), np.array([-0.2, 0.3])]
+    m = v = np.zeros(2)
+    w = np.array([1.0, -2.0])
+    for t, g in enumerate(grads, start=1):
+        adam_step(params, {"w": g}, state, learning_rate=0.1, beta1=0.9, beta2=0.98, eps=1e-8)
+        m = 0.9 * m + 0.1 * g
+        v = 0.98 * v + 0.02 * g**2
+        w = w - 0.1 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.98**t)) + 1e-8)
+    np.testing.assert_allclose(params["w"], w, rtol=1e-12)
+    assert state["t"] == 2
+
+
+def test_sgd_step_and_unknown_optimizer():
+    params = {"w": np.array([1.0])}
+    sgd_step(params, {"w": np.array([2.0])}, {}, learning_rate=0.25)
+    assert params["w"][0] == 0.5
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        train("reverse", steps=1, optimizer="rmsprop")
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_training_is_deterministic_and_reports_progress():
+    seen = []
+    first = train("copy previous", steps=12, progress=lambda step, loss: seen.append((step, round(loss, 6))),
+                  progress_every=5)
+    second = train("copy previous", steps=12)
+    np.testing.assert_array_equal(first.losses, second.losses)
+    for name in first.params:
+        np.testing.assert_array_equal(first.params[name], second.params[name])
+    assert [step for step, _ in seen] == [5, 10, 12]
+    assert sorted(first.snapshots) == [0, 5, 10, 12]
+    assert first.snapshots[0].shape == (1, 1, 8, 8)
+    np.testing.assert_allclose(first.snapshots[0].sum(axis=-1), 1.0)
+
+
+def test_a_different_seed_gives_a_different_run():
+    assert not np.array_equal(train("reverse", steps=3).losses, train("reverse", steps=3, seed=1).losses)
+
+
+def test_held_out_data_differ_from_training_data():
+    task = TASKS["reverse"]
+    training_tokens = task.batch(np.random.default_rng(2017), 64)[0]  # the first training batch of seed 2017
+    held = held_out_batch(task, 1000)[0]
+    assert not {row.tobytes() for row in training_tokens} & {row.tobytes() for row in held}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, floor", [("copy previous", 0.99), ("reverse", 0.99), ("induction", 0.99)])
+def test_each_task_reaches_its_accuracy_from_scratch(name, floor):
+    run = train(name)
+    assert accuracy(run) >= floor
+    pattern = TASKS[name].expected_pattern
+    if pattern is not None:  # the trained weights on the probe are the expected pattern
+        weights = run.snapshots[run.steps][0, 0]
+        assert (weights.argmax(axis=-1) == pattern(run.config.seq_len).argmax(axis=-1)).all()
+        assert weights.max(axis=-1).min() > 0.9
+
+
+# ---------------------------------------------------------------- the shipped runs
+
+
+def test_shipped_runs_load_with_their_accuracy():
+    runs = load_runs()
+    assert list(runs) == sorted(SHIPPED_RUNS)
+    assert runs["copy previous"].held_out_accuracy >= 0.99 and runs["reverse"].held_out_accuracy >= 0.99
+    assert accuracy(runs["reverse"]) == runs["reverse"].held_out_accuracy  # recomputed from the parameters
+    assert runs["reverse, no positions"].held_out_accuracy < 0.5
+    assert runs["induction"].held_out_accuracy >= 0.99 > runs["induction, 1 layer, 2 heads"].held_out_accuracy
+    for name in HISTORY_ONLY:
+        assert runs[name].params == {} and accuracy(runs[name]) == runs[name].held_out_accuracy
+
+
+def test_save_and_load_round_trip(tmp_path):
+    run = train("reverse", steps=4, snapshot_steps=(0, 2))
+    accuracy(run, size=1000)
+    save_runs({"tiny": run}, tmp_path / "runs.npz")
+    loaded = load_runs(tmp_path / "runs.npz")["tiny"]
+    assert loaded.config == run.config and loaded.task == "reverse" and loaded.steps == 4
+    assert loaded.held_out_accuracy == run.held_out_accuracy
+    np.testing.assert_array_equal(loaded.losses, run.losses)
+    assert sorted(loaded.snapshots) == [0, 2, 4]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SHIPPED_RUNS))
+def test_shipped_runs_equal_a_fresh_run(name):
+    """tools/build_training_runs.py's file equals training again (single-threaded, seeded).
+
+    Exact on the machine that built it; the tolerances allow for another CPU's BLAS kernels,
+    whose last bits may differ.
+    """
+    stored = load_runs(SHIPPED_PATH)[name]
+    fresh = shipped_run(name)
+    assert stored.config == fresh.config and stored.steps == fresh.steps
+    np.testing.assert_array_equal(stored.probe, fresh.probe)
+    np.testing.assert_allclose(stored.losses, fresh.losses, rtol=1e-6, atol=1e-9)
+    assert sorted(stored.snapshots) == sorted(fresh.snapshots)
+    for step in stored.snapshots:
+        np.testing.assert_allclose(stored.snapshots[step], fresh.snapshots[step], rtol=1e-6, atol=1e-9)
+    for key in stored.params:
+        np.testing.assert_allclose(stored.params[key], fresh.params[key], rtol=1e-6, atol=1e-9)
+    assert abs(stored.held_out_accuracy - fresh.held_out_accuracy) < 1e-3
