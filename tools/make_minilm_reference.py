@@ -8,7 +8,8 @@ implementation (PyTorch + Hugging Face ``transformers`` for the forward pass, Hu
 - ``tests/fixtures/minilm_tokens.json``: the tokens and ids of ``tokenizer.json`` for sentences that
   exercise every rule of BERT's tokenizer (accents, punctuation, CJK, unknown words, ``##`` pieces,
   special tokens typed in the text, control characters, a word longer than 100 characters);
-- ``tests/fixtures/minilm_reference.npz``: for each reference sentence, its token ids, the last
+- ``attn_helpers/data/minilm_reference.npz`` (shipped with the package: notebook 12 compares with it
+  too, through ``attn_helpers.pretrained.load_reference``): for each reference sentence, its token ids, the last
   layer's hidden states and the sentence embedding; for the first sentence also every layer's
   hidden states and every head's attention weights. float32, about 0.25 MB.
 
@@ -40,6 +41,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+DATA = ROOT / "attn_helpers" / "data"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # = attn_helpers.pretrained.MODEL_SHA256
 
 #: Sentences whose hidden states and sentence embeddings are stored (the first one: every layer and head).
@@ -87,7 +89,8 @@ def model_dir(arg):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model-dir", help="a folder with the model's files (default: the installed package)")
-    parser.add_argument("--out", default=str(FIXTURES), help="where to write the fixtures")
+    parser.add_argument("--out", default=str(FIXTURES), help="where to write the tokens' fixture")
+    parser.add_argument("--data", default=str(DATA), help="where to write the reference numbers")
     args = parser.parse_args(argv)
     try:
         import tokenizers
@@ -147,7 +150,7 @@ def main(argv=None):
         else:
             arrays[f"s{n}_hidden"] = hidden[-1:].numpy().astype(np.float32)  # the last layer only
         print(f"{n}: {len(tokens)} tokens, {text!r}")
-    npz = out / "minilm_reference.npz"
+    npz = Path(args.data) / "minilm_reference.npz"
     np.savez_compressed(npz, sentences=np.array(REFERENCE_SENTENCES), full=np.array(FULL),
                         versions=np.array(json.dumps(versions)), **arrays)
     print(f"wrote {npz} ({npz.stat().st_size / 1e6:.2f} MB)")
