@@ -12,9 +12,9 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ..plotting import OKABE_ITO, heatmap
+from ..plotting import OKABE_ITO
 from ..pretrained import head_fingerprints, load_minilm
-from . import LABEL_STYLE, Explorer, FullRedraw, slider
+from . import LABEL_STYLE, Explorer, slider
 
 __all__ = ["EXAMPLE_TEXT", "head_mosaic", "head_summary", "draw_head_view", "update_head_view", "head_view",
            "EXPLORERS"]
@@ -24,10 +24,10 @@ EXAMPLE_TEXT = "The cat sat on the mat because it was tired."
 #: Colour of the frame around the chosen head.
 FRAME_COLOUR = OKABE_ITO["vermillion"]
 #: Above this many tokens the enlarged map labels every other token (or fewer), so labels stay legible.
-MAX_LABELS = 24
+MAX_LABELS = 16
 
 
-def head_mosaic(attentions, gap=1):
+def head_mosaic(attentions, gap=0):
     """All heads' weight matrices side by side: one image, heads across, layers down.
 
     Parameters
@@ -44,8 +44,8 @@ def head_mosaic(attentions, gap=1):
     Examples
     --------
     >>> head_mosaic(np.ones((2, 3, 2, 2))).shape
-    (5, 8)
-    >>> head_mosaic(np.arange(8.0).reshape(1, 2, 2, 2))
+    (4, 6)
+    >>> head_mosaic(np.arange(8.0).reshape(1, 2, 2, 2), gap=1)
     array([[ 0.,  1., nan,  4.,  5.],
            [ 2.,  3., nan,  6.,  7.]])
     """
@@ -76,52 +76,89 @@ def _choice(layer, head, result):
 
 
 def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
-    """Left: the 6 x 12 grid of every head's weights; right: the chosen head with token labels.
+    """Left: the 6 x 12 grid of every head's weights; right: the chosen head with its tokens.
 
-    The axes, tick labels and the grid are drawn here; :func:`update_head_view` moves the frame
-    and swaps the enlarged map when only the layer or the head changes.
+    Only the axes are drawn here; the images, the token labels and the frame around the chosen
+    head are set by :func:`update_head_view`, which the live widget calls alone on every change.
+    The grid is drawn in head units (each head a unit square, whatever the number of tokens)
+    and the tokens are text, not tick labels, so a new sentence changes no axis.
     """
     model = load_minilm() if model is None else model
-    result = model.run(text)
-    tokens = result.tokens
-    layers, heads, T, _ = result.attentions.shape
-    step = T + 1
+    layers, heads = model.num_layers, model.num_heads
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     grid_ax = fig.add_axes((0.04, 0.1, 0.55, 0.8))
-    big_ax = fig.add_axes((0.68, 0.22, 0.25, 0.68))
-    bar_ax = fig.add_axes((0.945, 0.22, 0.012, 0.68))
-    # the NaN gaps between heads are masked: drawn transparent, so the axes' background shows
-    grid_ax.imshow(np.ma.masked_invalid(head_mosaic(result.attentions)), cmap="viridis", vmin=0, vmax=1,
-                   interpolation="nearest", aspect="equal")
-    grid_ax.set_xticks([h * step + (T - 1) / 2 for h in range(heads)], labels=[str(h) for h in range(heads)])
-    grid_ax.set_yticks([layer_ * step + (T - 1) / 2 for layer_ in range(layers)],
-                       labels=[str(layer_) for layer_ in range(layers)])
+    big_ax = fig.add_axes((0.7, 0.27, 0.2, 0.6))
+    bar_ax = fig.add_axes((0.915, 0.27, 0.012, 0.6))
+    grid = grid_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
+                          extent=(0, heads, layers, 0), aspect="equal")
+    background = grid_ax.get_facecolor()  # lines between the heads in the axes' own colour
+    grid_ax.hlines(range(1, layers), 0, heads, colors=[background], linewidth=2.5)
+    grid_ax.vlines(range(1, heads), 0, layers, colors=[background], linewidth=2.5)
+    grid_ax.set_xticks([h + 0.5 for h in range(heads)], labels=[str(h) for h in range(heads)])
+    grid_ax.set_yticks([layer_ + 0.5 for layer_ in range(layers)], labels=[str(layer_) for layer_ in range(layers)])
     grid_ax.set_xlabel("head")
     grid_ax.set_ylabel("layer")
     grid_ax.tick_params(length=0)
     grid_ax.spines[:].set_visible(False)
-    grid_ax.set_title(f"all {layers * heads} heads, {T} tokens (rows: queries, columns: keys)", fontsize=12)
-    frame = grid_ax.add_patch(Rectangle((-0.5, -0.5), T, T, fill=False, edgecolor=FRAME_COLOUR, linewidth=2.5))
-    big = heatmap(np.zeros((T, T)), tokens, tokens, ax=big_ax, vmin=0, vmax=1, colorbar=False, annotate=False,
-                  title=" ", xlabel="key (attended to)", ylabel="query")
+    grid_ax.set_title(" ", fontsize=12)
+    frame = grid_ax.add_patch(Rectangle((0, 0), 1, 1, fill=False, edgecolor=FRAME_COLOUR, linewidth=3, zorder=3))
+    big = big_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+    big_ax.set_xticks([])
+    big_ax.set_yticks([])
+    big_ax.spines[:].set_visible(False)
+    big_ax.set_xlabel("key (attended to)")
+    big_ax.set_ylabel("query")
+    big_ax.set_title(" ", fontsize=13)
     fig.colorbar(big, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
-    if T > MAX_LABELS:  # thin the labels: every k-th token
-        every = -(-T // MAX_LABELS)
-        big_ax.set_xticks(range(0, T, every), labels=tokens[::every], rotation=90, ha="center", fontsize=9)
-        big_ax.set_yticks(range(0, T, every), labels=tokens[::every], fontsize=9)
-    fig.handles.update(text=text, result=result, frame=frame, big=big, big_ax=big_ax, step=step)
+    fig.handles.update(model=model, text=None, result=None, grid=grid, grid_ax=grid_ax, frame=frame, big=big,
+                       big_ax=big_ax, labels=[])
     fig.dynamic.extend([frame, big, big_ax.title])
-    return update_head_view(fig, text, layer, head)
+    note = update_head_view(fig, text, layer, head)
+    fig.background_changed = False  # the first frame is drawn in full anyway
+    return note
+
+
+def _token_labels(ax, tokens):
+    """The tokens along both edges of the enlarged map (every k-th one beyond MAX_LABELS tokens)."""
+    T = len(tokens)
+    every = max(1, -(-T // MAX_LABELS))
+    size = 11 if every == 1 else 9
+    labels = []
+    for i in range(0, T, every):
+        labels.append(ax.text(-0.7, i, tokens[i], ha="right", va="center", fontsize=size))
+        labels.append(ax.text(i, T - 0.3, tokens[i], ha="right", va="top", rotation=60, rotation_mode="anchor",
+                              fontsize=size))
+    return labels
 
 
 def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
-    """Frame another head and enlarge it (the live widget's fast path); a new text needs a full redraw."""
+    """Show another sentence, layer or head (the live widget's fast path).
+
+    A new layer or head redraws only the frame and the enlarged map. A new sentence also
+    refills the grid and the token labels and asks for the background to be drawn again
+    (``fig.background_changed``); no axis, tick or layout changes.
+    """
     h = fig.handles
-    if text != h["text"]:
-        raise FullRedraw
+    if text != h["text"]:  # a new sentence: run the model, refill the grid, relabel (drawn as a new background)
+        result = h["model"].run(text)
+        T = len(result.tokens)
+        h["grid"].set_data(head_mosaic(result.attentions))
+        h["big"].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        h["big_ax"].set_xlim(-0.5, T - 0.5)
+        h["big_ax"].set_ylim(T - 0.5, -0.5)
+        for label in h["labels"]:
+            label.remove()
+        h["labels"] = _token_labels(h["big_ax"], result.tokens)
+        longest = max(map(len, result.tokens))  # the axis titles go just outside the longest label
+        h["big_ax"].xaxis.set_label_coords(0.5, -0.05 - 0.028 * longest)
+        h["big_ax"].yaxis.set_label_coords(-0.06 - 0.036 * longest, 0.5)
+        fig.background_changed = True
+        h["grid_ax"].set_title(f"all {result.attentions.shape[0] * result.attentions.shape[1]} heads, {T} tokens "
+                               "(in each square: rows = queries, columns = keys)", fontsize=12)
+        h.update(text=text, result=result)
     result = h["result"]
     layer, head = _choice(layer, head, result)
-    h["frame"].set_xy((head * h["step"] - 0.5, layer * h["step"] - 0.5))
+    h["frame"].set_xy((head, layer))
     h["big"].set_data(result.attentions[layer, head])
     h["big_ax"].set_title(f"layer {layer}, head {head}", fontsize=13)
     tokens = " ".join(result.tokens)
