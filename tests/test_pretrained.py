@@ -341,3 +341,19 @@ def test_requirements_model_is_one_hash_pinned_line():
     name, rest = lines[0].split("==")
     assert name.replace("-", "_") == pretrained.MODEL_PACKAGE
     assert re.fullmatch(r"[\w.]+ --hash=sha256:[0-9a-f]{64}", rest)
+
+
+def test_run_restores_the_callers_blas_threads(model):
+    from attn_helpers import efficient
+
+    found = efficient._find_openblas_threads()
+    if not found:
+        pytest.skip("numpy's BLAS is not the bundled OpenBLAS: there is no thread setting to restore")
+    get, set_ = found
+    before = get()
+    try:
+        set_(2)
+        model.run("Two threads before, two threads after.")
+        assert get() == 2
+    finally:
+        set_(before)
