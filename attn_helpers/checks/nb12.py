@@ -1,0 +1,183 @@
+"""Checkers for notebook 12 (a real pretrained model): the previous-token head, and a prediction about a sink.
+
+Exercise 12.1 asks for a function that measures, for every head, the mean weight a token puts on
+the token just before it, then for the head where that is largest. Exercise 12.2 asks the learner
+to predict, before measuring, how much of what an attention-sink head writes comes from ``[CLS]``.
+The expected answers come from :mod:`attn_helpers.pretrained` (``head_fingerprints``,
+``weighted_value_norms``) on the real model.
+"""
+
+from __future__ import annotations
+
+import numbers
+from functools import lru_cache
+
+import numpy as np
+
+from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+
+__all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 12.1 (a): the previous-token weight of every head
+
+
+@register_solution("my_previous_token_weight")
+def my_previous_token_weight(attentions):
+    """(layers, heads, T, T) -> (layers, heads): the mean over tokens i = 1..T-1 of attentions[..., i, i - 1]."""
+    T = attentions.shape[-1]
+    rows = np.arange(1, T)                               # every token that has a previous token
+    on_previous = attentions[..., rows, rows - 1]        # (layers, heads, T - 1): weight of token i on token i-1
+    return on_previous.mean(axis=-1)                     # average over those tokens
+
+
+def _random_attentions(rng, layers, heads, T):
+    scores = rng.standard_normal((layers, heads, T, T)) * 2
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _previous_cases():
+    rng = np.random.default_rng(12)
+    one_back = np.eye(5, k=-1)
+    one_back[0, 0] = 1
+    return [
+        Case((_random_attentions(rng, 2, 3, 6),), label="random weights of shape (2, 3, 6, 6)"),
+        Case((one_back[None, None],), label="one head that always looks one token back (T=5)"),
+        Case((_random_attentions(rng, 6, 12, 9),), label="random weights of shape (6, 12, 9, 9), like the model's"),
+        Case((_random_attentions(rng, 1, 2, 2),), label="random weights of shape (1, 2, 2, 2), the shortest text"),
+    ]
+
+
+_PREVIOUS_WRONGS = [
+    Wrong(lambda a: np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(axis=-1),
+          "that is the weight on the NEXT token: row i is the query, so its previous token is column i - 1, "
+          "the diagonal just below the main one (np.diagonal(..., offset=-1, axis1=-2, axis2=-1))"),
+    Wrong(lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / a.shape[-1],
+          "you divided by T, but only T - 1 tokens have a previous token (the first one has none): take the mean "
+          "of the T - 1 weights"),
+    Wrong(lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1),
+          "that is the sum over tokens; the fingerprint is the mean weight per token"),
+    Wrong(lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1),
+          "that is the weight on the token itself (the main diagonal); the previous token is one column to the left"),
+    Wrong(lambda a: np.diagonal(a, offset=-1).mean(axis=-1),
+          "np.diagonal takes the first two axes unless told otherwise (layers and heads here): "
+          "pass axis1=-2, axis2=-1"),
+]
+
+
+def check_previous_token_weight(fn):
+    """Grade ``fn(attentions)``: ``(layers, heads, T, T) -> (layers, heads)``, mean weight on the previous token."""
+    return grade_function(fn, my_previous_token_weight, _previous_cases(), what="my_previous_token_weight",
+                          wrongs=_PREVIOUS_WRONGS, rtol=1e-5, atol=1e-7,
+                          shape_hint="one number per head: average over the query tokens (the last axis after "
+                                     "taking the diagonal), keep the layer and head axes",
+                          success="the mean weight on the previous token, one number per head.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 12.1 (b): which head is the previous-token head?
+
+
+@lru_cache(maxsize=1)
+def _model_fingerprints():
+    model = load_minilm()
+    return head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])
+
+
+def check_previous_token_head(answer):
+    """Grade ``(layer, head)``: the head with the largest mean weight on the previous token (0-based)."""
+    if answer is None or answer is Ellipsis:
+        return Verdict(False, "the answer is not filled in yet", "write answer = (layer, head), two integers")
+    try:
+        fingerprints = _model_fingerprints()
+    except Exception as err:  # noqa: BLE001 - a missing model becomes a message, never a traceback
+        return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
+    next_weight, previous = fingerprints["next"], fingerprints["previous"]
+    best = tuple(int(i) for i in np.unravel_index(np.argmax(previous), previous.shape))
+    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool):
+        if int(answer) == int(np.argmax(previous)):
+            return Verdict(False, f"{answer} is the position in the flattened array, not (layer, head)",
+                           "np.argmax on a 2-D array counts cells row by row; turn it into (layer, head) with "
+                           "np.unravel_index(index, shape)")
+        return Verdict(False, f"{answer!r} is one number", "give two: answer = (layer, head)")
+    try:
+        layer, head = answer
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (layer, head)):
+            raise TypeError
+        layer, head = int(layer), int(head)
+    except (TypeError, ValueError):
+        return Verdict(False, f"{answer!r} is not a pair of integers", "write answer = (layer, head), e.g. (3, 7)")
+    if (layer, head) == best:
+        return Verdict(True, f"layer {layer}, head {head}: its tokens put {previous[best]:.2f} of their weight on "
+                             f"the previous token, on average over {len(FINGERPRINT_SENTENCES)} sentences.")
+    if (head, layer) == best:
+        return Verdict(False, f"({layer}, {head}) has the layer and the head swapped",
+                       "the fingerprint arrays have shape (layers, heads): the first index is the layer")
+    if (layer - 1, head - 1) == best:
+        return Verdict(False, f"({layer}, {head}) counts from 1", "Python counts layers and heads from 0")
+    shape = previous.shape
+    if not (0 <= layer < shape[0] and 0 <= head < shape[1]):
+        return Verdict(False, f"there is no head ({layer}, {head})",
+                       f"layers go from 0 to {shape[0] - 1}, heads from 0 to {shape[1] - 1}")
+    nxt = tuple(int(i) for i in np.unravel_index(np.argmax(next_weight), next_weight.shape))
+    if (layer, head) == nxt:
+        return Verdict(False, f"({layer}, {head}) is the NEXT-token head ({next_weight[nxt]:.2f} on the next token)",
+                       "for query row i the previous token is column i - 1: check your function with exercise "
+                       "12.1 (a)'s checker first")
+    return Verdict(False, f"head ({layer}, {head}) puts only {previous[layer, head]:.2f} on the previous token",
+                   "apply your function to each sentence's attentions, average over the sentences, then take the "
+                   "(layer, head) of the largest value with np.unravel_index(np.argmax(...), shape)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 12.2: predict, then measure: how much does a sink head take from [CLS]?
+
+SINK_LAYER, SINK_HEAD = 4, 5
+
+#: The choices of the prediction, and the range of the measured share each one stands for.
+SINK_CHOICES = {"a": ("about 90%, like its weight", 0.75, 1.0),
+                "b": ("about half", 0.35, 0.75),
+                "c": ("under a third", 0.0, 0.35)}
+
+
+def sink_shares(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEAD):
+    """Mean weight on ``[CLS]`` and ``[CLS]``'s mean share of the head's output norm, over ``sentences``."""
+    model = load_minilm()
+    weights, shares = [], []
+    for sentence in sentences:
+        result = model.run(sentence)
+        moved = weighted_value_norms(model, result, layer)[head]  # (T, T)
+        weights.append(result.attentions[layer, head, :, 0].mean())
+        shares.append((moved[:, 0] / moved.sum(axis=-1)).mean())
+    return float(np.mean(weights)), float(np.mean(shares))
+
+
+@register_solution("sink_prediction")
+def sink_prediction():
+    """The measured answer: [CLS] gets ~0.89 of the weight but supplies ~0.23 of what the head writes."""
+    weight, share = sink_shares()
+    return next(key for key, (_, low, high) in SINK_CHOICES.items() if low <= share < high)
+
+
+def check_sink_prediction(prediction):
+    """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
+    if prediction is None or prediction is Ellipsis:
+        return Verdict(False, "no prediction yet", 'write my_prediction = "a", "b" or "c" before you measure')
+    choice = prediction.strip().lower().strip("()") if isinstance(prediction, str) else None
+    if choice not in SINK_CHOICES:
+        return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')
+    try:
+        weight, share = sink_shares()
+    except Exception as err:  # noqa: BLE001
+        return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
+    measured = f"[CLS] gets {weight:.2f} of the weight but supplies {share:.0%} of what the head writes"
+    low, high = SINK_CHOICES[choice][1:]
+    if low <= share < high:
+        return Verdict(True, f"measured: {measured}. [CLS]'s value vector is short, so the weight parked on it "
+                             "moves the output little.")
+    return Verdict(False, f"you predicted {SINK_CHOICES[choice][0]}; measured: {measured}",
+                   "a weight multiplies a value vector: a large weight on a short vector adds little. Compare the "
+                   "lengths of the value vectors in the cell below")

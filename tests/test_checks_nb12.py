@@ -1,0 +1,155 @@
+"""Notebook 12 checkers (previous-token weight and head, the sink prediction) and the head-view widget."""
+
+import numpy as np
+import pytest
+
+from attn_helpers.checks import (
+    Verdict,
+    check_previous_token_head,
+    check_previous_token_weight,
+    check_sink_prediction,
+    solution,
+)
+from attn_helpers.checks.nb12 import SINK_CHOICES, my_previous_token_weight, sink_prediction, sink_shares
+from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
+from attn_helpers.widgets import nb12
+
+
+def _crash(*args):
+    raise RuntimeError("boom")
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
+           lambda *a: np.zeros((1, 1)), lambda *a: np.full((2, 3), np.nan), lambda *a: [[1, 2], [3]], Ellipsis,
+           (0, 2, 1), (True, False), {"layer": 0}, 1.5, b"c", float("nan")]
+
+
+@pytest.fixture(scope="module")
+def fingerprints():
+    model = load_minilm()
+    return head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])
+
+
+# --- 12.1 (a) ------------------------------------------------------------------------------------
+
+
+def test_previous_weight_solution_and_core_agree(fingerprints):
+    assert check_previous_token_weight(my_previous_token_weight).passed
+    model = load_minilm()
+    attentions = [model.run(s).attentions for s in FINGERPRINT_SENTENCES]
+    mine = np.mean([my_previous_token_weight(a) for a in attentions], axis=0)
+    np.testing.assert_allclose(mine, fingerprints["previous"], rtol=1e-6)
+
+
+def test_previous_weight_alternative_correct_answers_pass():
+    def loop(a):
+        T = a.shape[-1]
+        return sum(a[..., i, i - 1] for i in range(1, T)) / (T - 1)
+
+    assert check_previous_token_weight(loop).passed
+    assert check_previous_token_weight(lambda a: np.diagonal(a, -1, -2, -1).mean(-1)).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda a: np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(axis=-1), "NEXT token"),
+    (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / a.shape[-1], "divided by T"),
+    (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1), "sum over tokens"),
+    (lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1), "token itself"),
+    (lambda a: np.diagonal(a, offset=-1).mean(axis=-1), "axis1=-2"),
+    (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1), "one number per head"),
+])
+def test_previous_weight_wrong_answers_get_specific_hints(wrong, hint):
+    verdict = check_previous_token_weight(wrong)
+    assert not verdict.passed
+    assert hint in verdict.hint
+
+
+@pytest.mark.parametrize("answer", GARBAGE)
+def test_checkers_never_raise(answer):
+    for check in (check_previous_token_weight, check_previous_token_head, check_sink_prediction):
+        verdict = check(answer)
+        assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
+
+
+# --- 12.1 (b) ------------------------------------------------------------------------------------
+
+
+def test_previous_head_right_answer_is_the_measured_one(fingerprints):
+    best = np.unravel_index(np.argmax(fingerprints["previous"]), fingerprints["previous"].shape)
+    assert check_previous_token_head(tuple(int(i) for i in best)).passed
+    assert check_previous_token_head([int(i) for i in best]).passed
+    assert check_previous_token_head(tuple(np.int64(i) for i in best)).passed
+
+
+def test_previous_head_hints(fingerprints):
+    layer, head = (int(i) for i in np.unravel_index(np.argmax(fingerprints["previous"]), (6, 12)))
+    nxt = tuple(int(i) for i in np.unravel_index(np.argmax(fingerprints["next"]), (6, 12)))
+    assert "flattened" in check_previous_token_head(layer * 12 + head).message
+    assert "counts from 1" in check_previous_token_head((layer + 1, head + 1)).message
+    assert "no head" in check_previous_token_head((6, 0)).message
+    assert "NEXT-token head" in check_previous_token_head(nxt).message
+    if head < 6:
+        assert "swapped" in check_previous_token_head((head, layer)).message
+    other = (5, 0) if (layer, head) != (5, 0) else (5, 1)
+    assert "puts only" in check_previous_token_head(other).message
+
+
+# --- 12.2 --------------------------------------------------------------------------------------------
+
+
+def test_sink_prediction_is_graded_on_the_measurement():
+    weight, share = sink_shares()
+    assert weight > 0.8  # the head parks most of its weight on [CLS] ...
+    assert share < 0.35  # ... but [CLS] supplies little of what it writes (measured: 0.89 and 0.23)
+    right = sink_prediction()
+    assert right == "c"
+    assert check_sink_prediction(right).passed and check_sink_prediction(" (C) ").passed
+    for wrong in set(SINK_CHOICES) - {right}:
+        verdict = check_sink_prediction(wrong)
+        assert not verdict.passed and "short vector" in verdict.hint
+
+
+def test_solutions_are_registered():
+    for name in ("my_previous_token_weight", "sink_prediction"):
+        assert name in solution(name).source
+
+
+# --- the head view ----------------------------------------------------------------------------
+
+
+def test_head_mosaic_places_each_head():
+    attentions = np.random.default_rng(0).random((2, 3, 4, 4))
+    mosaic = nb12.head_mosaic(attentions, gap=1)
+    assert mosaic.shape == (2 * 5 - 1, 3 * 5 - 1)
+    np.testing.assert_array_equal(mosaic[5:9, 10:14], attentions[1, 2])
+    assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 4]).all()
+    with pytest.raises(ValueError, match="layers, heads, T, T"):
+        nb12.head_mosaic(np.ones((2, 3, 4)))
+
+
+def test_head_view_draws_updates_and_survives_bad_text():
+    explorer = nb12.EXPLORERS["head_view"]()
+    assert list(explorer.controls) == ["text", "layer", "head"]
+    assert explorer.controls["text"].continuous_update is False
+    fig = explorer.figure(layer=0, head=2)
+    assert "previous 1.00" in fig.note and "[CLS] the cat" in fig.note
+    first = explorer.render_png()
+    assert explorer.render_png(head=3) != first  # fast path: another head
+    explorer.controls["text"].value = "A completely different sentence."
+    assert "different" in explorer.text.value and explorer.image.value != first
+    explorer.controls["text"].value = "word " * 300  # too long: a message, not a traceback
+    assert "Could not draw" in explorer.text.value and "at most 256" in explorer.text.value
+    explorer.controls["text"].value = ""
+    assert "[CLS] [SEP]" in explorer.text.value
+
+
+def test_head_summary_numbers_come_from_the_fingerprints():
+    model = load_minilm()
+    result = model.run(nb12.EXAMPLE_TEXT)
+    fp = head_fingerprints(result.attentions)
+    line = nb12.head_summary(result, 1, 8)
+    assert f"next {fp['next'][1, 8]:.2f}" in line and f"entropy {fp['entropy'][1, 8]:.2f}" in line

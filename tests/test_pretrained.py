@@ -1,0 +1,359 @@
+"""all-MiniLM-L6-v2 in numpy (attn_helpers.pretrained) against the reference implementation.
+
+The reference numbers come from tools/make_minilm_reference.py (PyTorch + transformers + tokenizers,
+run once in a separate environment): the tokens of the model's own tokenizer.json
+(tests/fixtures/minilm_tokens.json), and the hidden states, attention weights and sentence
+embeddings of the reference forward pass (attn_helpers/data/minilm_reference.npz, which notebook
+12 reads too).
+"""
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_helpers import pretrained
+from attn_helpers.pretrained import (
+    FINGERPRINTS,
+    INSTALL_COMMAND,
+    MODEL_FILES,
+    MODEL_SHA256,
+    MODEL_SIZE,
+    basic_tokenize,
+    head_fingerprints,
+    load_minilm,
+    load_reference,
+    model_dir,
+    read_safetensors,
+    top_heads,
+    word_vector,
+    wordpiece,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_reference()
+
+
+def _token_cases():
+    return json.loads((FIXTURES / "minilm_tokens.json").read_text(encoding="utf-8"))["cases"]
+
+
+# --- tokenizer ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", _token_cases(), ids=lambda case: case["text"][:30] or "empty")
+def test_tokenizer_equals_tokenizer_json(model, case):
+    assert model.tokenizer.tokenize(case["text"]) == case["tokens"]
+    assert model.tokenizer.encode(case["text"]) == case["ids"]
+
+
+def test_token_fixture_covers_every_rule():
+    tokens = [t for case in _token_cases() for t in case["tokens"]]
+    assert "[UNK]" in tokens and "[MASK]" in tokens
+    assert any(t.startswith("##") for t in tokens)
+    assert any(any(ord(c) > 0x4E00 for c in t) for t in tokens)  # a CJK character kept as a token
+
+
+def test_basic_tokenize_rules():
+    assert basic_tokenize("Crème BRÛLÉE!") == ["creme", "brulee", "!"]
+    assert basic_tokenize("a\tb\nc\x07d\u200be") == ["a", "b", "cde"]  # control and format characters vanish
+    assert basic_tokenize("3.5$ (x)") == ["3", ".", "5", "$", "(", "x", ")"]
+    assert basic_tokenize("中文") == ["中", "文"]
+    assert basic_tokenize("") == []
+    with pytest.raises(TypeError, match="text must be a str"):
+        basic_tokenize(None)
+
+
+def test_wordpiece_greedy_longest_match_first():
+    vocab = {"un", "##aff", "##able", "##a", "##b"}
+    assert wordpiece("unaffable", vocab) == ["un", "##aff", "##able"]
+    assert wordpiece("unaffablex", vocab) == ["[UNK]"]  # the whole word, not just the rest
+    # greedy: the longest first piece wins and is never taken back, even when a shorter one would lead on
+    assert wordpiece("unab", vocab | {"una"}) == ["una", "##b"]
+    assert wordpiece("unaffable", vocab | {"una"}) == ["[UNK]"]  # "una" leaves "ffable", which no piece starts
+    assert wordpiece("x" * 101, {"x", "##x"}) == ["[UNK]"]
+    assert wordpiece("x" * 100, {"x", "##x"}) == ["x"] + ["##x"] * 99
+
+
+def test_tokenize_rejects_non_text(model):
+    with pytest.raises(TypeError, match="text must be a str"):
+        model.run(42)
+
+
+# --- reference agreement -----------------------------------------------------------------------
+
+
+def test_hidden_states_and_attentions_match_reference(model, reference):
+    for n, sentence in enumerate(reference["sentences"]):
+        tokens, hidden, attentions = model.run(str(sentence))
+        assert model.tokenizer.encode(str(sentence)) == reference[f"s{n}_ids"].tolist()
+        T = len(tokens)
+        assert hidden.shape == (7, T, 384) and hidden.dtype == np.float32
+        assert attentions.shape == (6, 12, T, T) and attentions.dtype == np.float32
+        expected = reference[f"s{n}_hidden"]
+        np.testing.assert_allclose(hidden[-len(expected):], expected, rtol=0, atol=TOLERANCE)
+        if f"s{n}_attentions" in reference:
+            np.testing.assert_allclose(attentions, reference[f"s{n}_attentions"], rtol=0, atol=TOLERANCE)
+    assert reference["s0_hidden"].shape[0] == 7  # every layer is compared for the first sentence
+
+
+def test_sentence_embeddings_match_reference(model, reference):
+    for n, sentence in enumerate(reference["sentences"]):
+        embedding = model.embed(str(sentence))
+        assert embedding.shape == (384,) and embedding.dtype == np.float32
+        np.testing.assert_allclose(embedding, reference[f"s{n}_embedding"], rtol=0, atol=TOLERANCE)
+        assert abs(float(np.linalg.norm(embedding)) - 1) < 1e-5
+
+
+def test_weights_rows_sum_to_one_and_no_nan(model):
+    _, hidden, attentions = model.run("A short one.")
+    np.testing.assert_allclose(attentions.sum(axis=-1), 1, atol=1e-5)
+    assert np.isfinite(hidden).all()
+
+
+def test_empty_text_is_cls_and_sep(model):
+    tokens, hidden, attentions = model.run("")
+    assert tokens == ["[CLS]", "[SEP]"] and hidden.shape == (7, 2, 384) and attentions.shape == (6, 12, 2, 2)
+
+
+def test_too_long_text_is_refused(model):
+    with pytest.raises(ValueError, match="at most 256"):
+        model.run("word " * 300)
+
+
+def test_load_is_cached(model):
+    assert load_minilm() is model
+
+
+# --- loading: the files, their hash, and clear errors ------------------------------------------
+
+
+def _copy_model(tmp_path, weights=None):
+    source = model_dir()
+    for name in MODEL_FILES[1:]:
+        shutil.copy(source / name, tmp_path / name)
+    data = (source / "model.safetensors").read_bytes() if weights is None else weights
+    (tmp_path / "model.safetensors").write_bytes(data)
+    return tmp_path
+
+
+def test_default_folder_holds_the_upstream_file():
+    import hashlib
+
+    data = (model_dir() / "model.safetensors").read_bytes()
+    assert len(data) == MODEL_SIZE and hashlib.sha256(data).hexdigest() == MODEL_SHA256
+
+
+def test_another_folder_with_the_same_files_loads(tmp_path, model):
+    other = load_minilm(_copy_model(tmp_path))
+    assert other is not model
+    np.testing.assert_array_equal(other.embed("same weights"), model.embed("same weights"))
+
+
+def test_one_changed_byte_is_refused_before_use(tmp_path):
+    data = bytearray((model_dir() / "model.safetensors").read_bytes())
+    data[-5] ^= 1  # inside the last array: the file still parses, only the hash can tell
+    folder = _copy_model(tmp_path, bytes(data))
+    with pytest.raises(ValueError, match="corrupt or not all-MiniLM-L6-v2's") as err:
+        load_minilm(folder)
+    assert "model.safetensors" in str(err.value) and MODEL_SHA256 in str(err.value)
+
+
+def test_truncated_file_is_named(tmp_path):
+    folder = _copy_model(tmp_path, (model_dir() / "model.safetensors").read_bytes()[:1_000_000])
+    with pytest.raises(ValueError, match=r"truncated \(1,000,000 of 90,868,376 bytes\)") as err:
+        load_minilm(folder)
+    assert str(folder / "model.safetensors") in str(err.value)
+
+
+@pytest.mark.parametrize("missing", MODEL_FILES)
+def test_missing_file_is_named(tmp_path, missing):
+    folder = _copy_model(tmp_path)
+    (folder / missing).unlink()
+    with pytest.raises(FileNotFoundError, match=f"'{missing}' is missing"):
+        load_minilm(folder)
+
+
+def test_missing_folder_and_bad_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_minilm(tmp_path / "nowhere")
+    with pytest.raises(TypeError, match="path must be a folder name"):
+        load_minilm(3)
+
+
+def test_missing_package_says_how_to_install(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == pretrained.MODEL_PACKAGE else real(name, *a))
+    with pytest.raises(ModuleNotFoundError) as err:
+        load_minilm()
+    message = str(err.value)
+    assert INSTALL_COMMAND in message and "path=" in message
+    assert message.count(". ") == 0  # one sentence
+
+
+# --- the safetensors reader ----------------------------------------------------------------------
+
+
+def _blob(header, payload=b""):
+    raw = json.dumps(header).encode()
+    return len(raw).to_bytes(8, "little") + raw + payload
+
+
+def test_read_safetensors_roundtrip_dtypes_and_metadata():
+    a = np.arange(6, dtype="<f4").reshape(2, 3)
+    b = np.array([7, -8], dtype="<i8")
+    header = {"__metadata__": {"format": "pt"},
+              "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+              "b": {"dtype": "I64", "shape": [2], "data_offsets": [24, 40]}}
+    arrays = read_safetensors(_blob(header, a.tobytes() + b.tobytes()))
+    assert set(arrays) == {"a", "b"}
+    np.testing.assert_array_equal(arrays["a"], a)
+    np.testing.assert_array_equal(arrays["b"], b)
+    assert arrays["a"].dtype == np.float32
+
+
+def test_read_safetensors_refuses_broken_files():
+    header = {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+    with pytest.raises(ValueError, match="truncated or corrupt: array 'a'"):
+        read_safetensors(_blob(header, b"\0" * 8))
+    with pytest.raises(ValueError, match="header is not JSON"):
+        read_safetensors((5).to_bytes(8, "little") + b"{oops")
+    with pytest.raises(ValueError, match="too short"):
+        read_safetensors(b"\1\2")
+    with pytest.raises(ValueError, match="header says"):
+        read_safetensors((10**9).to_bytes(8, "little") + b"{}")
+    with pytest.raises(TypeError, match="bytes"):
+        read_safetensors("model.safetensors")
+
+
+# --- head fingerprints and contextual vectors --------------------------------------------------
+
+
+def _pattern(T, kind):
+    if kind == "previous":
+        w = np.eye(T, k=-1)
+        w[0, 0] = 1
+    elif kind == "next":
+        w = np.eye(T, k=1)
+        w[-1, -1] = 1
+    elif kind == "self":
+        w = np.eye(T)
+    elif kind == "cls":
+        w = np.zeros((T, T))
+        w[:, 0] = 1
+    elif kind == "sep":
+        w = np.zeros((T, T))
+        w[:, -1] = 1
+    else:
+        w = np.full((T, T), 1 / T)
+    return w
+
+
+def test_fingerprints_of_pure_patterns():
+    T = 6
+    kinds = ["previous", "next", "self", "cls", "sep", "uniform"]
+    attentions = np.stack([_pattern(T, k) for k in kinds])[None]  # (1 layer, 6 heads, T, T)
+    fp = head_fingerprints(attentions)
+    assert set(fp) == set(FINGERPRINTS) and all(v.shape == (1, 6) for v in fp.values())
+    np.testing.assert_allclose(np.diag(np.stack([fp[n][0] for n in FINGERPRINTS[:5]])), 1)
+    np.testing.assert_allclose(fp["entropy"][0], [0, 0, 0, 0, 0, np.log(T)], atol=1e-12)
+    np.testing.assert_allclose(fp["previous"][0, 5], 1 / T)
+    assert top_heads(fp["previous"], 1) == [(0, 0, 1.0)]
+    assert top_heads(fp["entropy"], 1) == [(0, 5, pytest.approx(np.log(T)))]
+    assert [h for _, h, _ in top_heads(fp["entropy"], 2, largest=False)] == [0, 1]
+
+
+def test_fingerprints_average_sentences_of_different_lengths():
+    fp = head_fingerprints([_pattern(3, "self")[None, None], _pattern(5, "uniform")[None, None]])
+    np.testing.assert_allclose(fp["self"], [[(1 + 0.2) / 2]])
+    np.testing.assert_allclose(fp["entropy"], [[np.log(5) / 2]])
+
+
+def test_fingerprints_refuse_bad_input():
+    with pytest.raises(ValueError, match="empty"):
+        head_fingerprints([])
+    with pytest.raises(ValueError, match=r"\(layers, heads, T, T\)"):
+        head_fingerprints(np.ones((1, 1, 2, 3)))
+
+
+def test_the_model_has_a_previous_token_head(model):
+    fp = head_fingerprints([model.run(s).attentions for s in pretrained.FINGERPRINT_SENTENCES])
+    layer, head, value = top_heads(fp["previous"], 1)[0]
+    assert value > 0.9  # measured: layer 0, head 2 puts ~1.00 on the previous token
+
+
+def test_word_vector(model):
+    result = model.run("An unbelievably ripe apple.")
+    pieces = [i for i, t in enumerate(result.tokens) if t in ("un", "##bel", "##ie", "##va", "##bly")]
+    vector = word_vector(result, "unbelievably")
+    assert len(pieces) > 1 and vector.shape == (384,)
+    np.testing.assert_allclose(vector, result.hidden_states[-1, pieces].mean(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(word_vector(result, "Apple", layer=0), result.hidden_states[0, 8])
+    with pytest.raises(ValueError, match="not among the tokens"):
+        word_vector(result, "pear")
+    with pytest.raises(ValueError, match="one word"):
+        word_vector(result, "ripe apple")
+
+
+def test_bad_layers_and_counts_are_named(model):
+    result = model.run("A cat.")
+    with pytest.raises(ValueError, match="layer must be in 0..5; got 6"):
+        pretrained.weighted_value_norms(model, result, 6)
+    with pytest.raises(TypeError, match="layer must be an integer"):
+        pretrained.weighted_value_norms(model, result, 1.5)
+    with pytest.raises(ValueError, match="layer must be in -7..6"):
+        word_vector(result, "cat", layer=7)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        top_heads(np.ones((2, 2)), k=0)
+
+
+def test_weighted_value_norms_is_weight_times_value_length(model):
+    result = model.run("The cat sat.")
+    moved = pretrained.weighted_value_norms(model, result, 2)
+    params, T = model.blocks[2], len(result.tokens)
+    x = result.hidden_states[2]
+    for head in (0, 7):
+        cols = slice(head * 32, (head + 1) * 32)
+        values = x @ params.w_v[:, cols] + params.b_v[cols]  # (T, 32): this head's values, by columns
+        lengths = np.linalg.norm(values @ params.w_o[cols], axis=-1)  # (T,): |v_j W_o^(h)|
+        np.testing.assert_allclose(moved[head], result.attentions[2, head] * lengths[None, :], rtol=1e-4, atol=1e-6)
+    assert moved.shape == (12, T, T)
+
+
+def test_requirements_model_is_one_hash_pinned_line():
+    lines = [line for line in (FIXTURES.parents[1] / "requirements-model.txt").read_text().splitlines() if line]
+    assert len(lines) == 1
+    name, rest = lines[0].split("==")
+    assert name.replace("-", "_") == pretrained.MODEL_PACKAGE
+    assert re.fullmatch(r"[\w.]+ --hash=sha256:[0-9a-f]{64}", rest)
+
+
+def test_run_restores_the_callers_blas_threads(model):
+    from attn_helpers import efficient
+
+    found = efficient._find_openblas_threads()
+    if not found:
+        pytest.skip("numpy's BLAS is not the bundled OpenBLAS: there is no thread setting to restore")
+    get, set_ = found
+    before = get()
+    try:
+        set_(2)
+        model.run("Two threads before, two threads after.")
+        assert get() == 2
+    finally:
+        set_(before)
