@@ -18,23 +18,7 @@ from attn_helpers.kv_cache import (
     random_decoder,
 )
 from attn_helpers.multihead import repeat_kv_heads
-from tests.reference import attention_ref
-
-
-def gqa_loop_reference(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask=None):
-    """Grouped-query attention one query head at a time, written from the definition (float64 loops)."""
-    head_dim = w_q.shape[1] // num_heads
-    group = num_heads // num_kv_heads
-    heads, all_weights = [], []
-    for i in range(num_heads):
-        kv = i // group  # the key/value head that query head i shares with its group
-        q = x @ w_q[:, i * head_dim : (i + 1) * head_dim]
-        k = x @ w_k[:, kv * head_dim : (kv + 1) * head_dim]
-        v = x @ w_v[:, kv * head_dim : (kv + 1) * head_dim]
-        context, weights = attention_ref(q, k, v, mask=mask)
-        heads.append(context)
-        all_weights.append(weights)
-    return np.concatenate(heads, axis=-1) @ w_o, np.stack(all_weights)
+from tests.reference import multi_head_ref
 
 
 @pytest.mark.parametrize(("num_heads", "num_kv_heads"), [(4, 4), (4, 2), (4, 1), (6, 3), (6, 2), (1, 1)])
@@ -48,7 +32,7 @@ def test_grouped_query_attention_equals_the_loop_reference(num_heads, num_kv_hea
     w_o = rng.standard_normal((num_heads * head_dim, d_model))
     mask = causal_mask(T) if masked else None
     out, weights = multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=mask, num_kv_heads=num_kv_heads)
-    expected_out, expected_weights = gqa_loop_reference(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask)
+    expected_out, expected_weights = multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask, num_kv_heads)
     np.testing.assert_allclose(out, expected_out, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-10, atol=1e-12)
 
