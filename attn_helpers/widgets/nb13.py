@@ -1,0 +1,134 @@
+"""Notebook 13: step through the tiles of attention computed with the online softmax.
+
+Every number drawn comes from :func:`attn_helpers.online.tiled_attention_steps`; this
+module only draws it: the grid of scores tile by tile (computed, live, skipped, not yet
+reached) and, for one query row, its running max and running sum after each tile.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch, Rectangle
+
+from ..core import causal_mask
+from ..examples import CREATURE_TOKENS, SEED
+from ..online import tiled_attention_steps
+from ..plotting import MASKED_COLOUR, OKABE_ITO
+from . import Explorer, dropdown, slider, toggle
+
+__all__ = ["tiling_example", "draw_tiles", "tile_explorer", "EXPLORERS"]
+
+_LIVE = OKABE_ITO["vermillion"]
+_DONE = OKABE_ITO["blue"]
+_FINAL = OKABE_ITO["black"]
+
+
+def tiling_example(T=8, d_k=4, seed=SEED):
+    """Seeded random queries, keys and values ``(T, d_k)`` for the tile explorer (T = 8: the creature sentence)."""
+    rng = np.random.default_rng(seed)
+    queries, keys, values = (rng.standard_normal((T, d_k)) for _ in range(3))
+    return {"queries": queries, "keys": keys, "values": values}
+
+
+def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example=None, tokens=CREATURE_TOKENS):
+    """Left: the scores tile by tile; right: the chosen row's running max and running sum after each tile."""
+    example = tiling_example(len(tokens)) if example is None else example
+    tokens = list(tokens)
+    T = len(tokens)
+    row = tokens.index(query) if query in tokens else 0
+    mask = causal_mask(T) if causal else None
+    _, steps = tiled_attention_steps(example["queries"], example["keys"], example["values"], mask=mask,
+                                     block_size=int(block_size))
+    step = int(min(max(int(step), 1), len(steps)))
+    current = steps[step - 1]
+    scale = 1.0 / np.sqrt(example["queries"].shape[-1])
+    scores = example["queries"] @ example["keys"].T * scale  # (T, d_k) @ (d_k, T) -> (T, T): only to colour tiles
+
+    fig.set_layout_engine("none")
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.15, 1], left=0.1, right=0.97, top=0.9, bottom=0.2, wspace=0.35,
+                            hspace=0.55)
+    left = fig.add_subplot(grid[:, 0])
+    top, bottom = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
+
+    # The scores of the tiles computed so far; nothing where no tile has reached yet.
+    shown = np.full((T, T), np.nan)
+    for done in steps[:step]:
+        if not done.skipped:
+            rows, cols = slice(done.rows.start, done.rows.stop), slice(done.cols.start, done.cols.stop)
+            shown[rows, cols] = scores[rows, cols]
+    if mask is not None:
+        shown[~mask] = np.nan
+    limit = float(np.abs(scores).max())
+    image = left.imshow(shown, cmap="PuOr", vmin=-limit, vmax=limit)
+    fig.colorbar(image, ax=left, shrink=0.8, label="score (computed tiles)")
+    if mask is not None:  # masked cells in grey, whether or not their tile was computed
+        left.imshow(np.ma.masked_where(mask, np.ones((T, T))), cmap=ListedColormap([MASKED_COLOUR]), vmin=0, vmax=1)
+    for done in steps[:step]:
+        if done.skipped:
+            left.add_patch(Rectangle((done.cols.start - 0.5, done.rows.start - 0.5), len(done.cols), len(done.rows),
+                                     facecolor=MASKED_COLOUR, hatch="///", edgecolor="#969696", linewidth=0))
+    for tile in steps:
+        left.add_patch(Rectangle((tile.cols.start - 0.5, tile.rows.start - 0.5), len(tile.cols), len(tile.rows),
+                                 fill=False, edgecolor="#969696", linewidth=0.8))
+    left.add_patch(Rectangle((current.cols.start - 0.5, current.rows.start - 0.5), len(current.cols),
+                             len(current.rows), fill=False, edgecolor=_LIVE, linewidth=3.5))
+    left.add_patch(Rectangle((-0.5, row - 0.5), T, 1, fill=False, edgecolor=_FINAL, linewidth=1.5, linestyle="--"))
+    left.set_xticks(range(T), labels=tokens, rotation=45, ha="right", rotation_mode="anchor")
+    left.set_yticks(range(T), labels=tokens)
+    left.set_xlabel("key")
+    left.set_ylabel("query")
+    status = "skipped: every key masked" if current.skipped else "live tile"
+    left.set_title(f"tile {step} of {len(steps)} ({status})")
+    left.legend(handles=[Patch(facecolor="none", edgecolor=_LIVE, linewidth=3, label="this tile"),
+                         Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor="#969696", label="tile skipped"),
+                         Patch(facecolor=MASKED_COLOUR, label="masked")],
+                loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=11, frameon=False)
+
+    # The chosen row's running max and sum after each tile, up to this one; dashed: the row's final value.
+    x = np.arange(1, len(steps) + 1)
+    maxima = np.array([s.running_max[row] for s in steps])
+    sums = np.array([s.running_sum[row] for s in steps])
+    touches = np.array([row in s.rows and not s.skipped for s in steps])
+    for ax, values, name in ((top, maxima, "running max m"), (bottom, sums, "running sum l")):
+        finite = np.isfinite(values)
+        seen = finite & (x <= step)
+        ax.step(x[seen], values[seen], where="post", color=_DONE, linewidth=2)
+        ax.plot(x[seen & touches], values[seen & touches], "o", color=_DONE, markersize=7)
+        ax.axhline(values[finite][-1] if finite.any() else 0.0, color=_FINAL, linestyle="--", linewidth=1)
+        ax.axvline(step, color=_LIVE, linewidth=2)
+        ax.set_xlim(0.5, len(steps) + 0.5)
+        low, high = (values[finite].min(), values[finite].max()) if finite.any() else (0.0, 1.0)
+        pad = 0.1 * (high - low) + 0.1
+        ax.set_ylim(low - pad, high + pad)
+        ax.set_ylabel(name)
+    top.set_title(f"query {tokens[row]!r}: dots = tiles of its row")
+    bottom.set_xlabel("tile (in the order computed)")
+
+    if current.skipped:
+        return (f"Tile {step}: rows {current.rows.start}-{current.rows.stop - 1}, keys {current.cols.start}-"
+                f"{current.cols.stop - 1}: every key is in the future of every row, so it is never computed.")
+    if row not in current.rows:
+        return f"Tile {step} holds other query rows: {tokens[row]!r}'s max and sum do not move."
+    m, l = current.running_max[row], current.running_sum[row]
+    before = steps[step - 2].running_max[row] if step > 1 and row in steps[step - 2].rows else -np.inf
+    grew = " The max grew, so the old sum was rescaled by exp(m_old - m_new)." if m > before > -np.inf else ""
+    return f"After tile {step}, {tokens[row]!r} has running max m = {m:.3f} and running sum l = {l:.3f}.{grew}"
+
+
+def tile_explorer(example=None, tokens=CREATURE_TOKENS):
+    """Step through the tiles; pick the query row whose running max and sum are plotted."""
+    draw = partial(draw_tiles, example=tiling_example(len(tokens)) if example is None else example, tokens=tokens)
+    controls = {
+        "step": slider("tile", 1, 1, len(tokens) ** 2, 1, integer=True),
+        "query": dropdown("query row", tokens, "creature"),
+        "block_size": dropdown("tile size", [1, 2, 4], 2),
+        "causal": toggle("causal mask (skip tiles in the future)", True),
+    }
+    return Explorer(draw, controls, figsize=(11, 5.2))
+
+
+#: Every explorer of this notebook, by name (the latency benchmark drives each one).
+EXPLORERS = {"tile_explorer": tile_explorer}
