@@ -500,12 +500,17 @@ from ._validate import as_positive_int, finite_scores  # noqa: E402 - this secti
 __all__ += ["tiled_attention"]
 
 
+_blas_controller = None  # threadpoolctl's view of the loaded BLAS libraries, found once (a scan of ~10 ms)
+
+
 def _blas_threads_allowed() -> int:
     """How many threads the caller lets the BLAS use now (its ``threadpool_limits``, its environment)."""
-    import threadpoolctl
+    global _blas_controller
+    if _blas_controller is None:
+        import threadpoolctl
 
-    blas = threadpoolctl.threadpool_info()
-    counts = [lib["num_threads"] for lib in blas if lib.get("user_api") == "blas"]
+        _blas_controller = threadpoolctl.ThreadpoolController().select(user_api="blas")
+    counts = [lib.num_threads for lib in _blas_controller.lib_controllers]
     return max(1, min(counts)) if counts else 1
 
 
@@ -742,6 +747,6 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=Non
                          keys_per_tile, row_mask, causal_rows, bool(boundb[index][block] <= safe), check_overflow,
                          scale, context[index][r0:r1])
 
-    workers = min(_THREADS, len(tasks), _blas_threads_allowed())
-    _run_on_workers(run, workers if n * t_q * t_k >= _PARALLEL_MIN_SCORES else 1)
+    large = n * t_q * t_k >= _PARALLEL_MIN_SCORES
+    _run_on_workers(run, min(_THREADS, len(tasks), _blas_threads_allowed()) if large else 1)
     return context.astype(dtype, copy=False)
