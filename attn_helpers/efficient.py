@@ -594,43 +594,45 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
     dtype = out.dtype
     t_k = keys_t.shape[1]
     running_sum = np.zeros((r, 1), dtype=dtype)  # l: sum of exp(score - m) over the keys seen so far
-    running_max = np.full((r, 1), -np.inf, dtype=dtype)  # m: the shift so far (stays 0 when bounded)
-    if bounded:
-        running_max[...] = 0
+    running_max = np.full((r, 1), 0 if bounded else -np.inf, dtype=dtype)  # m: the shift (stays 0 when bounded)
     out[...] = 0  # acc: sum of exp(score - m) * value over the keys seen so far
     ones = np.ones((min(keys_per_tile, t_k), 1), dtype=dtype)
-    buffer = np.empty((r, min(keys_per_tile, t_k)), dtype=dtype)
+    buffer = np.empty(r * min(keys_per_tile, t_k), dtype=dtype)
     for tile, k0 in zip(tiles, key_starts):
         if tile == _TILE_EMPTY:
             continue  # every key of this tile is masked for every row: never computed
         k1 = min(k0 + keys_per_tile, t_k)
-        scores = buffer[:, : k1 - k0]
+        # On the causal diagonal, the first rows of a tile may see none of its keys: start below them.
+        lo = int(np.searchsorted(causal_rows[:, 0], k0)) if tile == _TILE_PARTIAL and causal_rows is not None else 0
+        rows = slice(lo, r)
+        scores = buffer[: (r - lo) * (k1 - k0)].reshape(r - lo, k1 - k0)  # contiguous scratch, (r', b)
         with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: checked just below
-            np.matmul(queries, keys_t[:, k0:k1], out=scores)  # (r, d_k) @ (d_k, b) -> (r, b)
+            np.matmul(queries[rows], keys_t[:, k0:k1], out=scores)  # (r', d_k) @ (d_k, b) -> (r', b)
         if check_overflow and not np.isfinite(scores).all():
             finite_scores(scores, scale)  # raises the core's ValueError
-        allowed = None
+        blocked = None  # (r', b) bool: True where the score is masked
         if tile == _TILE_PARTIAL:
-            allowed = np.ones(scores.shape, dtype=bool) if row_mask is None else row_mask[:, k0:k1]
             if causal_rows is not None:
-                allowed = allowed & (np.arange(k0, k1) <= causal_rows)  # (r, b) & ((b,) <= (r, 1))
+                blocked = np.arange(k0, k1) > causal_rows[rows]  # (b,) > (r', 1): keys after the query's position
+            if row_mask is not None:
+                blocked = ~row_mask[rows, k0:k1] if blocked is None else blocked | ~row_mask[rows, k0:k1]
         if bounded:
             np.exp(scores, out=scores)  # |score| <= 60: no shift, nothing to rescale
-            if allowed is not None:
-                np.copyto(scores, 0, where=~allowed)
+            if blocked is not None:
+                np.copyto(scores, 0, where=blocked)
         else:
-            if allowed is not None:
-                np.copyto(scores, -np.inf, where=~allowed)
-            new_max = np.maximum(running_max, scores.max(axis=-1, keepdims=True))  # (r, 1)
+            if blocked is not None:
+                np.copyto(scores, -np.inf, where=blocked)
+            new_max = np.maximum(running_max[rows], scores.max(axis=-1, keepdims=True))  # (r', 1)
             shift = np.where(new_max == -np.inf, 0, new_max)  # rows with nothing allowed yet keep -inf scores
-            correction = np.exp(running_max - shift)  # exp(m_old - m_new) <= 1; 0 while m_old is -inf
-            running_sum *= correction  # rescale what was summed with the old shift ...
-            out *= correction  # ... and the accumulator too
-            running_max = new_max  # -inf until a row meets its first allowed key
+            correction = np.exp(running_max[rows] - shift)  # exp(m_old - m_new) <= 1; 0 while m_old is -inf
+            running_sum[rows] *= correction  # rescale what was summed with the old shift ...
+            out[rows] *= correction  # ... and the accumulator too
+            running_max[rows] = new_max  # -inf until a row meets its first allowed key
             np.subtract(scores, shift, out=scores)
             np.exp(scores, out=scores)
-        running_sum += scores @ ones[: k1 - k0]  # (r, b) @ (b, 1) -> (r, 1)
-        out += scores @ values[k0:k1]  # (r, b) @ (b, d_v) -> (r, d_v)
+        running_sum[rows] += scores @ ones[: k1 - k0]  # (r', b) @ (b, 1) -> (r', 1)
+        out[rows] += scores @ values[k0:k1]  # (r', b) @ (b, d_v) -> (r', d_v)
     np.copyto(running_sum, 1, where=running_sum == 0)  # a fully masked row: 0 / 1 = 0, not 0 / 0
     out /= running_sum
 
