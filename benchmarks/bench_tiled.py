@@ -176,12 +176,14 @@ def worker(side, warmup, reps):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         del result
-    times = []
+    times, cpu_times = [], []
     for _ in range(reps):
-        start = time.perf_counter()
+        cpu_start, start = time.process_time(), time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    print(json.dumps(dict(side=side, times=times, median=statistics.median(times), peak=peak, threads=threads)))
+        cpu_times.append(time.process_time() - cpu_start)
+    print(json.dumps(dict(side=side, times=times, median=statistics.median(times), cpu=statistics.median(cpu_times),
+                          peak=peak, threads=threads)))
 
 
 def run_worker(side, warmup, reps):
@@ -200,18 +202,21 @@ def drive(rounds, warmup, reps):
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average before: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     per_side = {side: [] for side in SIDES}
+    cpu = {side: [] for side in SIDES}
     peaks = {}
     for _ in range(rounds):
         for side in SIDES:
             report = run_worker(side, warmup, reps)
             per_side[side].append(report["median"])
+            cpu[side].append(report["cpu"])
             if report["peak"] is not None:
                 peaks[side] = max(peaks.get(side, 0), report["peak"])
     print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + "\n")
     median = {side: statistics.median(times) * 1e3 for side, times in per_side.items()}
     for side, what in SIDES.items():
         rounds_txt = " ".join(f"{t * 1e3:.0f}" for t in per_side[side])
-        print(f"  {side:13s} {median[side]:8.1f} ms   {what}   rounds: {rounds_txt}")
+        cpu_ms = statistics.median(cpu[side]) * 1e3
+        print(f"  {side:13s} {median[side]:8.1f} ms (CPU {cpu_ms:7.1f} ms, all threads)  {what}  rounds: {rounds_txt}")
 
     output_mib = SHAPE["B"] * SHAPE["h"] * SHAPE["T"] * SHAPE["d_k"] * 4 / 2**20
     weights_mib = SHAPE["B"] * SHAPE["h"] * SHAPE["T"] ** 2 * 4 / 2**20
