@@ -72,7 +72,7 @@ def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example
     T = len(tokens)
     _, steps, scores = _tile_state(example, T, block_size, causal)
     fig.set_layout_engine("none")
-    grid = fig.add_gridspec(2, 2, width_ratios=[1.15, 1], left=0.1, right=0.97, top=0.9, bottom=0.2, wspace=0.35,
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.15, 1], left=0.1, right=0.97, top=0.9, bottom=0.26, wspace=0.35,
                             hspace=0.55)
     left = fig.add_subplot(grid[:, 0])
     top, bottom = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
@@ -94,7 +94,7 @@ def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example
     left.legend(handles=[Patch(facecolor="none", edgecolor=_LIVE, linewidth=3, label="this tile"),
                          Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="tile skipped"),
                          Patch(facecolor=MASKED_COLOUR, label="masked")],
-                loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=11, frameon=False)
+                loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=11, frameon=False)
     limits = _row_limits(example, T, block_size)
     lines = {}
     for ax, name, label in ((top, "max", "running max m"), (bottom, "sum", "running sum l")):
@@ -177,7 +177,7 @@ def tile_explorer(example=None, tokens=CREATURE_TOKENS):
     """Step through the tiles; pick the query row whose running max and sum are plotted."""
     draw = partial(draw_tiles, example=tiling_example(len(tokens)) if example is None else example, tokens=tokens)
     controls = {
-        "step": slider("tile", 1, 1, len(tokens) ** 2, 1, integer=True),
+        "step": slider("tile", 6, 1, len(tokens) ** 2, 1, integer=True),
         "query": dropdown("query row", tokens, "creature"),
         "block_size": dropdown("tile size", [1, 2, 4], 2),
         "causal": toggle("causal mask (skip tiles in the future)", True),
