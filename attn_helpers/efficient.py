@@ -55,13 +55,14 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ._validate import attention_inputs, batch_shape
 
-__all__ = ["blocked_attention"]
+__all__ = ["blocked_attention", "one_blas_thread"]
 
 # Bytes of one block of scores (see the speed notes above).
 _BLOCK_BYTES = 1 << 22
@@ -141,6 +142,43 @@ def _hold_blas_to_one_thread() -> int:
             _blas_limit = _blas.limit(limits=1) if counts else None
         _blas_users += 1
         return _caller_threads
+
+
+def _run_on_workers(run, tasks: int) -> None:
+    """Call ``run()`` on up to ``tasks`` threads (this one included, never more than the caller
+    lets the BLAS use), each with a one-threaded BLAS; wait for all of them."""
+    with one_blas_thread() as allowed:
+        workers = min(_THREADS, tasks, allowed)
+        if workers < 2:
+            run()
+            return
+        futures = [_get_pool().submit(run) for _ in range(workers - 1)]
+        try:
+            run()  # this thread is a worker too
+        finally:
+            for future in futures:
+                future.result()
+
+
+@contextmanager
+def one_blas_thread():
+    """Hold the BLAS to one thread inside a ``with`` block; give the number of threads the caller allowed.
+
+    Scoped and counted (see :func:`_hold_blas_to_one_thread`): the caller's setting comes back
+    when the last overlapping block ends. For many small matrix products (a small model's forward
+    pass, say) on a busy machine, where BLAS threads mostly wait for each other.
+
+    Examples
+    --------
+    >>> with one_blas_thread() as allowed:
+    ...     allowed >= 1
+    True
+    """
+    allowed = _hold_blas_to_one_thread()
+    try:
+        yield allowed
+    finally:
+        _release_blas()
 
 
 def _release_blas() -> None:
@@ -301,20 +339,8 @@ def _attention_into(queries, keys, values, mask, scale, context, weights) -> Non
             np.matmul(block, values[first:last], out=out)  # (g, r, T_k) @ (g, T_k, d_v) -> (g, r, d_v)
 
     iter_blocks = iter(blocks)
-    allowed = _hold_blas_to_one_thread()
-    try:
-        workers = min(_THREADS, len(blocks), allowed)
-        if workers < 2 or n * t_q * t_k < _PARALLEL_MIN_SCORES:
-            run()  # one thread: small problems pay more for threads than they gain
-            return
-        futures = [_get_pool().submit(run) for _ in range(workers - 1)]
-        try:
-            run()  # this thread is a worker too
-        finally:
-            for future in futures:
-                future.result()
-    finally:
-        _release_blas()
+    # One thread for small problems: they pay more for threads than they gain.
+    _run_on_workers(run, len(blocks) if n * t_q * t_k >= _PARALLEL_MIN_SCORES else 1)
 
 
 def blocked_attention(queries, keys, values, mask=None, scale=None):
@@ -368,3 +394,263 @@ def blocked_attention(queries, keys, values, mask=None, scale=None):
             flat_mask = np.broadcast_to(mask, batch + mask.shape[-2:]).reshape((n,) + mask.shape[-2:])
         _attention_into(flat(q), flat(k), flat(v), flat_mask, scale, context, weights)
     return context.reshape(batch + (t_q, d_v)), weights.reshape(batch + (t_q, t_k))
+
+
+# =====================================================================================
+# Online softmax and tiled attention: attention without the T x T matrix (notebook 13)
+# =====================================================================================
+#
+# ``tiled_attention`` is the idea of FlashAttention (Dao et al., 2022) in numpy: the keys
+# and values are visited in tiles, and each query row keeps three running quantities,
+# its running max ``m``, its running sum ``l`` of ``exp(score - m)`` and its running
+# accumulator ``acc`` of ``exp(score - m) * value``. When a tile raises the max, the sum
+# and the accumulator are rescaled by ``exp(m_old - m_new)``; at the end ``acc / l`` is
+# the context. Only one tile of scores exists at a time, per worker: memory O(T * d),
+# not O(T^2). Notebook 13 derives it; ``attn_helpers.online`` has the readable version.
+#
+# Speed notes (``benchmarks/bench_tiled.py``):
+#
+# - Tiles entirely masked are never computed (a causal mask skips almost half of them),
+#   whatever the mask: each tile is classified once, from the mask or from ``causal=True``,
+#   as empty (skipped), full (no mask applied) or partial (masked scores set to -inf).
+# - The shift: any constant gives the same softmax; the max only keeps ``exp`` from
+#   overflowing. When Cauchy-Schwarz bounds every score of a block of query rows by
+#   ``_TILE_SAFE_EXPONENT`` (``|score| <= scale |q_i| max_j |k_j|``), ``exp(score)`` needs
+#   no shift at all: no running max, no rescaling, two passes fewer per tile. Other
+#   blocks take the running max with rescaling (both paths are tested).
+# - Query blocks of ``_TILE_ROWS`` rows share the workers of ``_get_pool`` (the calling
+#   thread included), each with a one-threaded BLAS meanwhile; the number of workers
+#   never exceeds the BLAS threads the caller allows (``OMP_NUM_THREADS``,
+#   ``OPENBLAS_NUM_THREADS``, ``threadpoolctl.threadpool_limits``).
+
+#: Query rows and keys per tile (``block_size=None``): 512 x 256 float32 scores = 512 KiB, in L2.
+_TILE_ROWS = 512
+_TILE_KEYS = 256
+#: |score| <= this for every score of a block -> exp(score) needs no shift (see the notes above).
+_TILE_SAFE_EXPONENT = 60.0
+
+_TILE_EMPTY, _TILE_FULL, _TILE_PARTIAL = 0, 1, 2
+
+from ._validate import as_positive_int  # noqa: E402 - this section's own imports, kept with it
+
+__all__ += ["tiled_attention"]
+
+
+def _tile_starts(length, size):
+    return np.arange(0, length, size)
+
+
+def _mask_tiles(mask, row_starts, key_starts):
+    """Classify every tile of a boolean mask: ``_TILE_EMPTY``, ``_TILE_FULL`` or ``_TILE_PARTIAL``.
+
+    ``mask`` : (..., T_q, T_k) bool; returns int8 of shape (..., n_row_tiles, n_key_tiles),
+    computed with two reductions per axis (``reduceat``), never a copy of the mask.
+    """
+    any_ = np.logical_or.reduceat(np.logical_or.reduceat(mask, row_starts, axis=-2), key_starts, axis=-1)
+    all_ = np.logical_and.reduceat(np.logical_and.reduceat(mask, row_starts, axis=-2), key_starts, axis=-1)
+    return np.where(all_, _TILE_FULL, np.where(any_, _TILE_PARTIAL, _TILE_EMPTY)).astype(np.int8)
+
+
+def _causal_tiles(t_q, t_k, row_starts, key_starts, rows, keys):
+    """The tile classes of the causal mask ``j <= i + (T_k - T_q)``, by arithmetic on the tile corners."""
+    offset = t_k - t_q
+    first_row = row_starts[:, None]  # (n_row_tiles, 1)
+    last_row = np.minimum(row_starts + rows, t_q)[:, None] - 1
+    first_key = key_starts[None, :]  # (1, n_key_tiles)
+    last_key = np.minimum(key_starts + keys, t_k)[None, :] - 1
+    full = last_key <= first_row + offset  # every key of the tile is at or before every query's position
+    empty = first_key > last_row + offset  # every key of the tile is after every query's position
+    return np.where(full, _TILE_FULL, np.where(empty, _TILE_EMPTY, _TILE_PARTIAL)).astype(np.int8)
+
+
+def _combine_tiles(a, b):
+    """The classes of the tiles of ``a AND b``: empty if either is, full if both are, else partial."""
+    either_empty = (a == _TILE_EMPTY) | (b == _TILE_EMPTY)
+    both_full = (a == _TILE_FULL) & (b == _TILE_FULL)
+    return np.where(either_empty, _TILE_EMPTY, np.where(both_full, _TILE_FULL, _TILE_PARTIAL)).astype(np.int8)
+
+
+def _score_bound_per_block(queries, keys, scale, row_starts):
+    """``|scale| * max_i |q_i| * max_j |k_j|`` for each block of query rows: shape (..., n_row_tiles).
+
+    The norms are summed in float64, so they cannot overflow; the bound holds for every
+    score of the block (Cauchy-Schwarz).
+    """
+    query_norm = np.sqrt(np.einsum("...qd,...qd->...q", queries, queries, dtype=np.float64))  # (..., T_q)
+    key_norm = np.sqrt(np.einsum("...kd,...kd->...k", keys, keys, dtype=np.float64))  # (..., T_k)
+    block_norm = np.maximum.reduceat(query_norm, row_starts, axis=-1) if query_norm.shape[-1] else query_norm
+    largest_key = key_norm.max(axis=-1, keepdims=True, initial=0.0)  # (..., 1)
+    return abs(scale) * block_norm * largest_key  # (..., n_row_tiles) * (..., 1)
+
+
+def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_mask, causal_rows, bounded,
+                 check_overflow, scale, out):
+    """The online softmax of one block of query rows over the tiles of keys; writes ``out``.
+
+    queries : (r, d_k), already multiplied by the scale   keys_t : (d_k, T_k)   values : (T_k, d_v)
+    tiles : (n_key_tiles,) tile classes   row_mask : (r, T_k) bool or None (the caller's mask rows)
+    causal_rows : None, or the positions ``i + T_k - T_q`` of these query rows, (r, 1)
+    out : (r, d_v), the context rows
+    """
+    r = queries.shape[0]
+    dtype = out.dtype
+    t_k = keys_t.shape[1]
+    running_sum = np.zeros((r, 1), dtype=dtype)  # l: sum of exp(score - m) over the keys seen so far
+    running_max = np.full((r, 1), 0 if bounded else -np.inf, dtype=dtype)  # m: the shift (stays 0 when bounded)
+    out[...] = 0  # acc: sum of exp(score - m) * value over the keys seen so far
+    ones = np.ones((min(keys_per_tile, t_k), 1), dtype=dtype)
+    buffer = np.empty(r * min(keys_per_tile, t_k), dtype=dtype)
+    for tile, k0 in zip(tiles, key_starts):
+        if tile == _TILE_EMPTY:
+            continue  # every key of this tile is masked for every row: never computed
+        k1 = min(k0 + keys_per_tile, t_k)
+        # On the causal diagonal, the first rows of a tile may see none of its keys: start below them.
+        lo = int(np.searchsorted(causal_rows[:, 0], k0)) if tile == _TILE_PARTIAL and causal_rows is not None else 0
+        rows = slice(lo, r)
+        scores = buffer[: (r - lo) * (k1 - k0)].reshape(r - lo, k1 - k0)  # contiguous scratch, (r', b)
+        with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: checked just below
+            np.matmul(queries[rows], keys_t[:, k0:k1], out=scores)  # (r', d_k) @ (d_k, b) -> (r', b)
+        if check_overflow and not np.isfinite(scores).all():
+            _check_no_overflow(scores.max(axis=-1, keepdims=True), None, scale)  # raises a clear ValueError
+        blocked = None  # (r', b) bool: True where the score is masked
+        if tile == _TILE_PARTIAL:
+            if causal_rows is not None:
+                blocked = np.arange(k0, k1) > causal_rows[rows]  # (b,) > (r', 1): keys after the query's position
+            if row_mask is not None:
+                blocked = ~row_mask[rows, k0:k1] if blocked is None else blocked | ~row_mask[rows, k0:k1]
+        if bounded:
+            np.exp(scores, out=scores)  # |score| <= 60: no shift, nothing to rescale
+            if blocked is not None:
+                np.copyto(scores, 0, where=blocked)
+        else:
+            if blocked is not None:
+                np.copyto(scores, -np.inf, where=blocked)
+            new_max = np.maximum(running_max[rows], scores.max(axis=-1, keepdims=True))  # (r', 1)
+            shift = np.where(new_max == -np.inf, 0, new_max)  # rows with nothing allowed yet keep -inf scores
+            correction = np.exp(running_max[rows] - shift)  # exp(m_old - m_new) <= 1; 0 while m_old is -inf
+            running_sum[rows] *= correction  # rescale what was summed with the old shift ...
+            out[rows] *= correction  # ... and the accumulator too
+            running_max[rows] = new_max  # -inf until a row meets its first allowed key
+            np.subtract(scores, shift, out=scores)
+            np.exp(scores, out=scores)
+        running_sum[rows] += scores @ ones[: k1 - k0]  # (r', b) @ (b, 1) -> (r', 1)
+        out[rows] += scores @ values[k0:k1]  # (r', b) @ (b, d_v) -> (r', d_v)
+    np.copyto(running_sum, 1, where=running_sum == 0)  # a fully masked row: 0 / 1 = 0, not 0 / 0
+    out /= running_sum
+
+
+def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=None, *, causal=False):
+    r"""Scaled dot-product attention tile by tile with the online softmax, never building the weights.
+
+    The context of :func:`attn_helpers.scaled_dot_product_attention` (tested equal to it),
+    computed with memory O(T d) instead of O(T^2): the keys and values are visited in
+    tiles, and each query row keeps a running max, a running sum and a running weighted
+    sum of the values, rescaled whenever the max grows (notebook 13 derives it; the idea
+    of FlashAttention, Dao et al. 2022). No weights are returned: they are never built.
+
+    Tiles in which every key is masked for every query are skipped (a causal mask skips
+    almost half of them). The mask is read once to classify the tiles; ``causal=True``
+    gives the causal mask without building it.
+
+    Parameters
+    ----------
+    queries : array_like, shape (..., T_q, d_k)
+    keys : array_like, shape (..., T_k, d_k)
+    values : array_like, shape (..., T_k, d_v)
+    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
+        ``True`` = query ``i`` may attend to key ``j``.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d_k)``.
+    block_size : int, optional
+        Query rows and keys per tile; default 512 rows by 256 keys. Any size works,
+        dividing ``T`` or not; the results agree to rounding.
+    causal : bool, default False
+        Also apply the causal mask ``j <= i + (T_k - T_q)``: each query sees the keys up
+        to its own position, counting the queries as the last ``T_q`` of the ``T_k``
+        positions (for ``T_q == T_k``, :func:`~attn_helpers.causal_mask`; for one new
+        query, all the keys). Combined with ``mask`` (both must allow a key).
+
+    Returns
+    -------
+    context : ndarray, shape (..., T_q, d_v)
+        A query row that may attend to no key gets a zero row.
+
+    Examples
+    --------
+    >>> from attn_helpers import causal_mask, scaled_dot_product_attention
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.standard_normal((3, 2, 7, 4), dtype=np.float32)   # (h, T, d) each
+    >>> context = tiled_attention(q, k, v, causal=True, block_size=3)   # 3 x 3 tiles, 7 tokens
+    >>> expected, _ = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
+    >>> bool(np.allclose(context, expected, atol=1e-6)), context.dtype
+    (True, dtype('float32'))
+    """
+    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be True or False; got {type(causal).__name__} {causal!r}")
+    if block_size is None:
+        rows, keys_per_tile = _TILE_ROWS, _TILE_KEYS
+    else:
+        rows = keys_per_tile = as_positive_int(block_size, "block_size")
+    arrays = {"queries": q, "keys": k, "values": v} if mask is None else {"queries": q, "keys": k, "values": v,
+                                                                         "mask": mask}
+    batch = batch_shape("tiled_attention", **arrays)
+    t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    work = q.dtype
+    if work != np.float64 and v.size and _max_abs(v) * max(t_k, 1) > float(np.finfo(work).max) / 4:
+        work = np.dtype(np.float64)  # the accumulator (a sum of up to T_k values) could overflow: widen
+        q, k, v = (a.astype(work) for a in (q, k, v))
+    context = np.zeros(batch + (t_q, d_v), dtype=work)
+    n = int(np.prod(batch, dtype=np.int64))
+    if not (n and t_q and t_k):  # empty sequences: nothing to attend to, all zeros
+        return context.astype(dtype, copy=False)
+
+    row_starts, key_starts = _tile_starts(t_q, rows), _tile_starts(t_k, keys_per_tile)
+    # Tile classes, (..., n_row_tiles, n_key_tiles), from the mask's own shape (not broadcast to every head).
+    tiles = None
+    if mask is not None:
+        full_mask = np.broadcast_to(mask, mask.shape[:-2] + (t_q, t_k))  # a view: (..., T_q, T_k)
+        tiles = _mask_tiles(full_mask, row_starts, key_starts)
+    if causal:
+        causal_tiles = _causal_tiles(t_q, t_k, row_starts, key_starts, rows, keys_per_tile)
+        tiles = causal_tiles if tiles is None else _combine_tiles(tiles, causal_tiles)
+    if tiles is None:
+        tiles = np.full((len(row_starts), len(key_starts)), _TILE_FULL, dtype=np.int8)
+    bounds = _score_bound_per_block(q, k, scale, row_starts)  # (..., n_row_tiles)
+    largest_value = _max_abs(v)
+    # No shift needed where exp(bound) cannot overflow the scores, the sum of T_k of them, or the accumulator.
+    safe = min(_TILE_SAFE_EXPONENT, np.log(float(np.finfo(work).max) / 4 / max(t_k, 1) / max(largest_value, 1.0)))
+    check_overflow = work == np.float64 and bool(bounds.max() > float(np.finfo(np.float64).max) / 4)
+
+    qb, kb, vb = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (q, k, v))  # views
+    tb = np.broadcast_to(tiles, batch + tiles.shape[-2:])
+    boundb = np.broadcast_to(bounds, batch + bounds.shape[-1:])
+    maskb = None if mask is None else np.broadcast_to(mask, batch + mask.shape[-2:])
+    factor = work.type(scale)
+    tasks = [(index, block) for index in np.ndindex(*batch) for block in range(len(row_starts))]
+    # Most tiles first, so that the last tasks to start are short ones (a causal mask: the late rows).
+    tasks.sort(key=lambda task: -int(np.count_nonzero(tb[task[0]][task[1]])))
+    next_task = iter(tasks)
+    lock = threading.Lock()
+
+    def run():
+        queries_buf = np.empty((rows, q.shape[-1]), dtype=work)
+        while True:
+            with lock:
+                index, block = next(next_task, (None, None))
+            if index is None:
+                return
+            r0, r1 = int(row_starts[block]), min(int(row_starts[block]) + rows, t_q)
+            block_queries = np.multiply(qb[index][r0:r1], factor, out=queries_buf[: r1 - r0])  # (r, d_k)
+            row_mask = None
+            if maskb is not None:
+                row_mask = np.broadcast_to(maskb[index][r0:r1] if maskb.shape[-2] > 1 else maskb[index],
+                                           (r1 - r0, t_k))
+            causal_rows = np.arange(r0, r1)[:, None] + (t_k - t_q) if causal else None
+            _tiled_block(block_queries, np.swapaxes(kb[index], -1, -2), vb[index], tb[index][block], key_starts,
+                         keys_per_tile, row_mask, causal_rows, bool(boundb[index][block] <= safe), check_overflow,
+                         scale, context[index][r0:r1])
+
+    large = n * t_q * t_k >= _PARALLEL_MIN_SCORES
+    _run_on_workers(run, len(tasks) if large else 1)
+    return context.astype(dtype, copy=False)

@@ -11,7 +11,7 @@ import numpy as np
 from ._validate import as_bool_mask, as_float_array, as_positive_int, result_float_dtype
 from .core import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "multi_head_attention"]
+__all__ = ["split_heads", "merge_heads", "repeat_kv_heads", "multi_head_attention"]
 
 
 def split_heads(x, num_heads):
@@ -79,6 +79,26 @@ def merge_heads(x):
     return x.reshape(*batch, T, num_heads * head_dim)  # (..., T, h * d_h)
 
 
+def repeat_kv_heads(x, num_heads):
+    """Share key/value heads across groups of query heads: ``(..., h_kv, T, d_h) -> (..., h, T, d_h)``.
+
+    Grouped-query attention: query head ``i`` uses key/value head ``i // (h / h_kv)``, so
+    each key/value head serves ``h / h_kv`` consecutive query heads (``h_kv = 1``:
+    multi-query attention; ``h_kv = h``: ordinary multi-head attention, returned as is).
+
+    Examples
+    --------
+    >>> kv = np.arange(4.0).reshape(2, 2, 1)   # h_kv = 2 heads, T = 2, d_h = 1
+    >>> repeat_kv_heads(kv, 4)[:, :, 0]          # 4 query heads: 0 and 1 share head 0
+    array([[0., 1.],
+           [0., 1.],
+           [2., 3.],
+           [2., 3.]])
+    """
+    group = num_heads // x.shape[-3]
+    return x if group == 1 else np.repeat(x, group, axis=-3)  # (..., h_kv, T, d_h) -> (..., h, T, d_h)
+
+
 def _check_weight(name, w, d_in):
     if w.ndim != 2:
         raise ValueError(f"{name} must be a matrix of shape (d_in, d_out); got shape {w.shape}")
@@ -95,24 +115,30 @@ def _check_bias(name, b, width):
     return b
 
 
-def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases):
+def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases, num_kv_heads=None):
     """Validated inputs of :func:`multi_head_attention` (arrays as float arrays, mask as bool)."""
     x = as_float_array(x, "x", min_ndim=2)
     T, d_model = x.shape[-2:]
     num_heads = as_positive_int(num_heads, "num_heads")
+    num_kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}: each key/value head "
+                         f"serves a group of num_heads / num_kv_heads query heads")
     w_q, w_k, w_v, w_o = (as_float_array(w, name, min_ndim=2) for w, name in
                           ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+    for name, w, heads in (("w_q", w_q, num_heads), ("w_k", w_k, num_kv_heads), ("w_v", w_v, num_kv_heads)):
         _check_weight(name, w, d_model)
-        if w.shape[1] % num_heads:
-            raise ValueError(
-                f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by num_heads={num_heads}"
-            )
-    if w_k.shape[1] != w_q.shape[1]:
+        if w.shape[1] % heads:
+            count = "num_heads" if name == "w_q" or num_kv_heads == num_heads else "num_kv_heads"
+            raise ValueError(f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by "
+                             f"{count}={heads}")
+    if w_k.shape[1] // num_kv_heads != w_q.shape[1] // num_heads:
         raise ValueError(
-            f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same width"
+            f"w_q has shape {w_q.shape} and w_k has shape {w_k.shape}; queries and keys need the same head width d_h"
+            + ("" if num_kv_heads == num_heads else
+               f" (w_k of width num_kv_heads * d_h = {num_kv_heads} * {w_q.shape[1] // num_heads})")
         )
-    _check_weight("w_o", w_o, w_v.shape[1])
+    _check_weight("w_o", w_o, w_v.shape[1] // num_kv_heads * num_heads)
     widths = {"b_q": w_q.shape[1], "b_k": w_k.shape[1], "b_v": w_v.shape[1], "b_o": w_o.shape[1]}
     biases = [_check_bias(name, b, widths[name]) for name, b in zip(widths, biases)]
     if mask is not None:
@@ -124,14 +150,15 @@ def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases):
                 f"expected its last two axes to be ({T} or 1, {T} or 1)"
             )
         mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
-    return x, w_q, w_k, w_v, w_o, num_heads, mask, biases
+    return x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, biases
 
 
 def _plus(a, b):
     return a if b is None else a + b
 
 
-def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=None, b_k=None, b_v=None, b_o=None):
+def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=None, b_k=None, b_v=None, b_o=None,
+                         num_kv_heads=None):
     r"""Multi-head self-attention (biases optional, off by default).
 
     .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(i)}, X W_v^{(i)}), \qquad
@@ -141,19 +168,28 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=Non
     The paper's formulas have no biases; PyTorch's ``nn.MultiheadAttention``, GPT-2 and
     BERT add one to each projection (``b_q``, ``b_k``, ``b_v``, ``b_o``).
 
+    With ``num_kv_heads`` (grouped-query attention, Ainslie et al. 2023; ``num_kv_heads=1``
+    is multi-query attention, Shazeer 2019) there are only ``h_kv`` key and value heads,
+    each shared by ``h / h_kv`` consecutive query heads (see :func:`repeat_kv_heads`):
+    ``w_k`` and ``w_v`` are ``h_kv / h`` as wide, and so is a KV cache (notebook 13).
+
     Parameters
     ----------
     x : array_like, shape (..., T, d_model)
-    w_q, w_k : array_like, shape (d_model, h * d_h)
-    w_v : array_like, shape (d_model, h * d_v)
+    w_q : array_like, shape (d_model, h * d_h)
+    w_k : array_like, shape (d_model, h_kv * d_h)
+    w_v : array_like, shape (d_model, h_kv * d_v)
     w_o : array_like, shape (h * d_v, d_out)
     num_heads : int
         ``h``; must divide the output width of every projection.
     mask : array_like of bool, broadcastable to (..., T, T), optional
         ``True`` = may attend; shared by every head.
-    b_q, b_k : array_like, shape (h * d_h,), optional
-    b_v : array_like, shape (h * d_v,), optional
+    b_q : array_like, shape (h * d_h,), optional
+    b_k : array_like, shape (h_kv * d_h,), optional
+    b_v : array_like, shape (h_kv * d_v,), optional
     b_o : array_like, shape (d_out,), optional
+    num_kv_heads : int, optional
+        ``h_kv``, the number of key/value heads; must divide ``h``. Default ``h``.
 
     Returns
     -------
@@ -170,13 +206,15 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=Non
     >>> out.shape, weights.shape, out.dtype
     ((5, 8), (2, 5, 5), dtype('float32'))
     """
-    x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o) = _mha_inputs(
-        x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o))
+    x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, (b_q, b_k, b_v, b_o) = _mha_inputs(
+        x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o), num_kv_heads)
     # 1. Project every token: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h).
     # 2. Split the features into heads: (..., T, h * d_h) -> (..., h, T, d_h).
     queries = split_heads(_plus(x @ w_q, b_q), num_heads)
-    keys = split_heads(_plus(x @ w_k, b_k), num_heads)
-    values = split_heads(_plus(x @ w_v, b_v), num_heads)  # (..., h, T, d_v)
+    keys = split_heads(_plus(x @ w_k, b_k), num_kv_heads)  # (..., h_kv, T, d_h), h_kv = h unless grouped
+    values = split_heads(_plus(x @ w_v, b_v), num_kv_heads)  # (..., h_kv, T, d_v)
+    # 2b. Grouped-query attention: each key/value head serves h / h_kv query heads.
+    keys, values = repeat_kv_heads(keys, num_heads), repeat_kv_heads(values, num_heads)  # (..., h, T, d)
     # 3. Attend, every head at once: the head axis is one more batch axis.
     context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)  # (..., h, T, d_v)
     # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).

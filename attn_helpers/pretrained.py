@@ -27,7 +27,6 @@ import json
 import numbers
 import re
 import unicodedata
-from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 from ._validate import as_float_array, as_positive_int
 from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
-from .efficient import _one_blas_thread, _restore_blas_threads
+from .efficient import one_blas_thread
 from .multihead import split_heads
 
 __all__ = [
@@ -320,24 +319,6 @@ class RunResult(NamedTuple):
     attentions: np.ndarray
 
 
-@contextmanager
-def _one_blas_thread_for_small_products():
-    """One BLAS thread while the model runs, then the caller's setting again.
-
-    The model's matrices are small (at most 256 rows). A second BLAS thread saves little on an
-    idle machine, and on a busy or shared one (a classroom server, Binder) the threads wait for
-    each other: one 12-token forward pass took a median of 1.5 s with the default threads and
-    47 ms with one, at a load average of 7 on 2 cores (``benchmarks/bench_pretrained.py``).
-    The limit is :mod:`attn_helpers.efficient`'s (counted, process-wide while it lasts).
-    """
-    limited = _one_blas_thread()
-    try:
-        yield
-    finally:
-        if limited:
-            _restore_blas_threads()
-
-
 class MiniLM:
     """all-MiniLM-L6-v2 in numpy. Build it with :func:`load_minilm`.
 
@@ -430,7 +411,11 @@ class MiniLM:
         if len(tokens) > MAX_TOKENS:
             raise ValueError(f"text has {len(tokens)} tokens; all-MiniLM-L6-v2 takes at most {MAX_TOKENS} "
                              "(sentence-transformers cuts longer texts): shorten it")
-        with _one_blas_thread_for_small_products():
+        # One BLAS thread: the model's matrices are small (at most 256 rows); on a busy or shared
+        # machine (a classroom server, Binder) BLAS threads mostly wait for each other: a 12-token
+        # pass took a median of 1.5 s with the default threads and 47 ms with one, at a load
+        # average of 7 on 2 cores (benchmarks/bench_pretrained.py).
+        with one_blas_thread():
             x = self.embed_tokens([self.tokenizer.ids[t] for t in tokens])  # (T, d_model)
             hidden_states, attentions = [x], []
             for params in self.blocks:

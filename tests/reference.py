@@ -41,16 +41,22 @@ def attention_ref(queries, keys, values, mask=None, scale=None):
     return np.array(context), np.array(weights)
 
 
-def multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    """Multi-head attention for one sequence, one head at a time with column slices."""
+def multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask=None, num_kv_heads=None):
+    """Multi-head attention for one sequence, one head at a time with column slices.
+
+    With ``num_kv_heads`` (grouped-query attention), query head ``i`` uses the key/value
+    columns of head ``i // (num_heads // num_kv_heads)``.
+    """
     x = np.asarray(x, dtype=np.float64)
+    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     head_dim = w_q.shape[1] // num_heads
-    value_dim = w_v.shape[1] // num_heads
+    value_dim = w_v.shape[1] // num_kv_heads
     heads, all_weights = [], []
     for i in range(num_heads):
+        kv = i // (num_heads // num_kv_heads)  # the key/value head shared by query head i's group
         q = x @ w_q[:, i * head_dim : (i + 1) * head_dim]
-        k = x @ w_k[:, i * head_dim : (i + 1) * head_dim]
-        v = x @ w_v[:, i * value_dim : (i + 1) * value_dim]
+        k = x @ w_k[:, kv * head_dim : (kv + 1) * head_dim]
+        v = x @ w_v[:, kv * value_dim : (kv + 1) * value_dim]
         context, weights = attention_ref(q, k, v, mask=mask)
         heads.append(context)
         all_weights.append(weights)

@@ -1,0 +1,114 @@
+"""Notebook 13 (efficient attention): its checkers, and the helpers behind its explorer."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attn_helpers.checks import (  # noqa: E402
+    check_cache_prediction,
+    check_online_attention,
+    check_online_softmax,
+    check_skipped_tiles,
+    solution,
+)
+from attn_helpers.checks.nb13 import (  # noqa: E402
+    _attention_variant,
+    _no_rescale_sum,
+    _rescale_upside_down,
+    online_attention_row,
+    online_softmax_row,
+)
+from attn_helpers.examples import CREATURE_TOKENS  # noqa: E402
+from attn_helpers.widgets.nb13 import EXPLORERS, draw_tiles, tiling_example  # noqa: E402
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+GARBAGE = [None, [1, 2, 3], "scores", np.zeros(3), 42, stub, lambda *a: 1 / 0, lambda *a: None, lambda *a: "text",
+           lambda *a: (1, 2), lambda *a: np.full(3, np.nan), lambda *a: [[1, 2], [3]], lambda: 0,
+           lambda *a: object(), Ellipsis, lambda *a: (None, None)]
+
+
+@pytest.mark.parametrize("checker", [check_online_softmax, check_online_attention, check_skipped_tiles,
+                                     check_cache_prediction])
+def test_garbage_never_raises_and_never_passes(checker):
+    for garbage in GARBAGE:
+        verdict = checker(garbage)
+        assert not verdict.passed, garbage
+        assert verdict.message
+
+
+def test_online_softmax_solution_and_typical_mistakes():
+    assert check_online_softmax(online_softmax_row).passed
+    verdict = check_online_softmax(_no_rescale_sum)
+    assert not verdict.passed and "not rescaled" in verdict.hint
+    assert "upside down" in check_online_softmax(_rescale_upside_down).hint
+    assert "sum to 1" in check_online_softmax(lambda s: np.exp(np.asarray(s) - np.max(s))).hint
+    assert "overflows" in check_online_softmax(lambda s: np.exp(s) / np.exp(s).sum()).hint  # no max subtracted
+
+
+def test_online_softmax_solution_is_one_pass_and_equals_softmax():
+    from attn_helpers import softmax
+
+    row = np.array([0.3, -2.0, 5.0, 4.9, -np.inf])
+    np.testing.assert_allclose(online_softmax_row(row), softmax(row), rtol=1e-14)
+
+
+@pytest.mark.parametrize(("mistake", "words"), [
+    (dict(rescale_acc=False), "accumulator is not rescaled"),
+    (dict(rescale_sum=False), "running sum is not rescaled"),
+    (dict(rescale_sum=False, rescale_acc=False), "neither the sum nor the accumulator"),
+    (dict(divide=False), "divide it by the running sum"),
+    (dict(scale=False), "sqrt(d_k)"),
+])
+def test_online_attention_typical_mistakes(mistake, words):
+    verdict = check_online_attention(_attention_variant(**mistake))
+    assert not verdict.passed and words in verdict.hint
+
+
+def test_online_attention_solution_passes_and_shows():
+    assert check_online_attention(online_attention_row).passed
+    assert check_online_attention(_attention_variant()).passed
+    assert "acc * correction" in solution("online_attention_row").source
+
+
+def test_predictions():
+    assert check_skipped_tiles(6).passed and not check_skipped_tiles(10).passed
+    assert "COMPUTED" in check_skipped_tiles(10).hint or "diagonal too" in check_skipped_tiles(10).hint
+    assert check_skipped_tiles(28, T=16, block_size=2).passed  # 8 tiles a side: 8 * 7 / 2 above the diagonal
+    assert check_cache_prediction(2.0).passed
+    assert "2 arrays per layer" in check_cache_prediction(1.0).hint
+    assert "2 bytes" in check_cache_prediction(4.0).hint
+
+
+@pytest.mark.parametrize("kwargs", [dict(step=1), dict(step=6), dict(step=16, query="forest"), dict(step=99),
+                                    dict(step=64, block_size=1), dict(step=3, block_size=4, causal=False),
+                                    dict(step=0, query="not a token")])
+def test_draw_tiles_never_raises_and_says_what_happened(kwargs):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 5.2))
+    note = draw_tiles(fig, **kwargs)
+    assert isinstance(note, str) and note
+    assert len(fig.axes) == 4  # the tiles, their colorbar, the running max, the running sum
+
+
+def test_a_skipped_tile_is_announced():
+    from matplotlib.figure import Figure
+
+    note = draw_tiles(Figure(), step=2, block_size=2, causal=True)  # tile (rows 0-1, keys 2-3): the future
+    assert "never computed" in note
+
+
+def test_explorer_renders_and_never_raises():
+    explorer = EXPLORERS["tile_explorer"](tiling_example(), CREATURE_TOKENS)
+    png, note = explorer.render(step=6)
+    assert png[:4] == b"\x89PNG" and note
+    explorer.controls["block_size"].value = 1
+    explorer.controls["step"].value = 40
+    assert "Could not draw" not in explorer.text.value
