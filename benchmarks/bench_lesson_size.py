@@ -150,7 +150,8 @@ def main():
     if args.instructions:
         if not shutil.which("valgrind"):
             sys.exit("--instructions needs valgrind (apt-get install valgrind)")
-        print(f"lesson-size cost: default vs plain numpy, CPU instructions per call (callgrind); target <= {TARGET:.1f}x")
+        print("lesson-size cost: default vs plain numpy, CPU instructions per call (callgrind);"
+              f" target <= {TARGET:.1f}x")
         print(f"{'case':26s} {'default':>11s} {'plain':>9s} {'ratio':>7s}  result")
         failed = False
         for name, kind, T, d in CASES:
