@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validate import as_float_array, as_positive_int
-from .core import causal_mask, positional_encoding, scaled_dot_product_attention
+from .core import causal_mask, scaled_dot_product_attention
 from .examples import SEED
 from .multihead import merge_heads, multi_head_attention, repeat_kv_heads, split_heads
+from .positions import positional_encoding
 
 __all__ = [
     "random_decoder",

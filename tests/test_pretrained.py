@@ -344,16 +344,11 @@ def test_requirements_model_is_one_hash_pinned_line():
 
 
 def test_run_restores_the_callers_blas_threads(model):
-    from attn_helpers import efficient
+    from threadpoolctl import ThreadpoolController, threadpool_limits
 
-    found = efficient._find_openblas_threads()
-    if not found:
-        pytest.skip("numpy's BLAS is not the bundled OpenBLAS: there is no thread setting to restore")
-    get, set_ = found
-    before = get()
-    try:
-        set_(2)
+    if not ThreadpoolController().select(user_api="blas").lib_controllers:
+        pytest.skip("no BLAS whose threads threadpoolctl can set: there is no thread setting to restore")
+    with threadpool_limits(limits=2, user_api="blas"):
         model.run("Two threads before, two threads after.")
-        assert get() == 2
-    finally:
-        set_(before)
+        assert [info["num_threads"] for info in ThreadpoolController().select(user_api="blas").info()] == [2] * len(
+            ThreadpoolController().select(user_api="blas").info())
