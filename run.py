@@ -150,8 +150,11 @@ def pip_install(python, args):
             if found:
                 count += 1
                 print(f"[run.py]   {count:3d}  {found.group(2)}", flush=True)
-            elif line.startswith(("Installing collected packages", "Successfully installed")):
-                print("[run.py]   " + line.split(":")[0].strip(), flush=True)
+            elif re.match(r"\s*Downloading \S+ \(\d+\.?\d* MB\)", line):  # the big ones take a while
+                print("[run.py]          " + line.strip().replace("Downloading", "downloading"), flush=True)
+            elif line.startswith("Installing collected packages:"):
+                packages = line.split(":", 1)[1].split(",")
+                print(f"[run.py]   unpacking {len(packages)} packages into .venv/ ...", flush=True)
     if process.wait() != 0:
         errors = [line for line in recent if "ERROR" in line or "error:" in line] or list(recent)[-8:]
         print("\n".join("    " + line for line in errors), file=sys.stderr)

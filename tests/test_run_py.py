@@ -118,6 +118,27 @@ def test_a_pip_failure_is_one_sentence_not_a_traceback():
         run.pip_install(sys.executable, ["--no-index", "--dry-run", "attn-no-such-package-h13==1.0"])
 
 
+def test_an_install_shows_one_line_per_package(tmp_path, capsys):
+    run = load_run_py()
+    pip = tmp_path / "python"  # stands in for `python -m pip install ...`, printing what pip prints
+    pip.write_text("#!/bin/sh\n"
+                   "echo 'Collecting numpy==2.4.6 (from -r requirements.txt (line 4))'\n"
+                   "echo '  Downloading numpy-2.4.6-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)'\n"
+                   "echo 'Requirement already satisfied: packaging in ./.venv/lib'\n"
+                   "echo 'Collecting pyparsing>=3 (from matplotlib==3.11.2)'\n"
+                   "echo '  Using cached pyparsing-3.2.5-py3-none-any.whl (113 kB)'\n"
+                   "echo 'Installing collected packages: pyparsing, numpy'\n"
+                   "echo 'Successfully installed numpy-2.4.6 pyparsing-3.2.5'\n")
+    pip.chmod(0o755)
+    run.pip_install(str(pip), [])
+    assert capsys.readouterr().out.splitlines() == [
+        "[run.py]     1  numpy==2.4.6",
+        "[run.py]          downloading numpy-2.4.6-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)",
+        "[run.py]     2  pyparsing>=3",
+        "[run.py]   unpacking 2 packages into .venv/ ...",
+    ]
+
+
 def test_the_model_requirements_count_only_when_present(tmp_path, monkeypatch):
     run = load_run_py()
     monkeypatch.setattr(run, "ROOT", tmp_path)
