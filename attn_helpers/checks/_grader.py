@@ -112,11 +112,14 @@ def call_quietly(fn, *args, **kwargs):
     outcome: list = [None, TimeLimit()]
 
     def run():
-        with np.errstate(all="ignore"):  # the worker thread has numpy's defaults, not the caller's
-            try:
-                outcome[:] = [fn(*args, **kwargs), None]
-            except BaseException as err:  # noqa: BLE001 - a learner's bug must become a hint, never a traceback
-                outcome[:] = [None, err]
+        try:
+            with np.errstate(all="ignore"):  # the worker thread has numpy's defaults, not the caller's
+                try:
+                    outcome[:] = [fn(*args, **kwargs), None]
+                except BaseException as err:  # noqa: BLE001 - a learner's bug must become a hint, never a traceback
+                    outcome[:] = [None, err]
+        except TimeLimit:  # the stop arrived just as the call returned: its outcome stands
+            pass
 
     worker = threading.Thread(target=run, name="attn-helpers-checker", daemon=True)
     with _silenced():
