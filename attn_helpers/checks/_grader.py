@@ -4,12 +4,23 @@ A checker never raises, whatever the learner passes: it runs the learner's funct
 on a few cases, compares with the reference, and answers with a :class:`Verdict`
 that says what is right or gives a hint about what is wrong (wrong shape, wrong
 axis, forgot to scale, NaN, ...).
+
+Everything that touches the learner's code or answer goes through :func:`call_quietly`:
+it runs in a worker thread with warnings and floating-point errors silenced, any
+exception (even ``SystemExit``) comes back as a value, and after ``TIME_LIMIT`` seconds
+the checker stops waiting (a loop that never ends). Answers become numbers only through
+:func:`as_numbers`, which refuses what is not real numbers (text, complex numbers,
+integers too large for a float) instead of converting it silently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import html
 import inspect
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +29,10 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_choice", "register_solution", "solution",
-           "SOLUTIONS"]
+           "SOLUTIONS", "TIME_LIMIT", "TimeLimit", "call_quietly", "as_numbers", "describe_error", "read_answer",
+           "failed_call"]
+
+TIME_LIMIT = 5.0  # seconds a learner's function may run before a checker stops waiting for it
 
 
 @dataclass(frozen=True)
@@ -61,16 +75,143 @@ class Wrong:
     hint: str
 
 
-def _as_result_array(result):
+class TimeLimit(Exception):
+    """The learner's code was still running after ``TIME_LIMIT`` seconds."""
+
+
+class NotNumbers(ValueError):
+    """An answer that is not real numbers; the message says what it is instead."""
+
+
+@contextlib.contextmanager
+def _silenced():
+    """No warnings and no floating-point errors, even after ``np.seterr(all="raise")``."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _stop(thread: threading.Thread) -> None:
+    """Ask a worker thread still running the learner's code to stop (a pure-Python loop stops at once)."""
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(TimeLimit))
+
+
+def call_quietly(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` that never raises and never hangs: returns ``(result, error)``.
+
+    ``error`` is ``None`` on success, else the exception the call raised (any
+    ``BaseException``, ``SystemExit`` included), or a :class:`TimeLimit` when it was
+    still running after ``TIME_LIMIT`` seconds. Warnings and numpy floating-point
+    errors are silenced during the call.
+
+    >>> call_quietly(divmod, 7, 2)
+    ((3, 1), None)
+    >>> call_quietly(int, "seven")[1]
+    ValueError("invalid literal for int() with base 10: 'seven'")
+    """
+    outcome: list = [None, TimeLimit()]
+
+    def run():
+        try:
+            with np.errstate(all="ignore"):  # the worker thread has numpy's defaults, not the caller's
+                try:
+                    outcome[:] = [fn(*args, **kwargs), None]
+                except BaseException as err:  # noqa: BLE001 - a learner's bug must become a hint, never a traceback
+                    outcome[:] = [None, err]
+        except TimeLimit:  # the stop arrived just as the call returned: its outcome stands
+            pass
+
+    worker = threading.Thread(target=run, name="attn-helpers-checker", daemon=True)
+    with _silenced():
+        worker.start()
+        try:
+            worker.join(TIME_LIMIT)
+        finally:  # also when the learner interrupts the kernel while the checker waits
+            _stop(worker)
+        if worker.is_alive():
+            worker.join(0.1)  # let the stop land, so the loop does not keep a core busy
+    result, error = outcome
+    return result, error
+
+
+def describe_error(error: BaseException) -> str:
+    """What went wrong in the learner's code, in a short sentence starting in lower case.
+
+    >>> describe_error(ZeroDivisionError("division by zero"))
+    'your function raised ZeroDivisionError: division by zero'
+    """
+    if isinstance(error, TimeLimit):
+        return f"your function did not return within {TIME_LIMIT:g} s: is there a loop that never ends?"
+    if isinstance(error, NotImplementedError):
+        return "not implemented yet: replace the `raise NotImplementedError` line with your code"
+    if isinstance(error, SystemExit):
+        return ("your function called sys.exit() (or exit()), which stops Python instead of returning: "
+                "return the result instead")
+    return f"your function raised {type(error).__name__}: {error}"
+
+
+def as_numbers(value) -> np.ndarray:
+    """``value`` as a float64 array of real numbers, or :class:`NotNumbers` saying what it is instead.
+
+    Unlike ``np.asarray(value, dtype=float)`` it does not read text as numbers, does not
+    drop an imaginary part, and names an integer too large for a float.
+
+    >>> as_numbers([1, 2.5])
+    array([1. , 2.5])
+    >>> as_numbers(1 + 1j)
+    Traceback (most recent call last):
+    ...
+    attn_helpers.checks._grader.NotNumbers: complex numbers (with an imaginary part, like 1j), not real numbers
+    """
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "USVMm":
+            raise NotNumbers(f"{type(value).__name__}, not an array of numbers")
+        if arr.dtype.kind == "O":
+            try:
+                arr = arr.astype(np.float64)
+            except TypeError:  # complex numbers in a list of Python objects
+                arr = arr.astype(np.complex128)
+        if arr.dtype.kind == "c":
+            if np.any(arr.imag != 0):
+                raise NotNumbers("complex numbers (with an imaginary part, like 1j), not real numbers")
+            arr = arr.real
+        return arr.astype(np.float64)
+    except OverflowError:
+        raise NotNumbers("a number too large to compute with (beyond 1e308): "
+                         "did you type ** (a power) where you meant * (a product)?") from None
+    except (TypeError, ValueError) as err:
+        if isinstance(err, NotNumbers):
+            raise
+        raise NotNumbers(f"{type(value).__name__}, not an array of numbers") from None
+
+
+def read_answer(value, name: str = "value"):
+    """``(array, "")`` with ``value`` as float64 numbers, or ``(None, message)`` saying why it is not numbers.
+
+    For checkers that grade a value with their own logic; it never raises or hangs.
+
+    >>> read_answer("6", name="T")
+    (None, 'T is str, not an array of numbers')
+    """
+    return _as_result_array(value, subject=f"{name} is")
+
+
+def _as_result_array(result, subject="your function returned"):
     """The learner's result as a float array, or a string saying why it is not one."""
     if result is None:
-        return None, "your function returned None. Did you forget the `return` statement?"
+        return None, f"{subject} None. Did you forget the `return` statement?"
     if isinstance(result, tuple) and len(result) != 1:
-        return None, f"your function returned a tuple of {len(result)} things; return one array"
-    try:
-        arr = np.asarray(result, dtype=np.float64)
-    except (TypeError, ValueError):
-        return None, f"your function returned {type(result).__name__}, which is not an array of numbers"
+        return None, f"{subject} a tuple of {len(result)} things; return one array"
+    arr, error = call_quietly(as_numbers, result)
+    if isinstance(error, NotNumbers):
+        return None, f"{subject} {error}"
+    if isinstance(error, TimeLimit):
+        return None, f"{subject} {type(result).__name__}, which could not be read as numbers within {TIME_LIMIT:g} s"
+    if error is not None:
+        return None, (f"{subject} {type(result).__name__}, which could not be read as numbers "
+                      f"({type(error).__name__}: {error})")
     return arr, ""
 
 
@@ -83,18 +224,24 @@ def _describe(case: Case, index: int) -> str:
 
 
 def _call(fn, case: Case):
-    """Call ``fn`` on copies of the case's arrays, never raising; returns (result, error message)."""
+    """Call ``fn`` on copies of the case's arrays, never raising; returns (result, error)."""
     args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case.args)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            return fn(*args, **(case.kwargs or {})), ""
-        except NotImplementedError:
-            return None, "not implemented yet: replace the `raise NotImplementedError` line with your code"
-        except Exception as err:  # noqa: BLE001 - a learner's bug must become a hint, never a traceback
-            return None, f"your function raised {type(err).__name__}: {err}"
+    return call_quietly(fn, *args, **(case.kwargs or {}))
 
 
+def _never_loud(grader):
+    """Run a grader with warnings and floating-point errors silenced (a learner may have set
+    ``np.seterr(all="raise")``, which would make the references raise)."""
+
+    @functools.wraps(grader)
+    def quiet_grader(*args, **kwargs):
+        with _silenced():
+            return grader(*args, **kwargs)
+
+    return quiet_grader
+
+
+@_never_loud
 def grade_function(
     learner_fn,
     reference_fn: Callable[..., Any],
@@ -125,9 +272,9 @@ def grade_function(
     wrongs = tuple(wrongs)
     for i, case in enumerate(cases):
         where = _describe(case, i)
-        result, problem = _call(learner_fn, case)
-        if problem:
-            return Verdict(False, f"on {where}, {problem}", _raised_hint(problem, hints))
+        result, error = _call(learner_fn, case)
+        if error is not None:
+            return failed_call(error, where, hints)
         got, problem = _as_result_array(result)
         if problem:
             return Verdict(False, f"on {where}, {problem}", hints.get("tuple", "") if "tuple" in problem else "")
@@ -139,12 +286,10 @@ def grade_function(
                            "an exp() of large numbers overflows (subtract the maximum first), "
                            "or 0/0 happened (a row with nothing to sum)")
         for wrong in wrongs:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                try:
-                    alt = np.asarray(wrong.fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
-                except Exception:  # noqa: BLE001
-                    continue
+            try:
+                alt = np.asarray(wrong.fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
+            except Exception:  # noqa: BLE001 - a known mistake that does not apply to this case
+                continue
             if _close(got, alt, rtol, atol):
                 return Verdict(False, f"on {where}, your result matches a common mistake", wrong.hint)
         if got.shape != expected.shape:
@@ -162,9 +307,20 @@ def grade_function(
     return Verdict(True, success or f"your {what} passes all {len(cases)} test cases.")
 
 
+def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | None = None) -> Verdict:
+    """The verdict when the learner's function raised ``error`` (or did not return) on case ``where``."""
+    problem = describe_error(error)
+    return Verdict(False, f"on {where}, {problem}", _raised_hint(problem, hints or {}))
+
+
 def _raised_hint(problem: str, hints: Mapping[str, str]) -> str:
     if "not implemented" in problem:
         return "write the body of the function, then run this cell again"
+    if "did not return within" in problem:
+        return ("check that each loop ends (a `while` condition that becomes False, a counter that grows); "
+                "if a cell keeps running, stop it with the ■ (interrupt) button")
+    if "sys.exit()" in problem:
+        return "end your function with `return result`; sys.exit() and exit() are for scripts, not notebook functions"
     if "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         return hints.get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                                        "Print the shapes and check for a missing .T")
@@ -173,14 +329,15 @@ def _raised_hint(problem: str, hints: Mapping[str, str]) -> str:
     return "read the error message, then test your function on the tiny example above"
 
 
+@_never_loud
 def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[Any, str]] = (),
                 rtol: float = 1e-4, atol: float = 1e-4, success: str = "") -> Verdict:
     """Grade a value the learner computed, with hints for known wrong values."""
     if value is None or value is Ellipsis:
         return Verdict(False, f"{name} is not filled in yet", f"replace the ... with your {name}")
-    got, problem = _as_result_array(value)
+    got, problem = read_answer(value, name)
     if problem:
-        return Verdict(False, problem.replace("your function returned", f"{name} is"))
+        return Verdict(False, problem)
     expected = np.asarray(expected, dtype=np.float64)
     if _close(got, expected, rtol, atol):
         return Verdict(True, success or f"{name} is right.")

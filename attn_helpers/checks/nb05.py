@@ -15,7 +15,7 @@ from ..examples import (
     journey_embeddings,
     qkv_attention_steps,
 )
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, read_answer, register_solution
 from ._predict import grade_token_set
 
 __all__ = ["check_self_attention_qkv", "check_asymmetric_keys", "check_changed_rows", "check_score_slip",
@@ -141,11 +141,9 @@ def check_asymmetric_keys(W_k):
 def _check_asymmetric_keys(W_k):
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k is not filled in yet", "replace the ... with a 2 x 2 array")
-    try:
-        W = np.asarray(W_k, dtype=np.float64)
-    except (TypeError, ValueError):
-        return Verdict(False, f"my_W_k is {type(W_k).__name__}, not an array of numbers",
-                       "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
+    W, problem = read_answer(W_k, "my_W_k")
+    if problem:
+        return Verdict(False, problem, "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
     ex = i_love_ai(dtype=np.float64)
     if W.shape != ex["W_k"].shape:
         return Verdict(False, f"my_W_k has shape {W.shape}, expected (2, 2) = (d_in, d_k)",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..core import causal_mask, scaled_dot_product_attention
 from ..examples import CREATURE_TOKENS, creature_example
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution
 from ._predict import grade_token_set
 
 __all__ = ["check_causal_mask", "check_masked_attention", "check_masked_key_prediction"]
@@ -47,7 +45,7 @@ def _as_mask_problem(result, T):
         return ""
     try:
         same = result.shape == (T, T) and bool(np.array_equal(result.astype(bool), build_causal_mask(T)))
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - entries whose truth value raises: the grader names the problem
         return ""
     if same:
         return (f"the pattern is right but the dtype is {result.dtype}, not bool",
@@ -61,13 +59,10 @@ def check_causal_mask(fn):
     cases = [Case((4,), label="T = 4"), Case((1,), label="T = 1"), Case((8,), label="T = 8 (the creature sentence)")]
     if callable(fn):
         for case in cases:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                try:
-                    result = fn(*case.args)
-                except Exception:  # noqa: BLE001 - the grader below turns it into a hint
-                    break
-            problem = _as_mask_problem(result, case.args[0])
+            result, error = call_quietly(fn, *case.args)
+            if error is not None:
+                return failed_call(error, case.label)
+            problem, _ = call_quietly(_as_mask_problem, result, case.args[0])
             if problem:
                 message, hint = problem
                 return Verdict(False, f"on {case.label}, {message}", hint)
@@ -188,12 +183,9 @@ def _pick(fn, index):
 
 def _nan_rows_hint(fn, case):
     """A specific verdict when the learner's weights are NaN exactly on the fully masked rows."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            weights = np.asarray(_pick(fn, 1)(*case.args), dtype=np.float64)
-        except Exception:  # noqa: BLE001
-            return None
+    weights, error = call_quietly(lambda: np.asarray(_pick(fn, 1)(*case.args), dtype=np.float64))
+    if error is not None:
+        return None
     mask = np.asarray(case.args[3])
     if weights.shape != mask.shape or not np.isnan(weights).any():
         return None

@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
+from ._grader import (
+    Case,
+    TimeLimit,
+    Verdict,
+    Wrong,
+    call_quietly,
+    failed_call,
+    grade_function,
+    grade_value,
+    register_solution,
+)
 from ._predict import as_shape
 
 __all__ = ["check_split_heads", "check_merge_heads", "check_parameter_count", "check_parameter_count_with_biases",
            "check_weights_shape"]
 
 
+
 def _labelled(T, d_model):
     """``x[t, f] = 10 * t + f``: every number says which token and feature it came from."""
     return (10.0 * np.arange(T)[:, None] + np.arange(d_model)[None, :]).astype(np.float64)
-
-
-def _quiet_call(fn, *args):
-    """``fn(*args)`` without warnings; returns (result, exception)."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            return fn(*args), None
-        except Exception as err:  # noqa: BLE001 - a learner's bug becomes a hint
-            return None, err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,7 +80,9 @@ _SPLIT_WRONGS = [
 def check_split_heads(fn):
     """Grade ``fn(x, num_heads)``: ``(T, d_model) -> (num_heads, T, d_model // num_heads)``."""
     if callable(fn):
-        _, err = _quiet_call(fn, _labelled(3, 4), 2)
+        _, err = call_quietly(fn, _labelled(3, 4), 2)
+        if isinstance(err, TimeLimit):
+            return failed_call(err, _split_cases()[0].label)
         if isinstance(err, TypeError) and "float" in str(err):
             return Verdict(False, f"on x of shape (3, 4) with num_heads=2, your function raised TypeError: {err}",
                            "d_model / num_heads is a float (2.0 here), and shapes must be integers: use integer "
@@ -91,7 +92,9 @@ def check_split_heads(fn):
                              success="head i holds features [i*d_h : (i+1)*d_h] of every token.")
     if not verdict.passed:
         return verdict
-    result, err = _quiet_call(fn, np.zeros((3, 10)), 4)
+    result, err = call_quietly(fn, np.zeros((3, 10)), 4)
+    if isinstance(err, TimeLimit):
+        return failed_call(err, "x of shape (3, 10) with num_heads=4")
     if err is None:
         try:
             got = f"a result of shape {np.shape(result)}"

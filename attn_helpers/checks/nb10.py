@@ -11,8 +11,7 @@ from ..block import feed_forward, init_block_params, layer_norm, parameter_count
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
-from .nb08 import _quiet_call
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
 
@@ -82,7 +81,7 @@ _LN_WRONGS = [
 def check_layer_norm(fn):
     """Grade ``fn(x, gamma, beta, eps=1e-5)``: layer normalization over the last axis."""
     if callable(fn):
-        _, err = _quiet_call(fn, np.ones((5, 4)), np.ones(4), np.zeros(4))
+        _, err = call_quietly(fn, np.ones((5, 4)), np.ones(4), np.zeros(4))
         if isinstance(err, ValueError) and "broadcast" in str(err):
             return Verdict(False, f"on x of shape (5, 4), your function raised ValueError: {err}",
                            "x.mean(axis=-1) has shape (5,), which does not line up with x of shape (5, 4): keep "
