@@ -122,7 +122,8 @@ def check_cold_choice(token, query="one", temperature=0.001):
     X = journey_embeddings()
     i = JOURNEY_TOKENS.index(query)
     scores = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
-    weights = softmax(scores[i], temperature=temperature)
+    with np.errstate(all="ignore"):  # the reference, whatever np.seterr the learner has set (exp underflows here)
+        weights = softmax(scores[i], temperature=temperature)
     winner = JOURNEY_TOKENS[int(np.argmax(weights))]
     return grade_choice(token, winner, JOURNEY_TOKENS, name="your prediction", wrongs={
         query: f"a temperature never reorders the weights, it only sharpens them. Is the largest score of {query!r} "

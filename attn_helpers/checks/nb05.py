@@ -294,13 +294,9 @@ def _check_roamed_keys(W_k):
     ex = creature_example(dtype=np.float64)
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")
-    if np.iscomplexobj(W_k):
-        return Verdict(False, "my_W_k_roamed has complex entries", "use real numbers")
-    try:
-        W = np.asarray(W_k, dtype=np.float64)
-    except (TypeError, ValueError):
-        return Verdict(False, f"my_W_k_roamed is {type(W_k).__name__}, not an array of numbers",
-                       'start from creature["W_k"].copy() and change an entry')
+    W, problem = read_answer(W_k, name="my_W_k_roamed")  # never raises, never hangs; refuses complex and text
+    if W is None:
+        return Verdict(False, problem, 'start from creature["W_k"].copy() and change an entry')
     if W.shape != ex["W_k"].shape:
         return Verdict(False, f"my_W_k_roamed has shape {W.shape}, expected {ex['W_k'].shape} = (d_model, d_k)",
                        "one row per embedding feature, one column per question")

@@ -8,7 +8,7 @@ from ..backprop import numerical_gradient, relative_error, softmax_backward
 from ..core import softmax
 from ..examples import SEED
 from ..training import TASKS
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution
 
 __all__ = ["check_softmax_backward", "check_attention_prediction"]
 
@@ -127,8 +127,11 @@ def _check_attention_prediction(task, predicted_keys):
                        f"use one of {', '.join(repr(n) for n in known)}")
     if predicted_keys is None or predicted_keys is Ellipsis:
         return Verdict(False, "the prediction is not filled in yet", "replace the ... with a list of key positions")
-    got = np.asarray(predicted_keys)
     T = TASKS[task].seq_len
+    got, err = call_quietly(np.asarray, predicted_keys)  # never raises, never hangs
+    if err is not None:
+        return Verdict(False, f"could not read this prediction ({type(err).__name__})",
+                       f"give a list of integers, one key position (0 .. {T - 1}) per query")
     if got.shape != (T,) or got.dtype.kind not in "iu":
         return Verdict(False, f"the prediction has shape {got.shape} and dtype {got.dtype}, expected {T} integers",
                        f"one key position (0 .. {T - 1}) for each of the {T} queries")

@@ -170,7 +170,8 @@ def check_sink_prediction(prediction):
     if choice not in SINK_CHOICES:
         return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')
     try:
-        weight, share = sink_shares()
+        with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner has set
+            weight, share = sink_shares()
     except Exception as err:  # noqa: BLE001
         return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
     measured = f"[CLS] gets {weight:.2f} of the weight but supplies {share:.0%} of what the head writes"
