@@ -15,7 +15,7 @@ from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register
 from .nb00 import check_first_token_share, check_mean_embedding, check_num_tokens
 from .nb01 import check_cosine_scores, check_one_hot, check_shared_neighbours
 from .nb02 import check_best_key, check_dot_score, check_score_matrix
-from .nb03 import check_cold_choice, check_softmax_any_axis, check_spot_the_slip
+from .nb03 import NOTES_SCORES, NOTES_WEIGHTS, check_cold_choice, check_softmax_any_axis, check_spot_the_slip
 from .nb04 import check_context_vectors, check_doubled_weights
 from .nb05 import (
     check_asymmetric_keys,
@@ -58,6 +58,8 @@ __all__ = [
     "check_cold_choice",
     "check_softmax_any_axis",
     "check_spot_the_slip",
+    "NOTES_SCORES",
+    "NOTES_WEIGHTS",
     # 04 Context vectors
     "check_context_vectors",
     "check_doubled_weights",
