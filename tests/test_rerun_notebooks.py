@@ -18,6 +18,7 @@ import asyncio
 import configparser
 import os
 import re
+import threading
 from pathlib import Path
 
 import nbformat
@@ -97,6 +98,25 @@ def _short(outputs: list[str]) -> str:
     return repr(text if len(text) <= 300 else text[:300] + "...")
 
 
+def _run_in_own_thread(coroutine_function):
+    """``asyncio.run(coroutine_function())`` in a thread of its own: the browser tests' Playwright
+    (sync API) may have left an event loop running in this worker's main thread."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = asyncio.run(coroutine_function())
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 @pytest.fixture(scope="module")
 def rerun_differences():
     async def all_notebooks():
@@ -104,7 +124,7 @@ def rerun_differences():
         results = await asyncio.gather(*(run_twice(path, slots) for path in NOTEBOOKS), return_exceptions=True)
         return dict(zip(NOTEBOOKS, results))
 
-    return asyncio.run(all_notebooks())
+    return _run_in_own_thread(all_notebooks)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -129,6 +149,6 @@ def test_an_example_changed_in_place_is_caught(tmp_path):
     async def probe():
         return await run_twice(path, asyncio.Semaphore(1))
 
-    differences = asyncio.run(probe())
+    differences = _run_in_own_thread(probe)
     assert len(differences) == 1 and differences[0].startswith("code cell 2 "), differences
     assert "'stdout: 4\\n', run again 'stdout: 5\\n'" in differences[0]

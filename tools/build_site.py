@@ -228,7 +228,8 @@ def figure_alts(nb) -> dict[tuple[int, int], str]:
     for c, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             text = plain_text(cell.source)
-            introduction = re.split(r"(?<=[.!?:])\s", text, maxsplit=1)[0][:250] if text else introduction
+            # The first sentence; "5. Watch it learn" is a numbered heading, not a sentence of its own.
+            introduction = re.split(r"(?<=[^\d\s][.!?:])\s", text, maxsplit=1)[0][:250] if text else introduction
             continue
         if cell.cell_type != "code":
             continue

@@ -188,11 +188,11 @@ def training_explorer(runs=None):
     def draw(fig, task, step):
         return draw_training(fig, task=task, step=step, runs=runs)
 
-    controls = {
-        "task": dropdown("task", list(runs), "reverse"),
+    controls = {  # the step first: moving it only redraws the heatmaps (a task switch redraws the figure)
         "step": widgets.SelectionSlider(options=list(SHIPPED_SNAPSHOTS), value=20, description="training step",
                                         continuous_update=False, style={"description_width": "initial"},
                                         layout=widgets.Layout(width="420px")),
+        "task": dropdown("task", list(runs), "reverse"),
     }
     return Explorer(draw, controls, figsize=(12, 4.2), update=update_training)
 

@@ -170,9 +170,10 @@ def head_view(text=EXAMPLE_TEXT, layer=0, head=0, model=None):
     model = load_minilm() if model is None else model
     text_box = widgets.Text(value=text, description="sentence (press Enter)", continuous_update=False,
                             style=LABEL_STYLE, layout=widgets.Layout(width="640px"))
-    controls = {"text": text_box,
-                "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
-                "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
+    # Layer and head first: moving them only redraws the frame and the enlarged map; a new sentence runs the model.
+    controls = {"layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
+                "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True),
+                "text": text_box}
 
     def draw(fig, **values):
         return draw_head_view(fig, model=model, **values)
