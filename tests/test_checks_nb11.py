@@ -122,7 +122,7 @@ def test_prediction_checker_hints_and_never_raises(task, value, hint):
 
 def test_explorer_draws_every_task_and_step():
     explorer = nb11.training_explorer()
-    assert list(explorer.controls) == ["task", "step"]
+    assert list(explorer.controls) == ["step", "task"]
     for task in explorer.controls["task"].options:
         for step in (0, 20, 600):
             assert explorer.render_png(task=task, step=step).startswith(b"\x89PNG")

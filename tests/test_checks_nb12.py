@@ -133,7 +133,7 @@ def test_head_mosaic_places_each_head():
 
 def test_head_view_draws_updates_and_survives_bad_text():
     explorer = nb12.EXPLORERS["head_view"]()
-    assert list(explorer.controls) == ["text", "layer", "head"]
+    assert list(explorer.controls) == ["layer", "head", "text"]
     assert explorer.controls["text"].continuous_update is False
     fig = explorer.figure(layer=0, head=2)
     assert "previous 1.00" in fig.note and "[CLS] the cat" in fig.note
