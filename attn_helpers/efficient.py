@@ -483,14 +483,24 @@ def _score_bound_per_block(queries, keys, scale, row_starts):
     return abs(scale) * block_norm * largest_key  # (..., n_row_tiles) * (..., 1)
 
 
+class _Scratch:
+    """One worker's buffers, reused for every tile it computes: nothing is allocated in the loop."""
+
+    def __init__(self, rows, keys, d_v, dtype):
+        self.scores = np.empty(rows * keys, dtype=dtype)  # one tile of scores, reshaped to (r', b) per tile
+        self.product = np.empty((rows, d_v), dtype=dtype)  # exp(scores) @ values of one tile
+        self.tile_sum = np.empty((rows, 1), dtype=dtype)  # exp(scores) summed over one tile's keys
+        self.ones = np.ones((keys, 1), dtype=dtype)  # summing a row is a product with ones (one BLAS call)
+
+
 def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_mask, causal_rows, bounded,
-                 check_overflow, scale, out):
+                 check_overflow, scale, out, scratch):
     """The online softmax of one block of query rows over the tiles of keys; writes ``out``.
 
     queries : (r, d_k), already multiplied by the scale   keys_t : (d_k, T_k)   values : (T_k, d_v)
     tiles : (n_key_tiles,) tile classes   row_mask : (r, T_k) bool or None (the caller's mask rows)
     causal_rows : None, or the positions ``i + T_k - T_q`` of these query rows, (r, 1)
-    out : (r, d_v), the context rows
+    out : (r, d_v), the context rows   scratch : the worker's :class:`_Scratch`
     """
     r = queries.shape[0]
     dtype = out.dtype
@@ -498,8 +508,6 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
     running_sum = np.zeros((r, 1), dtype=dtype)  # l: sum of exp(score - m) over the keys seen so far
     running_max = np.full((r, 1), 0 if bounded else -np.inf, dtype=dtype)  # m: the shift (stays 0 when bounded)
     out[...] = 0  # acc: sum of exp(score - m) * value over the keys seen so far
-    ones = np.ones((min(keys_per_tile, t_k), 1), dtype=dtype)
-    buffer = np.empty(r * min(keys_per_tile, t_k), dtype=dtype)
     for tile, k0 in zip(tiles, key_starts):
         if tile == _TILE_EMPTY:
             continue  # every key of this tile is masked for every row: never computed
@@ -507,7 +515,7 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
         # On the causal diagonal, the first rows of a tile may see none of its keys: start below them.
         lo = int(np.searchsorted(causal_rows[:, 0], k0)) if tile == _TILE_PARTIAL and causal_rows is not None else 0
         rows = slice(lo, r)
-        scores = buffer[: (r - lo) * (k1 - k0)].reshape(r - lo, k1 - k0)  # contiguous scratch, (r', b)
+        scores = scratch.scores[: (r - lo) * (k1 - k0)].reshape(r - lo, k1 - k0)  # contiguous scratch, (r', b)
         with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: checked just below
             np.matmul(queries[rows], keys_t[:, k0:k1], out=scores)  # (r', d_k) @ (d_k, b) -> (r', b)
         if check_overflow and not np.isfinite(scores).all():
@@ -533,8 +541,9 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
             running_max[rows] = new_max  # -inf until a row meets its first allowed key
             np.subtract(scores, shift, out=scores)
             np.exp(scores, out=scores)
-        running_sum[rows] += scores @ ones[: k1 - k0]  # (r', b) @ (b, 1) -> (r', 1)
-        out[rows] += scores @ values[k0:k1]  # (r', b) @ (b, d_v) -> (r', d_v)
+        tile_sum, product = scratch.tile_sum[rows], scratch.product[rows]
+        running_sum[rows] += np.matmul(scores, scratch.ones[: k1 - k0], out=tile_sum)  # (r', b) @ (b, 1) -> (r', 1)
+        out[rows] += np.matmul(scores, values[k0:k1], out=product)  # (r', b) @ (b, d_v) -> (r', d_v)
     np.copyto(running_sum, 1, where=running_sum == 0)  # a fully masked row: 0 / 1 = 0, not 0 / 0
     out /= running_sum
 
@@ -635,6 +644,7 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=Non
 
     def run():
         queries_buf = np.empty((rows, q.shape[-1]), dtype=work)
+        scratch = _Scratch(min(rows, t_q), min(keys_per_tile, t_k), d_v, work)
         while True:
             with lock:
                 index, block = next(next_task, (None, None))
@@ -649,7 +659,7 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=Non
             causal_rows = np.arange(r0, r1)[:, None] + (t_k - t_q) if causal else None
             _tiled_block(block_queries, np.swapaxes(kb[index], -1, -2), vb[index], tb[index][block], key_starts,
                          keys_per_tile, row_mask, causal_rows, bool(boundb[index][block] <= safe), check_overflow,
-                         scale, context[index][r0:r1])
+                         scale, context[index][r0:r1], scratch)
 
     large = n * t_q * t_k >= _PARALLEL_MIN_SCORES
     _run_on_workers(run, len(tasks) if large else 1)
