@@ -55,7 +55,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -508,7 +508,8 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
     running_sum = np.zeros((r, 1), dtype=dtype)  # l: sum of exp(score - m) over the keys seen so far
     running_max = np.full((r, 1), 0 if bounded else -np.inf, dtype=dtype)  # m: the shift (stays 0 when bounded)
     out[...] = 0  # acc: sum of exp(score - m) * value over the keys seen so far
-    for tile, k0 in zip(tiles, key_starts):
+    quiet = np.errstate(over="ignore", invalid="ignore") if check_overflow else nullcontext()
+    for tile, k0 in zip(tiles.tolist(), key_starts.tolist()):  # Python ints: cheaper per tile than numpy scalars
         if tile == _TILE_EMPTY:
             continue  # every key of this tile is masked for every row: never computed
         k1 = min(k0 + keys_per_tile, t_k)
@@ -516,7 +517,7 @@ def _tiled_block(queries, keys_t, values, tiles, key_starts, keys_per_tile, row_
         lo = int(np.searchsorted(causal_rows[:, 0], k0)) if tile == _TILE_PARTIAL and causal_rows is not None else 0
         rows = slice(lo, r)
         scores = scratch.scores[: (r - lo) * (k1 - k0)].reshape(r - lo, k1 - k0)  # contiguous scratch, (r', b)
-        with np.errstate(over="ignore", invalid="ignore"):  # float64 overflow: checked just below
+        with quiet:  # only float64 scores can overflow here: checked just below
             np.matmul(queries[rows], keys_t[:, k0:k1], out=scores)  # (r', d_k) @ (d_k, b) -> (r', b)
         if check_overflow and not np.isfinite(scores).all():
             _check_no_overflow(scores.max(axis=-1, keepdims=True), None, scale)  # raises a clear ValueError
