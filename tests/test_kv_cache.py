@@ -18,7 +18,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from attn_helpers import causal_mask, init_block_params, multi_head_attention, transformer_block
+from attn_helpers import causal_mask, init_block_params, multi_head_attention, positional_encoding, transformer_block
+from attn_helpers.examples import creature_block_example
 from attn_helpers.kv_cache import (
     PUBLISHED_CONFIGS,
     Decoder,
@@ -294,3 +295,11 @@ def test_decoder_checks_its_blocks():
         Decoder(decoder.embeddings, [])
     with pytest.raises(ValueError, match=r"every block needs d_model = 8"):
         Decoder(decoder.embeddings[:, :8], decoder.blocks)
+
+
+def test_the_default_decoder_is_made_of_notebook_10s_example():
+    decoder, example = random_decoder(), creature_block_example(num_blocks=2)
+    np.testing.assert_array_equal(decoder.embeddings + positional_encoding(8, 16), example["X"])
+    for block, expected in zip(decoder.blocks, example["blocks"]):
+        for name in ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2"):
+            np.testing.assert_array_equal(getattr(block, name), getattr(expected, name))
