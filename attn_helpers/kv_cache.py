@@ -291,7 +291,7 @@ def generate(decoder, prompt, steps, *, use_cache=True):
     if not isinstance(use_cache, (bool, np.bool_)):
         raise TypeError(f"use_cache must be True or False; got {use_cache!r}")
     cache = decoder.empty_cache() if use_cache else None
-    new = ids  # the tokens the model has not seen yet: the whole prompt, then one at a time
+    new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
     all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
     for step in range(steps):
         logits = decoder_forward(decoder, new, cache) if use_cache else decoder_forward(decoder, ids)
