@@ -223,7 +223,9 @@ class BlockParams:
     """The parameters of one transformer block, by readable name.
 
     Attention: ``w_q``, ``w_k``, ``w_v`` ``(d_model, d_model)``, ``w_o`` ``(d_model, d_model)``
-    and optional biases ``b_q``, ``b_k``, ``b_v``, ``b_o`` ``(d_model,)``. Feed-forward:
+    and optional biases ``b_q``, ``b_k``, ``b_v``, ``b_o`` ``(d_model,)``; with ``num_kv_heads``
+    (grouped-query attention, notebook 13) ``w_k``, ``w_v``, ``b_k``, ``b_v`` are
+    ``num_kv_heads * d_h`` wide instead of ``d_model``. Feed-forward:
     ``w_1`` ``(d_model, d_ff)``, ``w_2`` ``(d_ff, d_model)``, optional ``b_1`` ``(d_ff,)``,
     ``b_2`` ``(d_model,)``. Layer norms: ``norm_1_*`` goes with the attention sub-layer,
     ``norm_2_*`` with the feed-forward one (``None`` = gamma 1, beta 0). Shapes are checked
@@ -255,6 +257,7 @@ class BlockParams:
     b_2: np.ndarray | None = None
     eps: float = 1e-5
     activation: str = "gelu"
+    num_kv_heads: int | None = None  # None: every query head has its own key/value head
 
     def __post_init__(self):
         def put(name, value):
@@ -263,17 +266,24 @@ class BlockParams:
         for name in ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2"):
             put(name, as_float_array(getattr(self, name), name, min_ndim=2))
         d_model = self.w_q.shape[0]
-        for name in ("w_q", "w_k", "w_v", "w_o"):
-            if getattr(self, name).shape != (d_model, d_model):
-                raise ValueError(f"{name} has shape {getattr(self, name).shape}; expected ({d_model}, {d_model})")
-        _check_weight("w_1", self.w_1, d_model)
-        if self.w_2.shape != (self.w_1.shape[1], d_model):
-            raise ValueError(f"w_2 has shape {self.w_2.shape}; expected ({self.w_1.shape[1]}, {d_model})")
         put("num_heads", as_positive_int(self.num_heads, "num_heads"))
         if d_model % self.num_heads:
             raise ValueError(f"d_model={d_model} must be divisible by num_heads={self.num_heads}")
-        for name in ("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta", "b_q", "b_k", "b_v", "b_o", "b_2"):
+        if self.num_kv_heads is not None:
+            put("num_kv_heads", as_positive_int(self.num_kv_heads, "num_kv_heads"))
+            if self.num_heads % self.num_kv_heads:
+                raise ValueError(f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}")
+        kv_width = self.kv_heads * (d_model // self.num_heads)  # d_model unless grouped-query
+        for name, width in (("w_q", d_model), ("w_k", kv_width), ("w_v", kv_width), ("w_o", d_model)):
+            if getattr(self, name).shape != (d_model, width):
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}; expected ({d_model}, {width})")
+        _check_weight("w_1", self.w_1, d_model)
+        if self.w_2.shape != (self.w_1.shape[1], d_model):
+            raise ValueError(f"w_2 has shape {self.w_2.shape}; expected ({self.w_1.shape[1]}, {d_model})")
+        for name in ("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta", "b_q", "b_o", "b_2"):
             put(name, _check_bias(name, getattr(self, name), d_model))
+        put("b_k", _check_bias("b_k", self.b_k, kv_width))
+        put("b_v", _check_bias("b_v", self.b_v, kv_width))
         put("b_1", _check_bias("b_1", self.b_1, self.w_1.shape[1]))
         put("eps", _eps(self.eps))
         _activation(self.activation)
@@ -282,6 +292,11 @@ class BlockParams:
     def d_model(self) -> int:
         """The width of the residual stream."""
         return self.w_q.shape[0]
+
+    @property
+    def kv_heads(self) -> int:
+        """The number of key/value heads: ``num_kv_heads``, or ``num_heads`` when that is None."""
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
     @property
     def d_ff(self) -> int:
@@ -294,7 +309,7 @@ class BlockParams:
         return sum(getattr(self, name).size for name in _ARRAY_FIELDS if getattr(self, name) is not None)
 
 
-def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
+def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32, num_kv_heads=None):
     """Random parameters of one block: weights ``N(0, 1 / d_in)``, gammas 1, betas and biases 0.
 
     Parameters
@@ -309,6 +324,9 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     bias : bool, default False
         Add zero biases to every projection (as GPT-2, BERT and PyTorch do).
     dtype : numpy dtype, default float32
+    num_kv_heads : int, optional
+        Key/value heads for grouped-query attention (1: multi-query); default ``num_heads``.
+        ``w_k`` and ``w_v`` are then ``(d_model, num_kv_heads * d_h)``.
 
     Returns
     -------
@@ -319,9 +337,14 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     >>> params = init_block_params(d_model=6, num_heads=2, rng=np.random.default_rng(0), bias=True)
     >>> params.w_q.shape, params.w_1.shape, params.b_1.shape, params.w_q.dtype
     ((6, 6), (6, 24), (24,), dtype('float32'))
+    >>> init_block_params(d_model=8, num_heads=4, num_kv_heads=1).w_k.shape   # multi-query: one key head of d_h = 2
+    (8, 2)
     """
     d_model = as_positive_int(d_model, "d_model")
     d_ff = 4 * d_model if d_ff is None else as_positive_int(d_ff, "d_ff")
+    num_heads = as_positive_int(num_heads, "num_heads")
+    kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
+    kv_width = d_model // num_heads * kv_heads  # d_model unless grouped-query
     if rng is None:
         from .examples import SEED
 
@@ -338,26 +361,26 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
         return np.zeros(n, dtype=dtype) if bias else None
 
     return BlockParams(
-        w_q=weight(d_model, d_model), w_k=weight(d_model, d_model), w_v=weight(d_model, d_model),
+        w_q=weight(d_model, d_model), w_k=weight(d_model, kv_width), w_v=weight(d_model, kv_width),
         w_o=weight(d_model, d_model), w_1=weight(d_model, d_ff), w_2=weight(d_ff, d_model),
-        num_heads=num_heads,
+        num_heads=num_heads, num_kv_heads=num_kv_heads,
         norm_1_gamma=np.ones(d_model, dtype=dtype), norm_1_beta=np.zeros(d_model, dtype=dtype),
         norm_2_gamma=np.ones(d_model, dtype=dtype), norm_2_beta=np.zeros(d_model, dtype=dtype),
-        b_q=zeros(d_model), b_k=zeros(d_model), b_v=zeros(d_model), b_o=zeros(d_model),
+        b_q=zeros(d_model), b_k=zeros(kv_width), b_v=zeros(kv_width), b_o=zeros(d_model),
         b_1=zeros(d_ff), b_2=zeros(d_model),
     )
 
 
-def _attention(x, p, mask):
+def _attention(x, p, mask, kv_cache=None):
     return multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads, mask, b_q=p.b_q, b_k=p.b_k,
-                                b_v=p.b_v, b_o=p.b_o)
+                                b_v=p.b_v, b_o=p.b_o, num_kv_heads=p.num_kv_heads, kv_cache=kv_cache)
 
 
 def _ffn(x, p):
     return feed_forward(x, p.w_1, p.w_2, p.b_1, p.b_2, activation=p.activation)
 
 
-def transformer_block(x, params, mask=None, norm_first=True, *, residual=True):
+def transformer_block(x, params, mask=None, norm_first=True, *, residual=True, kv_cache=None):
     r"""One transformer block: attention, then the feed-forward network, each in a residual connection.
 
     .. math:: \text{pre-norm: } x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \quad
@@ -370,18 +393,24 @@ def transformer_block(x, params, mask=None, norm_first=True, *, residual=True):
     ----------
     x : array_like, shape (..., T, d_model)
     params : BlockParams
-    mask : array_like of bool, broadcastable to (..., T, T), optional
-        ``True`` = may attend; ``causal_mask(T)`` makes a decoder (GPT) block.
+    mask : array_like of bool, broadcastable to (..., T, T_k), optional
+        ``True`` = may attend; ``causal_mask(T)`` makes a decoder (GPT) block. ``T_k = T``
+        without a cache.
     norm_first : bool, default True
         Pre-norm (GPT-2) if True, post-norm (the original paper, BERT) if False.
     residual : bool, default True
         ``False`` drops the ``x +`` of both sub-layers: only to see what residuals do.
+    kv_cache : attn_helpers.kv_cache.KVCache, optional
+        Generation (notebook 13): the keys and values of this block for ``T_past`` earlier
+        positions. ``x`` is then only the new positions; attention reads the cache (which
+        grows by ``T``) and everything else works row by row, so ``out`` is what the block
+        gives those rows of the whole sequence. ``T_k = T_past + T``.
 
     Returns
     -------
     out : ndarray, shape (..., T, d_model)
         The same shape as ``x``: that is what lets blocks stack.
-    weights : ndarray, shape (..., h, T, T)
+    weights : ndarray, shape (..., h, T, T_k)
         The attention weights of every head.
 
     Examples
@@ -401,12 +430,12 @@ def transformer_block(x, params, mask=None, norm_first=True, *, residual=True):
     p = params
     skip = x if residual else 0.0  # the residual stream that each sub-layer adds to
     if norm_first:
-        attended, weights = _attention(layer_norm(x, p.norm_1_gamma, p.norm_1_beta, p.eps), p, mask)
+        attended, weights = _attention(layer_norm(x, p.norm_1_gamma, p.norm_1_beta, p.eps), p, mask, kv_cache)
         x = skip + attended  # (..., T, d_model)
         skip = x if residual else 0.0
         x = skip + _ffn(layer_norm(x, p.norm_2_gamma, p.norm_2_beta, p.eps), p)  # (..., T, d_model)
     else:
-        attended, weights = _attention(x, p, mask)
+        attended, weights = _attention(x, p, mask, kv_cache)
         x = layer_norm(skip + attended, p.norm_1_gamma, p.norm_1_beta, p.eps)  # (..., T, d_model)
         skip = x if residual else 0.0
         x = layer_norm(skip + _ffn(x, p), p.norm_2_gamma, p.norm_2_beta, p.eps)  # (..., T, d_model)

@@ -1,33 +1,37 @@
 """The KV cache: generate token by token without recomputing the keys and values of earlier tokens.
 
-A causal decoder (here: layers of causal multi-head self-attention with a residual
-connection, random weights, notebook 13) produces the output of position ``t`` from
-positions ``0..t`` only (notebook 07). So when it generates, the keys and values of the
-earlier positions never change: a :class:`KVCache` keeps them, and each new token costs
-one row of queries against the cached keys, O(T), instead of the whole sequence again,
-O(T^2) for the attention alone.
+The model is notebook 10's, stacked into a GPT-style decoder (:class:`Decoder`): token
+embeddings plus sinusoidal positions, pre-norm :func:`~attn_helpers.block.transformer_block`\\ s
+with a causal mask, a final layer norm, and the token embeddings again as the output layer.
 
-:func:`kv_cache_bytes` and :data:`PUBLISHED_CONFIGS` give what the cache costs in real
-models, and how grouped-query and multi-query attention shrink it.
+A causal decoder computes the output of position ``t`` from positions ``0..t`` only
+(notebook 07), so when it generates, the keys and values of the earlier positions never
+change. A :class:`KVCache` per block keeps them: ``transformer_block(x_new, params, mask,
+kv_cache=cache)`` runs only the new rows through the layer norms, the projections and the
+feed-forward network, and lets their queries attend to every cached key. The next token
+then costs one row against ``T`` keys, O(T), instead of the whole sequence again, O(T^2)
+for the attention alone.
+
+:func:`kv_cache_bytes`, :data:`PUBLISHED_CONFIGS` and :func:`cache_table` give what the
+cache costs in real models, and how grouped-query and multi-query attention shrink it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
 
 import numpy as np
 
 from ._validate import as_float_array, as_positive_int
-from .core import causal_mask, scaled_dot_product_attention
+from .block import BlockParams, init_block_params, layer_norm, transformer_block
 from .examples import SEED
-from .multihead import merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .positions import positional_encoding
 
 __all__ = [
+    "KVCache",
+    "Decoder",
     "random_decoder",
     "decoder_forward",
-    "KVCache",
-    "decoder_step",
     "generate",
     "kv_cache_bytes",
     "attention_weights_bytes",
@@ -36,157 +40,235 @@ __all__ = [
 ]
 
 
-def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, num_kv_heads=None, seed=SEED):
-    """A small causal decoder with seeded random weights (untrained: what it writes means nothing).
+@dataclasses.dataclass(eq=False)
+class KVCache:
+    """The keys and values of one attention layer for every position seen so far.
 
-    Returns
-    -------
-    model : dict
-        ``embeddings`` (vocab_size, d_model), ``unembedding`` (d_model, vocab_size) and ``layers``,
-        one dict of ``w_q, w_k, w_v, w_o`` per layer. ``w_k`` and ``w_v`` have ``num_kv_heads * d_h``
-        columns (default ``num_heads``: ordinary multi-head attention). Each matrix is standard
-        normal, the projections divided by ``sqrt(d_model)``.
+    ``keys`` has shape ``(..., h_kv, T, d_h)``: only the key/value heads are stored, so
+    grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
+    :func:`~attn_helpers.block.transformer_block` or
+    :func:`~attn_helpers.multihead.multi_head_attention` as ``kv_cache=``.
 
     Examples
     --------
-    >>> model = random_decoder(d_model=8, num_heads=4, num_layers=2, num_kv_heads=2)
-    >>> len(model["layers"]), model["layers"][0]["w_q"].shape, model["layers"][0]["w_k"].shape
-    (2, (8, 8), (8, 4))
-    """
-    d_model = as_positive_int(d_model, "d_model")
-    num_heads = as_positive_int(num_heads, "num_heads")
-    num_kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
-    kv_width = d_model // num_heads * num_kv_heads
-    rng = np.random.default_rng(seed)
-    embeddings = rng.standard_normal((as_positive_int(vocab_size, "vocab_size"), d_model))
-    unembedding = rng.standard_normal((d_model, vocab_size))
-    shapes = {"w_q": (d_model, d_model), "w_k": (d_model, kv_width), "w_v": (d_model, kv_width),
-              "w_o": (d_model, d_model)}
-    layers = [{name: rng.standard_normal(shape) / np.sqrt(d_model) for name, shape in shapes.items()}
-              for _ in range(as_positive_int(num_layers, "num_layers"))]
-    return {"embeddings": embeddings, "unembedding": unembedding, "layers": layers}
-
-
-def decoder_forward(x, layers, num_heads, num_kv_heads=None):
-    """The whole sequence through the decoder, every position at once: ``x = x + attention(x)`` per layer.
-
-    Parameters
-    ----------
-    x : array_like, shape (T, d_model)
-    layers : list of dict
-        As made by :func:`random_decoder`.
-    num_heads, num_kv_heads : int
-
-    Returns
-    -------
-    out : ndarray, shape (T, d_model)
-        Row ``t`` depends on rows ``0..t`` of ``x`` only (a causal mask in every layer).
-    """
-    x = as_float_array(x, "x", min_ndim=2)
-    mask = causal_mask(x.shape[-2])  # (T, T): no position sees a later one
-    for layer in layers:
-        attended, _ = multi_head_attention(x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"], num_heads,
-                                           mask=mask, num_kv_heads=num_kv_heads)
-        x = x + attended  # residual connection: (T, d_model)
-    return x
-
-
-@dataclass
-class KVCache:
-    """The keys and values of every position seen so far, one pair of arrays per layer.
-
-    ``keys[layer]`` has shape ``(h_kv, T, d_h)``: only the key/value heads are stored, so
-    grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less.
+    >>> cache = KVCache()
+    >>> keys, values = cache.append(np.zeros((2, 3, 4)), np.ones((2, 3, 4)))   # 2 heads, 3 positions
+    >>> keys, values = cache.append(np.zeros((2, 1, 4)), np.ones((2, 1, 4)))   # then one more
+    >>> cache.length, keys.shape, cache.nbytes
+    (4, (2, 4, 4), 512)
     """
 
-    keys: list = field(default_factory=list)
-    values: list = field(default_factory=list)
+    keys: np.ndarray | None = None
+    values: np.ndarray | None = None
 
     @property
     def length(self) -> int:
         """The number of positions cached."""
-        return self.keys[0].shape[-2] if self.keys else 0
+        return 0 if self.keys is None else self.keys.shape[-2]
 
     @property
     def nbytes(self) -> int:
         """The bytes the cache holds."""
-        return sum(a.nbytes for a in self.keys + self.values)
+        return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
 
-    def append(self, layer, keys, values):
-        """Add the keys and values of new positions, ``(h_kv, T_new, d_h)``, to ``layer``; return all of them.
+    def append(self, keys, values):
+        """Add the keys and values of new positions, ``(..., h_kv, T_new, d_h)``; return all of them.
 
-        (A real implementation preallocates the maximum length; ``np.concatenate`` keeps this one short.)
+        The cached rows are kept as they are: a new array is made, the old rows copied
+        into it (a real implementation preallocates the maximum length instead).
         """
-        if layer == len(self.keys):
-            self.keys.append(keys)
-            self.values.append(values)
-        else:
-            self.keys[layer] = np.concatenate([self.keys[layer], keys], axis=-2)  # (h_kv, T + T_new, d_h)
-            self.values[layer] = np.concatenate([self.values[layer], values], axis=-2)
-        return self.keys[layer], self.values[layer]
+        keys = as_float_array(keys, "keys", min_ndim=3)
+        values = as_float_array(values, "values", min_ndim=3)
+        if keys.shape[:-1] != values.shape[:-1]:
+            raise ValueError(f"keys and values need the same heads and positions: keys has shape {keys.shape}, "
+                             f"values {values.shape}; expected (..., h_kv, T_new, d) for both")
+        if self.keys is not None:
+            for name, new, old in (("keys", keys, self.keys), ("values", values, self.values)):
+                if new.shape[:-2] + new.shape[-1:] != old.shape[:-2] + old.shape[-1:]:
+                    raise ValueError(f"new {name} of shape {new.shape} do not fit the cached {name} of shape "
+                                     f"{old.shape}: expected (..., {old.shape[-3]}, T_new, {old.shape[-1]})")
+            keys = np.concatenate([self.keys, keys], axis=-2)  # (..., h_kv, T_past + T_new, d_h)
+            values = np.concatenate([self.values, values], axis=-2)  # (..., h_kv, T_past + T_new, d_v)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def crop(self, length):
+        """Keep only the first ``length`` positions (to undo steps, as speculative decoding does)."""
+        length = as_positive_int(length, "length", allow_zero=True)
+        if length > self.length:
+            raise ValueError(f"length={length} is more than the {self.length} positions cached")
+        if self.keys is not None:
+            self.keys, self.values = self.keys[..., :length, :], self.values[..., :length, :]
 
 
-def decoder_step(x_new, layers, cache, num_heads, num_kv_heads=None):
-    """The new positions through the decoder, attending to the cached ones; the cache grows by ``T_new``.
+@dataclasses.dataclass(frozen=True, eq=False)
+class Decoder:
+    """A GPT-style decoder made of notebook 10's blocks (untrained, unless you give it trained weights).
 
-    Each layer projects only the new rows, appends their keys and values to the cache and
-    lets the new queries attend to every cached key up to their own position.
+    ``x = embeddings[ids] + positional_encoding(T)``; each of ``blocks`` is a pre-norm
+    :func:`~attn_helpers.block.transformer_block` with a causal mask; then
+    ``layer_norm(x, final_norm_gamma, final_norm_beta) @ embeddings.T`` gives one score per
+    token of the vocabulary (the output layer is tied to the embeddings, as in GPT-2).
+
+    Attributes
+    ----------
+    embeddings : ndarray, shape (vocab_size, d_model)
+    blocks : tuple of BlockParams
+        Every block has the same ``d_model``, ``num_heads`` and ``num_kv_heads``.
+    final_norm_gamma, final_norm_beta : ndarray, shape (d_model,)
+    """
+
+    embeddings: np.ndarray
+    blocks: tuple
+    final_norm_gamma: np.ndarray | None = None
+    final_norm_beta: np.ndarray | None = None
+
+    def __post_init__(self):
+        embeddings = as_float_array(self.embeddings, "embeddings", min_ndim=2)
+        if embeddings.ndim != 2:
+            raise ValueError(f"embeddings must have shape (vocab_size, d_model); got shape {embeddings.shape}")
+        blocks = (self.blocks,) if isinstance(self.blocks, BlockParams) else tuple(self.blocks)
+        if not blocks or not all(isinstance(block, BlockParams) for block in blocks):
+            raise TypeError("blocks must be a non-empty sequence of BlockParams (see init_block_params); got "
+                            f"{[type(block).__name__ for block in blocks]}")
+        shapes = {(block.d_model, block.num_heads, block.kv_heads) for block in blocks}
+        if shapes != {(embeddings.shape[1], blocks[0].num_heads, blocks[0].kv_heads)}:
+            raise ValueError(f"every block needs d_model = {embeddings.shape[1]} (the embeddings' width) and the "
+                             f"same heads; got (d_model, num_heads, num_kv_heads) = {sorted(shapes)}")
+        object.__setattr__(self, "embeddings", embeddings)
+        object.__setattr__(self, "blocks", blocks)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.embeddings.shape[0]
+
+    @property
+    def d_model(self) -> int:
+        return self.embeddings.shape[1]
+
+    def empty_cache(self) -> list:
+        """One empty :class:`KVCache` per block."""
+        return [KVCache() for _ in self.blocks]
+
+
+def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_kv_heads=None, dtype=np.float32,
+                   seed=SEED):
+    """A decoder with seeded random weights: what it writes means nothing, but it computes like a GPT.
+
+    Block ``n`` is ``init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]))``
+    and the embeddings ``np.random.default_rng(seed).standard_normal((vocab_size, d_model))``:
+    with the defaults these are notebook 10's creature sentence and blocks
+    (:func:`~attn_helpers.examples.creature_block_example`), one embedding per word.
 
     Parameters
     ----------
-    x_new : array_like, shape (T_new, d_model)
-        The inputs of the new positions (the prompt at the first call, then one token).
-    layers : list of dict
-    cache : KVCache
-    num_heads, num_kv_heads : int
+    vocab_size, d_model, num_heads, num_layers : int
+    num_kv_heads : int, optional
+        Key/value heads of every block (grouped-query attention; 1: multi-query). Default ``num_heads``.
+    dtype : numpy dtype, default float32
+    seed : int
 
     Returns
     -------
-    out : ndarray, shape (T_new, d_model)
-        Equal to the last ``T_new`` rows of :func:`decoder_forward` on the whole sequence.
+    decoder : Decoder
 
     Examples
     --------
-    >>> layers = random_decoder(d_model=8, num_heads=2)["layers"]
-    >>> x = np.random.default_rng(0).standard_normal((5, 8))
-    >>> cache = KVCache()
-    >>> prompt_out = decoder_step(x[:4], layers, cache, num_heads=2)   # the prompt: 4 positions at once
-    >>> new_out = decoder_step(x[4:], layers, cache, num_heads=2)      # then one new token
-    >>> cache.length, bool(np.allclose(new_out, decoder_forward(x, layers, num_heads=2)[4:]))
-    (5, True)
+    >>> decoder = random_decoder(d_model=8, num_heads=4, num_layers=2, num_kv_heads=2)
+    >>> len(decoder.blocks), decoder.blocks[0].w_q.shape, decoder.blocks[0].w_k.shape
+    (2, (8, 8), (8, 4))
     """
-    x = as_float_array(x_new, "x_new", min_ndim=2)
-    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    t_new = x.shape[-2]
-    for i, layer in enumerate(layers):
-        queries = split_heads(x @ layer["w_q"], num_heads)  # (T_new, d_model) @ (d_model, h d_h) -> (h, T_new, d_h)
-        new_keys = split_heads(x @ layer["w_k"], num_kv_heads)  # -> (h_kv, T_new, d_h)
-        new_values = split_heads(x @ layer["w_v"], num_kv_heads)  # -> (h_kv, T_new, d_h)
-        keys, values = cache.append(i, new_keys, new_values)  # (h_kv, T, d_h): the old rows are reused, not recomputed
-        t = keys.shape[-2]
-        mask = np.tri(t_new, t, k=t - t_new, dtype=bool)  # new position i (absolute t - T_new + i) sees keys <= it
-        context, _ = scaled_dot_product_attention(queries, repeat_kv_heads(keys, num_heads),
-                                                  repeat_kv_heads(values, num_heads), mask=mask)  # (h, T_new, d_h)
-        x = x + merge_heads(context) @ layer["w_o"]  # (T_new, h d_h) @ (h d_h, d_model) -> (T_new, d_model)
-    return x
+    vocab_size, d_model = as_positive_int(vocab_size, "vocab_size"), as_positive_int(d_model, "d_model")
+    seed = as_positive_int(seed, "seed", allow_zero=True)
+    embeddings = np.random.default_rng(seed).standard_normal((vocab_size, d_model)).astype(dtype)
+    blocks = [init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]), dtype=dtype,
+                                num_kv_heads=num_kv_heads) for n in range(as_positive_int(num_layers, "num_layers"))]
+    return Decoder(embeddings, blocks, np.ones(d_model, dtype=dtype), np.zeros(d_model, dtype=dtype))
 
 
-def generate(prompt, model, num_heads, steps, *, num_kv_heads=None, use_cache=True):
-    """Greedy generation: append the most likely next token ``steps`` times.
+def _as_ids(ids, vocab_size, name):
+    array = np.asarray(ids)
+    if array.ndim != 1 or not (array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
+        raise TypeError(f"{name} must be a 1-D sequence of integer token ids; got {type(ids).__name__} of "
+                        f"shape {array.shape} and dtype {array.dtype}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty; expected at least one token id")
+    if array.min() < 0 or array.max() >= vocab_size:
+        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
+                         f"{array.max()}")
+    return array.astype(np.intp)
 
-    Each token's input is its embedding plus the sinusoidal encoding of its position; the
-    output of the last position times ``unembedding`` gives one score per token of the
-    vocabulary, and the best one is appended. With ``use_cache=False`` the whole sequence
-    goes through :func:`decoder_forward` at each step; with ``use_cache=True`` only the new
-    token goes through :func:`decoder_step`.
+
+def _check_cache(cache, decoder):
+    if not isinstance(cache, list) or len(cache) != len(decoder.blocks) or not all(
+            isinstance(layer, KVCache) for layer in cache):
+        raise TypeError(f"cache must be a list of {len(decoder.blocks)} KVCache, one per block "
+                        f"(decoder.empty_cache()); got {type(cache).__name__}")
+    lengths = {layer.length for layer in cache}
+    if len(lengths) != 1:
+        raise ValueError(f"cache: its layers hold different numbers of positions {sorted(lengths)}")
+    return lengths.pop()
+
+
+def decoder_forward(decoder, ids, cache=None):
+    """Scores of the next token after each position of ``ids``; with a ``cache``, of the new positions only.
+
+    Without a cache the whole sequence goes through every block at once, under
+    ``causal_mask(T)``. With one, ``ids`` are the tokens that follow the ``T_past`` cached
+    positions: only their rows go through the blocks, attending to the cached keys and
+    values and to each other's up to their own position; the cache grows by ``len(ids)``.
 
     Parameters
     ----------
+    decoder : Decoder
+    ids : sequence of int, shape (T,)
+        Token ids (the new ones, with a cache).
+    cache : list of KVCache, optional
+        ``decoder.empty_cache()``, then passed again at every step.
+
+    Returns
+    -------
+    logits : ndarray, shape (T, vocab_size)
+        Row ``i`` scores the token after position ``T_past + i``; it equals row ``T_past + i`` of
+        ``decoder_forward(decoder, all_ids)`` to rounding (see notebook 13 for why not bit for bit).
+
+    Examples
+    --------
+    >>> decoder = random_decoder()
+    >>> cache = decoder.empty_cache()
+    >>> prompt_logits = decoder_forward(decoder, [0, 1, 2], cache)   # the prompt: 3 positions at once
+    >>> next_logits = decoder_forward(decoder, [5], cache)          # then one new token
+    >>> full = decoder_forward(decoder, [0, 1, 2, 5])                  # everything again
+    >>> cache[0].length, bool(np.allclose(next_logits, full[3:], rtol=1e-5, atol=1e-5))
+    (4, True)
+    """
+    if not isinstance(decoder, Decoder):
+        raise TypeError(f"decoder must be a Decoder (see random_decoder); got {type(decoder).__name__}")
+    ids = _as_ids(ids, decoder.vocab_size, "ids")
+    T_past = 0 if cache is None else _check_cache(cache, decoder)
+    T = len(ids)
+    positions = positional_encoding(T_past + T, decoder.d_model, dtype=decoder.embeddings.dtype)[T_past:]  # (T, d)
+    x = decoder.embeddings[ids] + positions  # (T, d_model)
+    # New position i is position T_past + i: it may see keys 0 .. T_past + i (causal_mask(T) when T_past = 0).
+    mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T)
+    for n, block in enumerate(decoder.blocks):
+        x, _ = transformer_block(x, block, mask, kv_cache=None if cache is None else cache[n])  # (T, d_model)
+    x = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # the final layer norm of GPT-2
+    return x @ decoder.embeddings.T  # (T, d_model) @ (d_model, vocab_size) -> (T, vocab_size)
+
+
+def generate(decoder, prompt, steps, *, use_cache=True):
+    """Greedy generation: append the highest-scoring next token ``steps`` times.
+
+    With ``use_cache=False`` the whole sequence goes through :func:`decoder_forward` at every
+    step; with ``use_cache=True`` the prompt goes through once, filling a cache, and then
+    each step runs only the newest token.
+
+    Parameters
+    ----------
+    decoder : Decoder
     prompt : sequence of int
-        Token ids of the prompt.
-    model : dict
-        As made by :func:`random_decoder`.
-    num_heads, steps : int
+    steps : int
 
     Returns
     -------
@@ -197,28 +279,31 @@ def generate(prompt, model, num_heads, steps, *, num_kv_heads=None, use_cache=Tr
 
     Examples
     --------
-    >>> model = random_decoder()
-    >>> ids, _ = generate([0, 1, 2], model, num_heads=4, steps=5)
-    >>> ids == generate([0, 1, 2], model, num_heads=4, steps=5, use_cache=False)[0]
+    >>> decoder = random_decoder()
+    >>> ids, _ = generate(decoder, [0, 1, 2], steps=5)
+    >>> ids == generate(decoder, [0, 1, 2], steps=5, use_cache=False)[0]
     True
     """
-    embeddings, unembedding, layers = model["embeddings"], model["unembedding"], model["layers"]
+    if not isinstance(decoder, Decoder):
+        raise TypeError(f"decoder must be a Decoder (see random_decoder); got {type(decoder).__name__}")
+    ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
     steps = as_positive_int(steps, "steps", allow_zero=True)
-    ids = [int(i) for i in prompt]
-    positions = positional_encoding(len(ids) + steps, embeddings.shape[-1], dtype=embeddings.dtype)  # (T, d_model)
-    cache = KVCache()
-    new = slice(0, len(ids))  # the positions not yet seen by the decoder: the whole prompt, then one token
-    all_logits = []
-    for _ in range(steps):
-        if use_cache:
-            out = decoder_step(embeddings[ids[new]] + positions[new], layers, cache, num_heads, num_kv_heads)
-        else:  # the whole sequence again: (T, d_model)
-            out = decoder_forward(embeddings[ids] + positions[: len(ids)], layers, num_heads, num_kv_heads)
-        logits = out[-1] @ unembedding  # (d_model,) @ (d_model, vocab) -> (vocab,)
-        ids.append(int(np.argmax(logits)))
-        all_logits.append(logits)
-        new = slice(len(ids) - 1, len(ids))
-    return ids, np.array(all_logits).reshape(steps, unembedding.shape[-1])
+    if not isinstance(use_cache, (bool, np.bool_)):
+        raise TypeError(f"use_cache must be True or False; got {use_cache!r}")
+    cache = decoder.empty_cache() if use_cache else None
+    new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
+    all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
+    for step in range(steps):
+        logits = decoder_forward(decoder, new, cache) if use_cache else decoder_forward(decoder, ids)
+        all_logits[step] = logits[-1]  # the scores after the last position
+        ids.append(int(np.argmax(logits[-1])))
+        new = ids[-1:]
+    return ids, all_logits
+
+
+def _counts(**counts):
+    """Whole numbers >= 1 (``T`` may be 0), or a TypeError/ValueError naming the argument."""
+    return [as_positive_int(n, name, allow_zero=name == "T") for name, n in counts.items()]
 
 
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, T, bytes_per_number=2, batch=1):
@@ -229,7 +314,10 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, T, bytes_per_number=2, ba
     >>> kv_cache_bytes(num_layers=32, num_kv_heads=32, head_dim=128, T=4096) / 2**30   # Llama 2 7B, float16
     2.0
     """
-    return int(num_layers) * 2 * int(num_kv_heads) * int(head_dim) * int(T) * int(bytes_per_number) * int(batch)
+    num_layers, num_kv_heads, head_dim, T, bytes_per_number, batch = _counts(
+        num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim, T=T, bytes_per_number=bytes_per_number,
+        batch=batch)
+    return num_layers * 2 * num_kv_heads * head_dim * T * bytes_per_number * batch
 
 
 def attention_weights_bytes(T, num_heads=1, bytes_per_number=4):
@@ -240,30 +328,38 @@ def attention_weights_bytes(T, num_heads=1, bytes_per_number=4):
     >>> attention_weights_bytes(4096, num_heads=8) / 2**20   # float32
     512.0
     """
-    return int(num_heads) * int(T) ** 2 * int(bytes_per_number)
+    T, num_heads, bytes_per_number = _counts(T=T, num_heads=num_heads, bytes_per_number=bytes_per_number)
+    return num_heads * T**2 * bytes_per_number
 
 
-#: Published decoder configurations: layers, query heads, key/value heads, head width, and where the numbers are from.
-PUBLISHED_CONFIGS = {
-    "GPT-2 small": dict(num_layers=12, num_heads=12, num_kv_heads=12, head_dim=64,
-                        source="Radford et al. 2019; Hugging Face gpt2 config.json (n_layer 12, n_head 12, "
-                               "n_embd 768)"),
-    "Llama 2 7B": dict(num_layers=32, num_heads=32, num_kv_heads=32, head_dim=128,
-                       source="Touvron et al. 2023, Llama 2, Table 1 and config.json (hidden_size 4096, "
-                              "32 heads, 32 layers)"),
-    "Llama 2 70B": dict(num_layers=80, num_heads=64, num_kv_heads=8, head_dim=128,
-                        source="Touvron et al. 2023, Llama 2 (GQA for 34B and 70B); config.json "
-                               "(hidden_size 8192, 64 heads, num_key_value_heads 8, 80 layers)"),
-    "Mistral 7B": dict(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128,
-                       source="Jiang et al. 2023, Mistral 7B, Table 1 (n_layers 32, head_dim 128, n_heads 32, "
-                              "n_kv_heads 8)"),
-    "Falcon 7B": dict(num_layers=32, num_heads=71, num_kv_heads=1, head_dim=64,
-                      source="tiiuae/falcon-7b config.json (hidden_size 4544, n_head 71, n_layer 32, "
-                             "multi_query true)"),
-    "PaLM 540B": dict(num_layers=118, num_heads=48, num_kv_heads=1, head_dim=256,
-                      source="Chowdhery et al. 2022, PaLM, Table 1 (118 layers, 48 heads, d_model 18432, "
-                             "multi-query attention)"),
+_CONFIG_COLUMNS = ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context_length")
+_CONFIG_ROWS = {  # layers, query heads h, key/value heads h_kv, head width d_h, context length (tokens)
+    "GPT-2 small": (12, 12, 12, 64, 1024),
+    "Llama 2 7B": (32, 32, 32, 128, 4096),
+    "Llama 2 70B": (80, 64, 8, 128, 4096),
+    "Mistral 7B": (32, 32, 8, 128, 8192),
+    "Falcon 7B": (32, 71, 1, 64, 2048),
+    "PaLM 540B": (118, 48, 1, 256, 2048),
 }
+_CONFIG_SOURCES = {
+    "GPT-2 small": "Radford et al. 2019; Hugging Face openai-community/gpt2 config.json: n_layer 12, n_head 12, "
+                   "n_embd 768 (so d_h = 64), n_ctx 1024",
+    "Llama 2 7B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, no GQA at 7B); meta-llama/Llama-2-7b-hf "
+                  "config.json: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size 4096",
+    "Llama 2 70B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, GQA at 34B and 70B); meta-llama/Llama-2-70b-hf "
+                   "config.json: num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, hidden_size 8192",
+    "Mistral 7B": "Jiang et al. 2023, Mistral 7B, Table 1: n_layers 32, head_dim 128, n_heads 32, n_kv_heads 8, "
+                  "context_len 8192; its sliding window of 4096 caps the cache it really keeps (a rolling buffer)",
+    "Falcon 7B": "tiiuae/falcon-7b config.json: n_layer 32, n_head 71, hidden_size 4544 (d_h = 64), multi_query true; "
+                 "model card: sequence length 2048",
+    "PaLM 540B": "Chowdhery et al. 2022, PaLM, Table 1 and section 2: 118 layers, 48 heads, d_model 18432, head size "
+                 "always 256, multi-query attention, sequence length 2048",
+}
+
+#: Published decoder configurations: layers, query heads, key/value heads, head width, context length, and
+#: where the numbers are from (``source``).
+PUBLISHED_CONFIGS = {name: {**dict(zip(_CONFIG_COLUMNS, row)), "source": _CONFIG_SOURCES[name]}
+                     for name, row in _CONFIG_ROWS.items()}
 
 
 def cache_table(T=4096, bytes_per_number=2, configs=None):
@@ -272,8 +368,8 @@ def cache_table(T=4096, bytes_per_number=2, configs=None):
     Returns
     -------
     rows : list of dict
-        ``name, num_layers, num_heads, num_kv_heads, head_dim, cache_bytes, full_mha_bytes, saving`` (the
-        factor ``h / h_kv`` that grouped-query or multi-query attention saves).
+        ``name, num_layers, num_heads, num_kv_heads, head_dim, context_length, cache_bytes, full_mha_bytes, saving``
+        (the factor ``h / h_kv`` that grouped-query or multi-query attention saves).
 
     Examples
     --------
@@ -283,7 +379,7 @@ def cache_table(T=4096, bytes_per_number=2, configs=None):
     """
     rows = []
     for name, config in (PUBLISHED_CONFIGS if configs is None else configs).items():
-        shape = {key: config[key] for key in ("num_layers", "num_heads", "num_kv_heads", "head_dim")}
+        shape = {key: config[key] for key in _CONFIG_COLUMNS if key in config}
         cache = kv_cache_bytes(shape["num_layers"], shape["num_kv_heads"], shape["head_dim"], T, bytes_per_number)
         full = kv_cache_bytes(shape["num_layers"], shape["num_heads"], shape["head_dim"], T, bytes_per_number)
         rows.append(dict(name=name, **shape, cache_bytes=cache, full_mha_bytes=full, saving=full / cache))

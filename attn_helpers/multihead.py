@@ -115,10 +115,11 @@ def _check_bias(name, b, width):
     return b
 
 
-def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases, num_kv_heads=None):
+def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases, num_kv_heads=None, kv_cache=None):
     """Validated inputs of :func:`multi_head_attention` (arrays as float arrays, mask as bool)."""
     x = as_float_array(x, "x", min_ndim=2)
     T, d_model = x.shape[-2:]
+    T_k = T + _cached_length(kv_cache)  # the keys: the cached ones, then those of x
     num_heads = as_positive_int(num_heads, "num_heads")
     num_kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
     if num_heads % num_kv_heads:
@@ -144,13 +145,23 @@ def _mha_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask, biases, num_kv_heads=Non
     if mask is not None:
         shape = np.shape(mask)
         mask = as_bool_mask(mask)
-        if mask.ndim < 2 or mask.shape[-2] not in (1, T) or mask.shape[-1] not in (1, T):
+        if mask.ndim < 2 or mask.shape[-2] not in (1, T) or mask.shape[-1] not in (1, T_k):
+            scores = "(..., T, T)" if T_k == T else "(..., T, T_past + T)"
             raise ValueError(
-                f"mask of shape {shape} does not broadcast to the scores' shape (..., T, T) = (..., {T}, {T}); "
-                f"expected its last two axes to be ({T} or 1, {T} or 1)"
+                f"mask of shape {shape} does not broadcast to the scores' shape {scores} = (..., {T}, {T_k}); "
+                f"expected its last two axes to be ({T} or 1, {T_k} or 1)"
             )
-        mask = mask[..., None, :, :]  # (..., 1, T, T): the same mask for every head
+        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
     return x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, biases
+
+
+def _cached_length(kv_cache):
+    """How many positions ``kv_cache`` holds (0 for None); a TypeError if it is not a cache."""
+    if kv_cache is None:
+        return 0
+    if not (callable(getattr(kv_cache, "append", None)) and hasattr(kv_cache, "length")):
+        raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
+    return kv_cache.length
 
 
 def _plus(a, b):
@@ -158,7 +169,7 @@ def _plus(a, b):
 
 
 def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=None, b_k=None, b_v=None, b_o=None,
-                         num_kv_heads=None):
+                         num_kv_heads=None, kv_cache=None):
     r"""Multi-head self-attention (biases optional, off by default).
 
     .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(i)}, X W_v^{(i)}), \qquad
@@ -173,6 +184,10 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=Non
     each shared by ``h / h_kv`` consecutive query heads (see :func:`repeat_kv_heads`):
     ``w_k`` and ``w_v`` are ``h_kv / h`` as wide, and so is a KV cache (notebook 13).
 
+    With ``kv_cache`` (generation, notebook 13) ``x`` holds only the new positions: their
+    keys and values are appended to the cache, and their queries attend to every cached
+    key as well as to their own, so ``T_k = T_past + T``.
+
     Parameters
     ----------
     x : array_like, shape (..., T, d_model)
@@ -182,19 +197,22 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=Non
     w_o : array_like, shape (h * d_v, d_out)
     num_heads : int
         ``h``; must divide the output width of every projection.
-    mask : array_like of bool, broadcastable to (..., T, T), optional
-        ``True`` = may attend; shared by every head.
+    mask : array_like of bool, broadcastable to (..., T, T_k), optional
+        ``True`` = may attend; shared by every head. ``T_k = T`` without a cache.
     b_q : array_like, shape (h * d_h,), optional
     b_k : array_like, shape (h_kv * d_h,), optional
     b_v : array_like, shape (h_kv * d_v,), optional
     b_o : array_like, shape (d_out,), optional
     num_kv_heads : int, optional
         ``h_kv``, the number of key/value heads; must divide ``h``. Default ``h``.
+    kv_cache : attn_helpers.kv_cache.KVCache, optional
+        The keys and values of the ``T_past`` earlier positions, shape ``(..., h_kv, T_past, d_h)``;
+        it grows by the ``T`` positions of ``x``.
 
     Returns
     -------
     out : ndarray, shape (..., T, d_out)
-    weights : ndarray, shape (..., h, T, T)
+    weights : ndarray, shape (..., h, T, T_k)
         The attention weights of every head.
 
     Examples
@@ -207,12 +225,14 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, b_q=Non
     ((5, 8), (2, 5, 5), dtype('float32'))
     """
     x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, (b_q, b_k, b_v, b_o) = _mha_inputs(
-        x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o), num_kv_heads)
+        x, w_q, w_k, w_v, w_o, num_heads, mask, (b_q, b_k, b_v, b_o), num_kv_heads, kv_cache)
     # 1. Project every token: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h).
     # 2. Split the features into heads: (..., T, h * d_h) -> (..., h, T, d_h).
     queries = split_heads(_plus(x @ w_q, b_q), num_heads)
     keys = split_heads(_plus(x @ w_k, b_k), num_kv_heads)  # (..., h_kv, T, d_h), h_kv = h unless grouped
     values = split_heads(_plus(x @ w_v, b_v), num_kv_heads)  # (..., h_kv, T, d_v)
+    if kv_cache is not None:  # 2a. KV cache: the earlier positions' keys and values, then these
+        keys, values = kv_cache.append(keys, values)  # (..., h_kv, T_past + T, d_h): earlier ones not recomputed
     # 2b. Grouped-query attention: each key/value head serves h / h_kv query heads.
     keys, values = repeat_kv_heads(keys, num_heads), repeat_kv_heads(values, num_heads)  # (..., h, T, d)
     # 3. Attend, every head at once: the head axis is one more batch axis.
