@@ -181,7 +181,7 @@ def check_changed_rows(prediction):
         why="their first feature x[0] is 1, so row 0 of W_q changes their queries, and each query is one row of S. "
             "The keys did not change, so no other row did.",
         extra="x(love) = [0, 1]: its first feature is 0, so row 0 of W_q, where the change is, is multiplied by 0 in "
-              "q(love) = x(love) W_q. Its query, and so its row of scores, stays the same",  # love is the only row left
+              "q(love) = x(love) W_q. Its query, and so its row of scores, stays the same",  # love: the unchanged row
         missed="look at x({missed}): its first feature is not 0, so row 0 of W_q feeds its query too. A change in "
                "W_q changes the query, which is one whole ROW of scores")
 
