@@ -5,18 +5,8 @@ Figures live in :mod:`attn_helpers.plotting`, widgets in :mod:`attn_helpers.widg
 exercise checkers in :mod:`attn_helpers.checks`.
 """
 
-from .block import (
-    BlockParams,
-    block_parameter_count,
-    cross_attention,
-    feed_forward,
-    gelu,
-    init_block_params,
-    layer_norm,
-    parameter_count,
-    residual_stream,
-    transformer_block,
-)
+from . import block
+from .block import *  # noqa: F403 - the block's public names, listed once: in block.__all__
 from .core import (
     attention_scores,
     causal_mask,
@@ -61,14 +51,5 @@ __all__ = [
     "scaled_dot_product_attention",
     "softmax",
     "split_heads",
-    "layer_norm",
-    "gelu",
-    "feed_forward",
-    "BlockParams",
-    "init_block_params",
-    "transformer_block",
-    "residual_stream",
-    "cross_attention",
-    "block_parameter_count",
-    "parameter_count",
 ]
+__all__ += block.__all__  # layer_norm, gelu, feed_forward, the block and its parameter counts

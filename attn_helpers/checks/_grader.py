@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_choice", "register_solution", "solution",
            "SOLUTIONS", "TIME_LIMIT", "TimeLimit", "call_quietly", "as_numbers", "describe_error", "read_answer",
-           "failed_call"]
+           "failed_call", "never_raises"]
 
 TIME_LIMIT = 5.0  # seconds a learner's function may run before a checker stops waiting for it
 
@@ -239,6 +239,33 @@ def _never_loud(grader):
             return grader(*args, **kwargs)
 
     return quiet_grader
+
+
+def never_raises(message: str, hint: str):
+    """Decorator for a checker with logic of its own: if that logic raises, the checker answers instead.
+
+    Whatever the learner passes, the checker returns ``Verdict(False, f"{message} ({ErrorType})", hint)``
+    rather than a traceback (the learner's own code still goes through :func:`call_quietly`).
+
+    >>> @never_raises("could not use this value", "give a number")
+    ... def check_half(x):
+    ...     return Verdict(x / 2 == 1, "x / 2 is 1")
+    >>> check_half("2")
+    ❌ Not yet: could not use this value (TypeError)
+    💡 Hint: give a number
+    """
+
+    def decorate(checker):
+        @functools.wraps(checker)
+        def safe_checker(*args, **kwargs):
+            try:
+                return checker(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - a checker never raises
+                return Verdict(False, f"{message} ({type(err).__name__})", hint)
+
+        return safe_checker
+
+    return decorate
 
 
 @_never_loud

@@ -7,7 +7,7 @@ into something comparable, or into a :class:`Verdict` saying what to type instea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -45,17 +45,38 @@ def as_token_set(answer, tokens: Sequence[str], name: str):
     return set(positions), None
 
 
-def grade_token_set(answer, truth: set, tokens: Sequence[str], name: str, *, why: str,
-                    hint: Callable[[set], str]) -> Verdict:
-    """Compare a predicted set of tokens with ``truth``; on a miss, ``hint(predicted)`` says what was overlooked."""
+def grade_token_set(answer, truth: set, tokens: Sequence[str], name: str, *, why: str, extra: str, missed: str,
+                    hints: Mapping[str, str] | None = None) -> Verdict:
+    """Compare a predicted set of tokens with the set of positions ``truth``; on a miss, say what was overlooked.
+
+    The hint is ``hints[said]`` for a prediction with a hint of its own (``said`` names its tokens as the
+    message does, in sentence order: ``"I, AI"``); else ``extra`` when it names tokens outside ``truth``;
+    else ``missed``. ``{extra}`` and ``{missed}`` in those two stand for the names of those tokens.
+
+    Examples
+    --------
+    >>> grade_token_set(["b"], {0, 1}, ["a", "b", "c"], "my_guess", why="both.", extra="not {extra}",
+    ...                 missed="look at {missed}")
+    ❌ Not yet: you predicted b
+    💡 Hint: look at a
+    """
     predicted, problem = as_token_set(answer, tokens, name)
     if problem is not None:
         return problem
-    names = [tokens[i] for i in sorted(truth)]
+
+    def names(positions):
+        return ", ".join(tokens[i] for i in sorted(positions))
+
     if predicted == truth:
-        return Verdict(True, f"{', '.join(names)}: {why}")
-    said = ", ".join(tokens[i] for i in sorted(predicted)) or "none"
-    return Verdict(False, f"you predicted {said}", hint(predicted))
+        return Verdict(True, f"{names(truth)}: {why}")
+    said = names(predicted) or "none"
+    if said in (hints or {}):
+        hint = hints[said]
+    elif predicted - truth:
+        hint = extra.replace("{extra}", names(predicted - truth))
+    else:
+        hint = missed.replace("{missed}", names(truth - predicted))
+    return Verdict(False, f"you predicted {said}", hint)
 
 
 def as_shape(answer, name: str):

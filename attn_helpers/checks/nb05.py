@@ -15,7 +15,7 @@ from ..examples import (
     journey_embeddings,
     qkv_attention_steps,
 )
-from ._grader import Case, Verdict, Wrong, grade_function, read_answer, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, never_raises, read_answer, register_solution
 from ._predict import grade_token_set
 
 __all__ = ["check_self_attention_qkv", "check_asymmetric_keys", "check_changed_rows", "check_score_slip",
@@ -129,16 +129,9 @@ def asymmetric_keys():
     return W_k
 
 
+@never_raises("could not use this value", "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
 def check_asymmetric_keys(W_k):
     """Grade a ``W_k`` (2 x 2) that makes the scores Q K^T of "I love AI" asymmetric."""
-    try:
-        return _check_asymmetric_keys(W_k)
-    except Exception as err:  # noqa: BLE001 - a checker never raises
-        return Verdict(False, f"could not use this value ({type(err).__name__})",
-                       "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
-
-
-def _check_asymmetric_keys(W_k):
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k is not filled in yet", "replace the ... with a 2 x 2 array")
     W, problem = read_answer(W_k, "my_W_k")
@@ -183,23 +176,14 @@ def _changed_rows():
 
 def check_changed_rows(prediction):
     """Grade a prediction: which rows (queries) of S = Q K^T change when W_q[0, 0] goes from 1 to 2?"""
-    tokens = I_LOVE_AI_TOKENS
-    truth = _changed_rows()
-
-    def hint(predicted):
-        if tokens.index("love") in predicted:
-            return ("x(love) = [0, 1]: its first feature is 0, so row 0 of W_q, where the change is, is multiplied "
-                    "by 0 in q(love) = x(love) W_q. Its query, and so its row of scores, stays the same")
-        if predicted < truth:
-            missing = ", ".join(tokens[i] for i in sorted(truth - predicted))
-            return (f"look at x({missing}): its first feature is not 0, so row 0 of W_q feeds its query too. "
-                    "A change in W_q changes the query, which is one whole ROW of scores")
-        return ("W_q only makes queries, and query i fills row i of S. q(t) = x(t) W_q uses row 0 of W_q exactly "
-                "when x(t)[0] is not 0: which tokens have that?")
-
-    return grade_token_set(prediction, truth, tokens, "your prediction",
-                           why="their first feature x[0] is 1, so row 0 of W_q changes their queries, and each "
-                               "query is one row of S. The keys did not change, so no other row did.", hint=hint)
+    return grade_token_set(
+        prediction, _changed_rows(), I_LOVE_AI_TOKENS, "your prediction",
+        why="their first feature x[0] is 1, so row 0 of W_q changes their queries, and each query is one row of S. "
+            "The keys did not change, so no other row did.",
+        extra="x(love) = [0, 1]: its first feature is 0, so row 0 of W_q, where the change is, is multiplied by 0 in "
+              "q(love) = x(love) W_q. Its query, and so its row of scores, stays the same",  # love: the unchanged row
+        missed="look at x({missed}): its first feature is not 0, so row 0 of W_q feeds its query too. A change in "
+               "W_q changes the query, which is one whole ROW of scores")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,16 +204,9 @@ def score_slip():
     return slip_key, round(float(row[np.argmax(differs)]), 2)  # ("AI", 1.41)
 
 
+@never_raises("could not use this answer", 'give the key as a string, e.g. "I", and the corrected value as a number')
 def check_score_slip(slip_key, corrected=None):
     """Grade the slip in the notes' row [0.71, 0.71, 0.71]: which key (name or position), and its right value."""
-    try:
-        return _check_score_slip(slip_key, corrected)
-    except Exception as err:  # noqa: BLE001 - a checker never raises
-        return Verdict(False, f"could not use this answer ({type(err).__name__})",
-                       'give the key as a string, e.g. "I", and the corrected value as a number')
-
-
-def _check_score_slip(slip_key, corrected):
     tokens = I_LOVE_AI_TOKENS
     key, value = score_slip()
     if slip_key is None or slip_key is Ellipsis:
@@ -281,16 +258,10 @@ def roamed_keys():
     return W_k
 
 
+@never_raises("could not use this value",
+              'give an 8 x 4 numpy array, for example creature["W_k"].copy() with one entry changed')
 def check_roamed_keys(W_k):
     """Grade a designed ``W_k`` (8 x 4): "roamed" attends most to "creature" (weight >= 0.5), other rows unchanged."""
-    try:
-        return _check_roamed_keys(W_k)
-    except Exception as err:  # noqa: BLE001 - a checker never raises
-        return Verdict(False, f"could not use this value ({type(err).__name__})",
-                       'give an 8 x 4 numpy array, for example creature["W_k"].copy() with one entry changed')
-
-
-def _check_roamed_keys(W_k):
     ex = creature_example(dtype=np.float64)
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")

@@ -257,21 +257,13 @@ def masked_key_rows(key="creature"):
 
 def check_masked_key_prediction(prediction):
     """Grade a prediction: with the causal mask on, which queries' weights change when key "creature" is masked too?"""
-    tokens = CREATURE_TOKENS
-    truth = masked_key_rows("creature")
-    key = tokens.index("creature")
-
-    def hint(predicted):
-        if predicted == {key}:
-            return ("masking a KEY hides a column of the weights, not a row: every query that could see 'creature' "
-                    "loses it and spreads its weight over the keys it has left")
-        if predicted & set(range(key)):
-            early = ", ".join(tokens[i] for i in sorted(predicted & set(range(key))))
-            return (f"{early} come(s) before 'creature': the causal mask already hid it from them, so hiding it again "
-                    "changes nothing in their rows")
-        return ("every query from 'creature' on could see key 'creature' (j <= i), and each of them gave it some "
-                "weight: all those rows renormalise over the keys that are left")
-
-    return grade_token_set(prediction, truth, tokens, "your prediction",
-                           why="every query from 'creature' on could see it, so each of those rows loses that key and "
-                               "renormalises; the queries before it never saw it (causal mask).", hint=hint)
+    return grade_token_set(
+        prediction, masked_key_rows("creature"), CREATURE_TOKENS, "your prediction",
+        why="every query from 'creature' on could see it, so each of those rows loses that key and renormalises; "
+            "the queries before it never saw it (causal mask).",
+        hints={"creature": "masking a KEY hides a column of the weights, not a row: every query that could see "
+                           "'creature' loses it and spreads its weight over the keys it has left"},
+        extra="{extra} come(s) before 'creature': the causal mask already hid it from them, so hiding it again "
+              "changes nothing in their rows",  # the rows that change are 'creature' and every one after it
+        missed="every query from 'creature' on could see key 'creature' (j <= i), and each of them gave it some "
+               "weight: all those rows renormalise over the keys that are left")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..examples import dog_bites_man, reorder_outputs
 from ..positions import positional_encoding
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_value, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_value, never_raises, register_solution
 
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction"]
 
@@ -172,17 +172,11 @@ _PREDICTION_WRONGS = {
 }
 
 
+@never_raises("could not read this prediction",
+              'write a dict of two whole numbers: {"without positions": 0, "with positions": 0}')
 def check_order_prediction(prediction):
     """Grade a prediction ``{"without positions": n, "with positions": m}``: how many of the 3 words of
     "dog bites man" get a different context vector when the sentence becomes "man bites dog"."""
-    try:
-        return _check_order_prediction(prediction)
-    except Exception as err:  # noqa: BLE001 - a checker never raises
-        return Verdict(False, f"could not read this prediction ({type(err).__name__})",
-                       'write a dict of two whole numbers: {"without positions": 0, "with positions": 0}')
-
-
-def _check_order_prediction(prediction):
     if prediction is None or prediction is Ellipsis:
         return Verdict(False, "my_prediction is not filled in yet", "replace each ... with a whole number from 0 to 3")
     if not isinstance(prediction, dict) or set(prediction) != set(_KEYS):

@@ -119,7 +119,9 @@ def _layout_key(run):
 def draw_training(fig, task="reverse", step=20, runs=None):
     """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve.
 
-    Lists the artists that a change of step moves in ``fig.dynamic``; :func:`update_training` moves them.
+    Lists in ``fig.dynamic`` the artists that a change of step or of run (of the same shape) edits:
+    the heatmaps and their titles, the loss curve and its legend, the step marker and the curve's
+    title; :func:`update_training` edits them.
     """
     run = runs[task]
     step = _nearest_snapshot(run, min(int(step), run.steps))
@@ -141,27 +143,30 @@ def draw_training(fig, task="reverse", step=20, runs=None):
     curve.set_title(" ")
     fig.handles = {"task": task, "run": run, "runs": runs, "layout": _layout_key(run), "images": images,
                    "marker": marker, "curve": curve}
-    fig.dynamic = [*images, marker, curve.title]
+    fig.dynamic = [*images, *(image.axes.title for image in images), curve.lines[0], marker, curve.get_legend(),
+                   curve.title]
     return update_training(fig, task=task, step=step)
 
 
 def _switch_run(fig, task):
-    """Show another run on the same axes (same panels and tokens): new loss curve, titles and x-limits.
+    """Show another run on the same axes (same panels and tokens): new loss curve, legend and titles.
 
-    These are static artists, so the background is drawn again (``fig.background_changed``).
+    These are dynamic artists. A run of another length also moves the x-limits, a static part:
+    then the background is drawn again (``fig.background_changed``).
     """
     h = fig.handles
     run = h["runs"][task]
     if _layout_key(run) != h["layout"]:
         raise FullRedraw  # other panels or other tokens: a new figure
-    h["task"], h["run"] = task, run
     curve = h["curve"]
+    if run.steps != h["run"].steps:
+        curve.set_xlim(0, run.steps * 1.03)
+        fig.background_changed = True
+    h["task"], h["run"] = task, run
     curve.lines[0].set_data(*_smoothed_losses(run))
     curve.get_legend().get_texts()[0].set_text(task)
-    curve.set_xlim(0, run.steps * 1.03)
     if len(h["images"]) == 1:  # a single panel is titled with the task's name
         h["images"][0].axes.set_title(task)
-    fig.background_changed = True
 
 
 def update_training(fig, task="reverse", step=20, **_):
