@@ -190,6 +190,15 @@ def _release_blas() -> None:
             _blas_limit = None
 
 
+def _kernel_inputs(name, queries, keys, values, mask, scale):
+    """The core's validation (:func:`~attn_helpers._validate.attention_inputs`) and the batch shape of all inputs."""
+    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    arrays = {"queries": q, "keys": k, "values": v}
+    if mask is not None:
+        arrays["mask"] = mask
+    return q, k, v, mask, scale, dtype, batch_shape(name, **arrays)
+
+
 def _max_abs(x) -> float:
     """``max |x|`` without a temporary array (two reductions instead of ``abs`` then ``max``)."""
     return float(max(x.max(initial=0), -x.min(initial=0)))
@@ -351,13 +360,10 @@ def blocked_attention(queries, keys, values, mask=None, scale=None):
 
     Parameters
     ----------
-    queries : array_like, shape (..., T_q, d_k)
-    keys : array_like, shape (..., T_k, d_k)
-    values : array_like, shape (..., T_k, d_v)
-    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
-        ``True`` = query ``i`` may attend to key ``j``.
-    scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d_k)``.
+    queries, keys, values, mask, scale
+        As for :func:`~attn_helpers.scaled_dot_product_attention`: shapes (..., T_q, d_k),
+        (..., T_k, d_k), (..., T_k, d_v); ``mask`` True = may attend; ``scale`` default
+        ``1 / sqrt(d_k)``.
 
     Returns
     -------
@@ -373,10 +379,7 @@ def blocked_attention(queries, keys, values, mask=None, scale=None):
     >>> [bool(np.allclose(f, r, atol=1e-6)) for f, r in zip(fast, readable)]
     [True, True]
     """
-    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
-    arrays = {"queries": q, "keys": k, "values": v} if mask is None else {"queries": q, "keys": k, "values": v,
-                                                                         "mask": mask}
-    batch = batch_shape("blocked_attention", **arrays)
+    q, k, v, mask, scale, dtype, batch = _kernel_inputs("blocked_attention", queries, keys, values, mask, scale)
     t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     n = int(np.prod(batch, dtype=np.int64))
 
@@ -564,13 +567,8 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=Non
 
     Parameters
     ----------
-    queries : array_like, shape (..., T_q, d_k)
-    keys : array_like, shape (..., T_k, d_k)
-    values : array_like, shape (..., T_k, d_v)
-    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
-        ``True`` = query ``i`` may attend to key ``j``.
-    scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d_k)``.
+    queries, keys, values, mask, scale
+        As for :func:`~attn_helpers.scaled_dot_product_attention` (and :func:`blocked_attention`).
     block_size : int, optional
         Query rows and keys per tile; default 512 rows by 256 keys. Any size works,
         dividing ``T`` or not; the results agree to rounding.
@@ -595,16 +593,13 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=Non
     >>> bool(np.allclose(context, expected, atol=1e-6)), context.dtype
     (True, dtype('float32'))
     """
-    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    q, k, v, mask, scale, dtype, batch = _kernel_inputs("tiled_attention", queries, keys, values, mask, scale)
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be True or False; got {type(causal).__name__} {causal!r}")
     if block_size is None:
         rows, keys_per_tile = _TILE_ROWS, _TILE_KEYS
     else:
         rows = keys_per_tile = as_positive_int(block_size, "block_size")
-    arrays = {"queries": q, "keys": k, "values": v} if mask is None else {"queries": q, "keys": k, "values": v,
-                                                                         "mask": mask}
-    batch = batch_shape("tiled_attention", **arrays)
     t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     work = q.dtype
     if work != np.float64 and v.size and _max_abs(v) * max(t_k, 1) > float(np.finfo(work).max) / 4:
