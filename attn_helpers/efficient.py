@@ -205,7 +205,9 @@ def _max_abs(x) -> float:
 
 
 def _score_bounds(queries, keys, scale):
-    """Upper bound on ``|score|`` for every query row: ``|scale| * |q_i| * max_j |k_j|``, shape (N, T_q).
+    """Upper bound on ``|score|`` for every query row: ``|scale| * |q_i| * max_j |k_j|``, shape (..., T_q).
+
+    ``queries`` : (..., T_q, d_k), ``keys`` : (..., T_k, d_k), batch axes broadcast.
 
     The squared norms are summed in the inputs' own dtype when no square can come near
     overflowing it (entries below 1e15: float32 reaches 3.4e38), which is about 4x faster
@@ -213,15 +215,16 @@ def _score_bounds(queries, keys, scale):
     last place, is covered by a slack factor. Larger entries are summed in float64. Any
     entry or scale beyond 1e50 gets an infinite bound (the max-subtracted path).
     """
-    n, t_q, d_k = queries.shape
+    t_q, d_k = queries.shape[-2:]
     big = max(_max_abs(queries), _max_abs(keys))
     if not (big < 1e50 and abs(scale) < 1e50):
-        return np.full((n, t_q), np.inf)
+        return np.full(np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]) + (t_q,), np.inf)
     sum_dtype = None if big < 1e15 else np.float64
-    query_sq = np.einsum("nqd,nqd->nq", queries, queries, dtype=sum_dtype)  # (N, T_q)
-    key_sq = np.einsum("nkd,nkd->nk", keys, keys, dtype=sum_dtype).max(axis=1, keepdims=True)  # (N, 1)
+    query_sq = np.einsum("...qd,...qd->...q", queries, queries, dtype=sum_dtype)  # (..., T_q)
+    key_sq = np.einsum("...kd,...kd->...k", keys, keys, dtype=sum_dtype).max(axis=-1, keepdims=True,
+                                                                            initial=0)  # (..., 1)
     slack = 1.0 + d_k * 2.0**-20  # >= 1 + d_k * eps of float32 (2**-23), with room to spare
-    # (N, T_q) * (N, 1) -> (N, T_q), in float64: the product of two squares below 1e100 cannot overflow
+    # (..., T_q) * (..., 1) -> (..., T_q), in float64: the product of two squares below 1e100 cannot overflow
     return abs(float(scale)) * np.sqrt(query_sq.astype(np.float64) * key_sq.astype(np.float64) * slack)
 
 
@@ -474,16 +477,9 @@ def _combine_tiles(a, b):
 
 
 def _score_bound_per_block(queries, keys, scale, row_starts):
-    """``|scale| * max_i |q_i| * max_j |k_j|`` for each block of query rows: shape (..., n_row_tiles).
-
-    The norms are summed in float64, so they cannot overflow; the bound holds for every
-    score of the block (Cauchy-Schwarz).
-    """
-    query_norm = np.sqrt(np.einsum("...qd,...qd->...q", queries, queries, dtype=np.float64))  # (..., T_q)
-    key_norm = np.sqrt(np.einsum("...kd,...kd->...k", keys, keys, dtype=np.float64))  # (..., T_k)
-    block_norm = np.maximum.reduceat(query_norm, row_starts, axis=-1) if query_norm.shape[-1] else query_norm
-    largest_key = key_norm.max(axis=-1, keepdims=True, initial=0.0)  # (..., 1)
-    return abs(scale) * block_norm * largest_key  # (..., n_row_tiles) * (..., 1)
+    """:func:`_score_bounds` for each block of query rows (its largest): shape (..., n_row_tiles)."""
+    bounds = _score_bounds(queries, keys, scale)  # (..., T_q)
+    return np.maximum.reduceat(bounds, row_starts, axis=-1) if bounds.shape[-1] else bounds
 
 
 class _Scratch:
