@@ -332,6 +332,22 @@ class TrainingRun:
         _, cache = forward(self.params, tokens[None], self.config, TASKS[self.task].mask())
         return np.stack([w[0] for w in cache["weights"]])
 
+    def smoothed_losses(self, width=10):
+        """``(steps, losses)``: the running mean of the loss over ``width`` steps (fewer if the run is shorter).
+
+        ``losses[i]`` is the mean over the steps up to ``steps[i]`` (counted from 1).
+
+        Examples
+        --------
+        >>> run = TrainingRun("copy", None, {}, 4, 0, np.array([4.0, 2.0, 1.0, 1.0]))
+        >>> run.smoothed_losses(width=2)
+        (array([2, 3, 4]), array([3. , 1.5, 1. ]))
+        """
+        losses = np.asarray(self.losses, dtype=float)
+        width = max(1, min(as_positive_int(width, "width"), len(losses)))
+        curve = np.convolve(losses, np.ones(width) / width, mode="valid")  # (steps - width + 1,)
+        return np.arange(width, len(losses) + 1), curve
+
 
 def held_out_batch(task: Task, size=1000, seed=SEED + 1):
     """Sequences the training never draws from: a separate generator (``seed + 1``; training uses ``seed``)."""

@@ -92,11 +92,9 @@ def draw_snapshots(fig, run, steps=None, layer=0, head=0):
 
 
 def _smoothed_losses(run, smooth=10):
-    """``(steps, losses)``: the running mean over ``smooth`` steps, floored at 1e-4 for a log axis."""
-    losses = np.asarray(run.losses, dtype=float)
-    width = max(1, min(smooth, len(losses)))
-    curve = np.convolve(losses, np.ones(width) / width, mode="valid")
-    return np.arange(width, len(losses) + 1), np.maximum(curve, 1e-4)
+    """``(steps, losses)``: the run's running mean over ``smooth`` steps, floored at 1e-4 for a log axis."""
+    steps, curve = run.smoothed_losses(smooth)
+    return steps, np.maximum(curve, 1e-4)
 
 
 def draw_loss_curves(ax, runs, labels=None, smooth=10):
