@@ -188,6 +188,18 @@ def test_the_token_labels_are_a_fixed_pool():
         assert {label.get_fontsize() for label in labels if label.get_visible()} == {11 if every == 1 else 9}
 
 
+def test_the_axis_titles_follow_the_labels_shown():
+    """Beyond 16 tokens some go unlabelled (a long word among them): the axis titles stay next to the
+    labels shown, in their smaller size, clear of the grid on the left."""
+    explorer = nb12.EXPLORERS["head_view"]()
+    explorer.render_png(text="Transformers use attention to let every word in a sentence look at all the other "
+                             "words, weighted by relevance.")
+    fig = explorer._live
+    renderer = fig.canvas.get_renderer()
+    query = fig.handles["axis_titles"][1].get_window_extent(renderer)
+    assert query.x0 > fig.handles["grid_ax"].get_window_extent(renderer).x1 + 20
+
+
 def test_head_summary_numbers_come_from_the_fingerprints():
     model = load_minilm()
     result = model.run(nb12.EXAMPLE_TEXT)

@@ -147,7 +147,10 @@ def _token_label_pool(ax):
 
 
 def _show_tokens(labels, tokens):
-    """The tokens along both edges of the enlarged map (every k-th one beyond MAX_LABELS tokens)."""
+    """The tokens along both edges of the enlarged map (every k-th one beyond MAX_LABELS tokens).
+
+    Returns the width of the longest label, in characters of the 11-point labels.
+    """
     T = len(tokens)
     every = max(1, -(-T // MAX_LABELS))
     size = 11 if every == 1 else 9
@@ -161,6 +164,7 @@ def _show_tokens(labels, tokens):
             i = shown[k]
             rows[k].set(text=tokens[i], position=(-0.7, i), fontsize=size)
             columns[k].set(text=tokens[i], position=(i, T - 0.3), fontsize=size)
+    return max(len(tokens[i]) for i in shown) * size / 11
 
 
 def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
@@ -178,8 +182,7 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
         h["big"].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         h["big_ax"].set_xlim(-0.5, T - 0.5)
         h["big_ax"].set_ylim(T - 0.5, -0.5)
-        _show_tokens(h["labels"], result.tokens)
-        longest = max(map(len, result.tokens))  # the axis titles go just outside the longest label
+        longest = _show_tokens(h["labels"], result.tokens)  # the axis titles go just outside the longest label
         xlabel, ylabel = h["axis_titles"]
         xlabel.set_y(-0.05 - 0.028 * longest)
         ylabel.set_x(-0.06 - 0.036 * longest)
