@@ -129,6 +129,8 @@ def test_head_mosaic_places_each_head():
     assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 4]).all()
     with pytest.raises(ValueError, match="layers, heads, T, T"):
         nb12.head_mosaic(np.ones((2, 3, 4)))
+    assert nb12.head_mosaic(attentions.astype(np.float32)).dtype == np.float32  # float32 in, float32 out
+    assert nb12.head_mosaic(np.ones((1, 1, 2, 2), dtype=int)).dtype == np.float64
 
 
 def test_head_view_draws_updates_and_survives_bad_text():

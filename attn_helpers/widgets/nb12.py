@@ -41,6 +41,7 @@ def head_mosaic(attentions, gap=0):
     -------
     mosaic : ndarray, shape (layers * (T + gap) - gap, heads * (T + gap) - gap)
         The map of head ``h`` in layer ``l`` starts at row ``l * (T + gap)``, column ``h * (T + gap)``.
+        Float32 weights give a float32 mosaic (which matplotlib also draws a little faster).
 
     Examples
     --------
@@ -50,12 +51,14 @@ def head_mosaic(attentions, gap=0):
     array([[ 0.,  1., nan,  4.,  5.],
            [ 2.,  3., nan,  6.,  7.]])
     """
-    attentions = np.asarray(attentions, dtype=float)
+    attentions = np.asarray(attentions)
+    if attentions.dtype.kind != "f":
+        attentions = attentions.astype(float)
     if attentions.ndim != 4 or attentions.shape[-1] != attentions.shape[-2]:
         raise ValueError(f"attentions must have shape (layers, heads, T, T); got {attentions.shape}")
     layers, heads, T, _ = attentions.shape
     step = T + gap
-    mosaic = np.full((layers * step - gap, heads * step - gap), np.nan)
+    mosaic = np.full((layers * step - gap, heads * step - gap), np.nan, dtype=attentions.dtype)
     for layer in range(layers):
         for head in range(heads):
             mosaic[layer * step:layer * step + T, head * step:head * step + T] = attentions[layer, head]
