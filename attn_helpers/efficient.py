@@ -58,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 
 import numpy as np
+import threadpoolctl
 from threadpoolctl import ThreadpoolController
 
 from ._validate import attention_inputs, batch_shape
@@ -188,6 +189,23 @@ def _release_blas() -> None:
         if _blas_users == 0 and _blas_limit is not None:
             _blas_limit.restore_original_limits()
             _blas_limit = None
+            _hand_back_blas_control()
+
+
+def _hand_back_blas_control() -> None:
+    """Let the next call limit the BLAS from whichever thread it runs in.
+
+    threadpoolctl 3.8 lets one thread only set the limit of an OpenBLAS whose thread pool is
+    shared by the whole process: the first thread that sets it, until a ``with`` block of its
+    ends. Our limit spans overlapping calls, not one ``with`` block, so it hands control back
+    itself. Without this, once the main thread had run the model, a call from another thread
+    (a Jupyter kernel runs widget callbacks in a thread of its own) silently kept every BLAS
+    thread: twice the CPU for a forward pass of MiniLM, on a machine that has none to spare.
+    """
+    controller = getattr(threadpoolctl, "OpenBLASController", None)  # earlier versions have no owner to clear
+    clear = getattr(controller, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
 
 
 def _kernel_inputs(name, queries, keys, values, mask, scale):

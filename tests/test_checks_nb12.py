@@ -129,14 +129,16 @@ def test_head_mosaic_places_each_head():
     assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 4]).all()
     with pytest.raises(ValueError, match="layers, heads, T, T"):
         nb12.head_mosaic(np.ones((2, 3, 4)))
+    assert nb12.head_mosaic(attentions.astype(np.float32)).dtype == np.float32  # float32 in, float32 out
+    assert nb12.head_mosaic(np.ones((1, 1, 2, 2), dtype=int)).dtype == np.float64
 
 
 def test_head_view_draws_updates_and_survives_bad_text():
     explorer = nb12.EXPLORERS["head_view"]()
-    assert list(explorer.controls) == ["layer", "head", "text"]
+    assert list(explorer.controls) == ["text", "layer", "head"]  # the browser test types a sentence first
     assert explorer.controls["text"].continuous_update is False
     fig = explorer.figure(layer=0, head=2)
-    assert "previous 1.00" in fig.note and "[CLS] the cat" in fig.note
+    assert "previous 1.00" in fig.note and "13 tokens:</b> [CLS] the cat" in fig.note
     first = explorer.render_png()
     assert explorer.render_png(head=3) != first  # fast path: another head
     explorer.controls["text"].value = "A completely different sentence."
@@ -145,6 +147,59 @@ def test_head_view_draws_updates_and_survives_bad_text():
     assert "Could not draw" in explorer.text.value and "at most 256" in explorer.text.value
     explorer.controls["text"].value = ""
     assert "[CLS] [SEP]" in explorer.text.value
+
+
+def _pixels(png):
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+def test_a_new_sentence_redraws_only_the_middle_layer_and_matches_a_fresh_drawing():
+    """A typed sentence redraws the grid, tokens and axis titles over the kept background (no axis
+    drawn again); a layer or head only the dynamic artists. Either way, the pixels of a figure drawn
+    from scratch for those values."""
+    explorer = nb12.EXPLORERS["head_view"]()
+    explorer.render_png()
+    background = explorer._background
+    long_text = " ".join(["word"] * 20)  # 22 tokens: every other one labelled, in the smaller size
+    for text, layer, head in (("A dog barked.", 2, 3), (long_text, 5, 11), (nb12.EXAMPLE_TEXT, 0, 2)):
+        live = _pixels(explorer.render_png(text=text, layer=layer, head=head))
+        fresh = _pixels(nb12.EXPLORERS["head_view"]().render_png(text=text, layer=layer, head=head))
+        np.testing.assert_array_equal(live, fresh)
+    assert explorer._background is background  # the axes were never drawn again
+    middle = explorer._middle
+    assert not np.array_equal(_pixels(explorer.render_png(head=4)), live)
+    assert explorer._middle is middle  # another head: the sentence's layer is kept
+
+
+def test_the_token_labels_are_a_fixed_pool():
+    explorer = nb12.EXPLORERS["head_view"]()
+    explorer.render_png()
+    labels = list(explorer._live.handles["labels"])
+    assert len(labels) == 2 * nb12.MAX_LABELS
+    for text in ("Short one.", " ".join(["word"] * 40), nb12.EXAMPLE_TEXT):
+        explorer.render_png(text=text)
+        assert explorer._live.handles["labels"] == labels  # the same artists, refilled
+        tokens = explorer._live.handles["result"].tokens
+        shown = [label.get_text() for label in labels[:nb12.MAX_LABELS] if label.get_visible()]
+        every = max(1, -(-len(tokens) // nb12.MAX_LABELS))
+        assert shown == tokens[::every]
+        assert {label.get_fontsize() for label in labels if label.get_visible()} == {11 if every == 1 else 9}
+
+
+def test_the_axis_titles_follow_the_labels_shown():
+    """Beyond 16 tokens some go unlabelled (a long word among them): the axis titles stay next to the
+    labels shown, in their smaller size, clear of the grid on the left."""
+    explorer = nb12.EXPLORERS["head_view"]()
+    explorer.render_png(text="Transformers use attention to let every word in a sentence look at all the other "
+                             "words, weighted by relevance.")
+    fig = explorer._live
+    renderer = fig.canvas.get_renderer()
+    query = fig.handles["axis_titles"][1].get_window_extent(renderer)
+    assert query.x0 > fig.handles["grid_ax"].get_window_extent(renderer).x1 + 20
 
 
 def test_head_summary_numbers_come_from_the_fingerprints():

@@ -86,6 +86,22 @@ def _in_threads(fn, count):
     return results
 
 
+def test_one_blas_thread_holds_in_every_thread():
+    """After a call in this thread, a call from another thread is held to one BLAS thread as well
+    (as a Jupyter kernel's widget callbacks are, in a thread of their own): threadpoolctl 3.8 lets
+    only the thread that controls a shared OpenBLAS pool set its limit, so each call hands it back."""
+    blas = ThreadpoolController().select(user_api="blas")
+
+    def threads_inside():
+        with efficient.one_blas_thread():
+            return [info["num_threads"] for info in blas.info()]
+
+    assert set(threads_inside()) <= {1}
+    for seen in _in_threads(threads_inside, 1) + _in_threads(threads_inside, 1):
+        assert set(seen) <= {1}, f"a call from another thread ran with {seen} BLAS threads"
+    assert threads_inside() == [1] * len(blas.info())
+
+
 def test_results_do_not_depend_on_what_other_threads_do():
     """Four calls at once give the numbers of one call alone (made from a thread too: OpenBLAS's
     own thread count, which can change the last bits of a product, is a setting per calling

@@ -11,9 +11,10 @@ is covered without touching this file) the test
 4. changes the explorer's first control a few times and times, in the browser, the
    control's DOM event -> the new figure decoded on the page; the median must be
    under ``LATENCY_TARGET_MS`` (a round over it is measured once more, and the second
-   round decides: this shared machine's speed drifts). The kernel's busy time for each change (from its
-   iopub status messages) is printed beside it, so a slow figure and a slow
-   front end can be told apart;
+   round decides: this shared machine's speed drifts). A text box gets a new sentence
+   each time (typed, then Enter). The kernel's busy time for each change (from its
+   iopub status messages; for a text box, Enter's submit event and the new value
+   together) is printed beside it, so a slow figure and a slow front end can be told apart;
 5. saves a screenshot of the explorer (and its static figure above it) to
    ``build/screenshots/NN_topic.png`` (``ATTN_FULL_SCREENSHOTS=1``: the whole notebook).
 
@@ -439,17 +440,19 @@ ARM = """
     if (window.__latencyCleanup) window.__latencyCleanup();
     const explorer = window.__panel.node.querySelector('.attn-explorer');
     const figure = () => { const img = explorer.querySelector('img'); return img ? img.getAttribute('src') : null; };
-    const state = {t0: null, t1: null, busy: null, idle: null, before: figure(), note: null};
+    const state = {t0: null, t1: null, busySince: null, busyMs: 0, idle: null, before: figure(), note: null};
     window.__latency = state;
-    // The kernel's own share: from its 'busy' to its 'idle' status message for this change.
+    // The kernel's own share: the time between its 'busy' and 'idle' status messages, summed over
+    // the messages of this change (Enter in a text box sends two: a submit event, then the value).
     const kernel = window.__panel.sessionContext.session.kernel;
     const onMessage = (_, msg) => {
         if (msg.header.msg_type !== 'status' || state.t0 === null) return;
         const status = msg.content.execution_state;
-        if (status === 'busy' && state.busy === null) state.busy = performance.now();
-        if (status === 'idle' && state.busy !== null && state.idle === null) {
+        if (status === 'busy' && state.busySince === null) state.busySince = performance.now();
+        if (status === 'idle' && state.busySince !== null) {
             state.idle = performance.now();
-            kernel.iopubMessage.disconnect(onMessage);
+            state.busyMs += state.idle - state.busySince;
+            state.busySince = null;
         }
     };
     kernel.iopubMessage.connect(onMessage);
@@ -465,6 +468,7 @@ ARM = """
     for (const name of events) explorer.addEventListener(name, start, {capture: true});
     window.__latencyCleanup = () => {
         for (const name of events) explorer.removeEventListener(name, start, {capture: true});
+        kernel.iopubMessage.disconnect(onMessage);
     };
     const observer = new MutationObserver(() => {
         if (state.t1 !== null || state.done) return;
@@ -571,10 +575,29 @@ def _change(page, control: dict, step: int) -> None:
         handle.fill(f"{value:g}")
         handle.press("Enter")
         handle.evaluate("el => el.blur()")
-    else:
-        handle.fill(f"{control['now']} {step}")
+    else:  # a text box: a sentence it has not shown yet, sent with Enter as a learner does
+        handle.fill(_new_text(control["now"], step))
         handle.press("Enter")
         handle.evaluate("el => el.blur()")
+
+
+#: The words the test puts at the end of a text box's sentence, one per step (a new word each step).
+NEW_WORDS = ("today", "again", "outside", "slowly", "together", "tonight")
+
+
+def _new_text(text: str, step: int) -> str:
+    """``text`` with a word of NEW_WORDS at its end, in place of the one an earlier step put there.
+
+    Every step types a real sentence that differs from the one shown (the word differs from the
+    last step's, also when a second round starts again at step 0), so the figure must change.
+
+    >>> _new_text("The cat sat.", 0), _new_text("The cat sat. today", 1)
+    ('The cat sat. today', 'The cat sat. again')
+    """
+    words = text.split()
+    if words and words[-1] in NEW_WORDS:
+        words.pop()
+    return " ".join([*words, NEW_WORDS[step % len(NEW_WORDS)]])
 
 
 def _pick_control(controls: list[dict]) -> dict | None:
@@ -611,10 +634,11 @@ def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
         state = page.evaluate("() => window.__latency")
         assert state["t0"] is not None, f"{name}: the control change raised no DOM event: {state}"
         times.append(state["t1"] - state["t0"])
-        page.wait_for_function("() => window.__latency.idle !== null", timeout=STEP_TIMEOUT_MS, polling=50)
+        page.wait_for_function("() => window.__latency.idle !== null && window.__latency.busySince === null",
+                               timeout=STEP_TIMEOUT_MS, polling=50)
         page.wait_for_function(KERNEL_IDLE, timeout=STEP_TIMEOUT_MS, polling=50)
         state = page.evaluate("() => window.__latency")
-        kernel_times.append(state["idle"] - state["busy"])
+        kernel_times.append(state["busyMs"])
     return times, kernel_times, description
 
 
