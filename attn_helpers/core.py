@@ -67,7 +67,9 @@ def softmax(x, axis=-1, temperature=1.0):
     # number instead, so that its scores stay -inf and its weights 0.
     peak = scores.max(axis=axis, keepdims=True, initial=np.finfo(scores.dtype).min)
     with np.errstate(over="ignore"):  # every shifted score is <= 0: an overflow can only give -inf, weight 0
-        shifted = (scores - peak) / temperature
+        shifted = scores - peak
+        if temperature != 1:  # (the default, 1, divides by nothing)
+            shifted = shifted / temperature
     exps = np.exp(shifted)  # in (0, 1]: never overflows
     total = exps.sum(axis=axis, keepdims=True)  # >= 1 (the peak gives exp(0) = 1), or 0 if fully masked
     # Dividing a fully masked slice by the smallest positive number keeps it 0 (never 0 / 0).
