@@ -19,17 +19,145 @@ import numpy as np
 import pytest
 
 from attn_helpers import checks
+from attn_helpers.block import transformer_block
 from attn_helpers.checks import Verdict, _grader, solution
 from attn_helpers.checks._grader import SOLUTIONS
-from attn_helpers.examples import journey_embeddings
+from attn_helpers.core import causal_mask, scaled_dot_product_attention, softmax
+from attn_helpers.examples import (
+    CREATURE_TOKENS,
+    I_LOVE_AI_TOKENS,
+    JOURNEY_TOKENS,
+    creature_block_example,
+    creature_example,
+    creature_heads_example,
+    i_love_ai,
+    journey_embeddings,
+    qkv_attention_steps,
+    reorder_outputs,
+)
+from attn_helpers.glove import load_glove, most_similar, word_to_index
+from attn_helpers.kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
+from attn_helpers.measures import summary_shares
+from attn_helpers.multihead import multi_head_attention
+from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
+from attn_helpers.scaling import scaling_summary
+from attn_helpers.training import load_runs
 
 MODULES = [importlib.import_module(f"attn_helpers.checks.{m.name}")
            for m in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name) if m.name.startswith("nb")]
 CHECKERS = {name: fn for module in MODULES for name, fn in vars(module).items()
             if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__}
 
-# Checkers whose right answer is not a registered solution (or a solution's return value):
-KNOWN_ANSWERS = {"check_num_tokens": journey_embeddings().shape[0]}
+
+class Arguments:
+    """The right answer of a checker that takes several arguments: ``check(*arguments.args)``."""
+
+    def __init__(self, *args):
+        self.args = args
+
+    def __repr__(self):
+        return f"Arguments{self.args!r}"
+
+
+def _check(checker, answer):
+    return checker(*answer.args) if isinstance(answer, Arguments) else checker(answer)
+
+
+def _changed(before, after):
+    """The rows (positions) of ``after`` that differ from ``before``."""
+    return [int(i) for i in np.flatnonzero(~np.isclose(before, after, atol=1e-9).all(axis=-1))]
+
+
+def _shared_neighbours(word="frog", k=5):
+    vectors, row = load_glove()[1], word_to_index()[word]
+    by_dot, by_cosine = (most_similar(vectors[row], vectors, k=k, metric=metric, exclude=[row])[0]
+                         for metric in ("dot", "cosine"))
+    return len(set(by_dot.tolist()) & set(by_cosine.tolist()))
+
+
+def _changed_score_rows():
+    """Notebook 05: the rows of S = Q K^T that change when W_q[0, 0] goes from 1 to 2."""
+    ex = i_love_ai(dtype=np.float64)
+    W_q = ex["W_q"].copy()
+    W_q[0, 0] = 2.0
+    K = ex["X"] @ ex["W_k"]  # (T, d_in) @ (d_in, d_k) -> (T, d_k)
+    return _changed((ex["X"] @ ex["W_q"]) @ K.T, (ex["X"] @ W_q) @ K.T)  # (T, d_k) @ (d_k, T) -> (T, T)
+
+
+def _score_slip():
+    """Notebook 05: the key whose scaled score the notes' row [0.71, 0.71, 0.71] got wrong, and its right value."""
+    row = qkv_attention_steps(*i_love_ai().values())["scaled"][1]
+    slip = int(np.argmax(~np.isclose([0.71, 0.71, 0.71], row, atol=0.005)))
+    return Arguments(I_LOVE_AI_TOKENS[slip], round(float(row[slip]), 2))
+
+
+def _masked_key_rows(key="creature"):
+    """Notebook 07: the queries whose weights change when ``key`` is masked on top of the causal mask."""
+    ex = creature_example(dtype=np.float64)
+    mask = causal_mask(len(CREATURE_TOKENS))
+    hidden = mask.copy()
+    hidden[:, CREATURE_TOKENS.index(key)] = False
+    q, k, v = (ex["X"] @ ex[name] for name in ("W_q", "W_k", "W_v"))  # (T, d_model) @ (d_model, d) -> (T, d)
+    return _changed(*(scaled_dot_product_attention(q, k, v, mask=m)[1] for m in (mask, hidden)))
+
+
+def _weights_shape(batch=2, num_heads=4):
+    ex = creature_heads_example()
+    X = np.stack([ex["X"]] * batch)  # (B, T, d_model)
+    return multi_head_attention(X, *(ex[name] for name in ("W_q", "W_k", "W_v", "W_o")), num_heads=num_heads)[1].shape
+
+
+def _decoder_changed_rows(position=2):
+    """Notebook 10: the output rows of the decoder block that change when token ``position`` flips its sign."""
+    ex = creature_block_example(num_blocks=1)
+    flipped = ex["X"].copy()
+    flipped[position] *= -1
+    mask = causal_mask(len(flipped))
+    return _changed(*(transformer_block(x, ex["blocks"][0], mask=mask)[0] for x in (ex["X"], flipped)))
+
+
+def _previous_token_head():
+    model = load_minilm()
+    previous = head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])["previous"]
+    return tuple(int(i) for i in np.unravel_index(np.argmax(previous), previous.shape))
+
+
+def _skipped_tiles(T=8, block_size=2):
+    tiles = causal_mask(T).reshape(T // block_size, block_size, T // block_size, block_size)
+    return int((~tiles.any(axis=(1, 3))).sum())  # tiles with no cell a query may attend to
+
+
+def _cache_gib(model="Llama 2 7B", T=4096):
+    config = PUBLISHED_CONFIGS[model]
+    return kv_cache_bytes(config["num_layers"], config["num_kv_heads"], config["head_dim"], T) / 2**30
+
+
+_reverse = load_runs()["reverse"]
+
+# Checkers whose right answer is not a registered solution (or a solution's return value), computed as the
+# notebooks compute it; Arguments(...) for a checker that takes several:
+KNOWN_ANSWERS = {
+    "check_num_tokens": journey_embeddings().shape[0],
+    "check_first_token_share": summary_shares(len(JOURNEY_TOKENS))[0],
+    "check_shared_neighbours": _shared_neighbours(),
+    "check_spot_the_slip": Arguments(np.sum(checks.NOTES_WEIGHTS),
+                                     softmax(np.array(checks.NOTES_SCORES))),
+    "check_changed_rows": _changed_score_rows(),
+    "check_score_slip": _score_slip(),
+    "check_score_std_prediction": scaling_summary(256)["unscaled"]["score std"],
+    "check_masked_key_prediction": _masked_key_rows(),
+    "check_weights_shape": _weights_shape(),
+    "check_order_prediction": {key: int((reorder_outputs((2, 1, 0), with_positions=key == "with positions")["change"]
+                                         > 1e-4).sum()) for key in ("without positions", "with positions")},
+    "check_decoder_changed_rows": _decoder_changed_rows(),
+    "check_attention_prediction": _reverse.snapshots[_reverse.steps][0, 0].argmax(axis=-1),
+    "check_previous_token_head": _previous_token_head(),
+    "check_skipped_tiles": _skipped_tiles(),
+    "check_cache_prediction": _cache_gib(),
+}
+
+# Checkers whose right answer is a choice (a word, a letter), not numbers: the complex probe does not apply.
+CHOICE_CHECKERS = {"check_best_key", "check_cold_choice", "check_doubled_weights", "check_sink_prediction"}
 
 
 def test_every_checker_of_every_module_is_exported_by_name():
@@ -122,7 +250,7 @@ def _grade(checker, answer, limit_s=20.0):
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        verdict = checker(answer)
+        verdict = _check(checker, answer)
     elapsed = time.perf_counter() - start
     assert isinstance(verdict, Verdict), f"{checker.__name__}({answer!r}) returned {type(verdict).__name__}"
     assert verdict.message
@@ -178,10 +306,14 @@ def _right_answers(name):
             candidates.append(fn)
             if not any(p.default is p.empty for p in inspect.signature(fn).parameters.values()):
                 candidates.append(fn())
-    return [answer for answer in candidates if checker(answer).passed]
+    return [answer for answer in candidates if _check(checker, answer).passed]
 
 
 def _plus_1j(value):
+    if isinstance(value, Arguments):  # only the numeric arguments (not a token's name)
+        return Arguments(*(_plus_1j(v) if _numeric(v) else v for v in value.args))
+    if isinstance(value, dict):
+        return {key: _plus_1j(v) for key, v in value.items()}
     if isinstance(value, (tuple, list)):
         return type(value)(_plus_1j(v) for v in value)
     return np.asarray(value) + 1j
@@ -191,8 +323,16 @@ def _numeric(answer) -> bool:
     """Whether ``answer`` (or what it returns on the checker's cases) can be made complex: numbers, arrays."""
     if callable(answer):
         return True
+    if isinstance(answer, Arguments):
+        return any(_numeric(v) for v in answer.args)
+    if isinstance(answer, dict):
+        return all(_numeric(v) for v in answer.values())
     values = answer if isinstance(answer, (tuple, list)) else [answer]
     return all(np.asarray(v).dtype.kind in "biuf" for v in values)
+
+
+def _text_version(answer):
+    return Arguments(*map(str, answer.args)) if isinstance(answer, Arguments) else str(answer)
 
 
 def _complex_version(answer):
@@ -203,6 +343,12 @@ def _complex_version(answer):
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_checker_refuses_a_right_answer_made_complex_or_text(name):
+    if name in CHOICE_CHECKERS:  # the right answer is a choice, a string: a number of any kind is the wrong type
+        for wrong_type in (1j, np.array([1j]), 1 + 0j, 0):
+            verdict = _grade(CHECKERS[name], wrong_type)
+            assert not verdict.passed and ("not a string" in verdict.message or "not one of" in verdict.message), \
+                verdict
+        return
     answers = [answer for answer in _right_answers(name) if _numeric(answer)]
     if not answers:
         pytest.skip(f"{name}: no known numeric right answer to probe with; register its solution "
@@ -211,7 +357,7 @@ def test_checker_refuses_a_right_answer_made_complex_or_text(name):
         verdict = _grade(CHECKERS[name], _complex_version(answer))
         assert not verdict.passed and "complex" in verdict.message, verdict
         if not callable(answer):
-            assert not _grade(CHECKERS[name], str(answer)).passed
+            assert not _grade(CHECKERS[name], _text_version(answer)).passed, name
 
 
 def test_a_huge_integer_gets_a_hint_about_the_power_operator():

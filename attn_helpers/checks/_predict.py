@@ -13,7 +13,16 @@ import numpy as np
 
 from ._grader import Verdict
 
-__all__ = ["as_token_set", "grade_token_set", "as_shape"]
+__all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex"]
+
+
+def is_complex(item) -> bool:
+    """Whether ``item`` is a complex number (or a complex array), checked without converting it.
+
+    >>> is_complex(2 + 1j), is_complex(np.array([1j])), is_complex(2)
+    (True, True, False)
+    """
+    return isinstance(item, (complex, np.complexfloating)) or (isinstance(item, np.ndarray) and item.dtype.kind == "c")
 
 
 def _one_token(item, tokens: Sequence[str]):
@@ -90,6 +99,9 @@ def as_shape(answer, name: str):
         items = list(answer)
     except Exception:  # noqa: BLE001 - any odd object: not a shape
         items = None
+    if items is not None and any(is_complex(n) for n in items):
+        return None, Verdict(False, f"{name} contains complex numbers, not whole numbers",
+                             "a shape is a tuple of whole numbers, e.g. (2, 3)")
     if items is None or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in items):
         return None, Verdict(False, f"{name} is not a tuple of whole numbers",
                              "a shape is a tuple of whole numbers, e.g. (2, 3)")

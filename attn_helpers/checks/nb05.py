@@ -225,6 +225,9 @@ def check_score_slip(slip_key, corrected=None):
                        "give the right value of that score, rounded to 2 decimals")
     if np.iscomplexobj(corrected):
         return Verdict(False, "my_corrected is a complex number", "give one real number, e.g. 0.5")
+    if isinstance(corrected, (str, bytes)):  # float("1.41") would read text as a number
+        return Verdict(False, f"my_corrected is {type(corrected).__name__}, not a number",
+                       "give one number, without quotes")
     try:
         got = float(corrected)
     except (TypeError, ValueError):

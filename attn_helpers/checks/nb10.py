@@ -12,6 +12,7 @@ from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
 from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution
+from ._predict import is_complex
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
 
@@ -211,6 +212,9 @@ def check_decoder_changed_rows(prediction, position=2):
     if isinstance(prediction, (numbers.Integral, np.integer)) and not isinstance(prediction, bool):
         prediction = [prediction]
     try:
+        if is_complex(prediction) or any(is_complex(i) for i in prediction):  # int() would drop the imaginary part
+            return Verdict(False, f"my_prediction contains complex numbers; positions are integers 0 to {T - 1}",
+                           "for example [0, 1, 2]")
         predicted = sorted({int(i) for i in prediction})
         if any(isinstance(i, bool) or int(i) != i for i in prediction):
             raise ValueError
