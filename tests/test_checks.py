@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
+from learner_inputs import crash
 
 from attn_helpers import checks
 from attn_helpers.block import transformer_block
@@ -176,11 +177,7 @@ def test_every_checker_of_every_module_is_exported_by_name():
 # ---------------------------------------------------------------- what a learner might pass
 
 
-def _crash(*args, **kwargs):
-    raise RuntimeError("boom")
-
-
-GARBAGE = [None, 3, "text", [1, 2, 3], np.zeros((2, 2)), np.full((6, 3), np.nan), _crash, lambda *a, **k: None,
+GARBAGE = [None, 3, "text", [1, 2, 3], np.zeros((2, 2)), np.full((6, 3), np.nan), crash, lambda *a, **k: None,
            lambda *a, **k: "x", lambda *a, **k: np.zeros((1, 1)), lambda *a, **k: np.full((6, 6), np.nan), Ellipsis]
 
 

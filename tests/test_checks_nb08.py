@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from learner_inputs import crash, stub, wrong_answers
 
 from attn_helpers import merge_heads, multi_head_attention, split_heads
 from attn_helpers.checks import (
@@ -16,17 +17,7 @@ from attn_helpers.checks.nb08 import my_merge_heads, my_split_heads, parameter_c
 from attn_helpers.examples import creature_example, creature_heads_example
 from attn_helpers.widgets import nb08
 
-
-def _crash(*args):
-    raise RuntimeError("boom")
-
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
-           lambda *a: np.zeros((1, 1)), lambda *a: np.full((2, 3, 2), np.nan), lambda *a: [[1, 2], [3]], Ellipsis]
+GARBAGE = wrong_answers(lambda *a: np.full((2, 3, 2), np.nan))
 
 
 # --- split heads -----------------------------------------------------------------------------
@@ -72,9 +63,9 @@ def test_split_that_does_not_refuse_non_divisible_d_model():
     assert not verdict.passed and "instead of refusing" in verdict.message
 
 
-def test_split_not_implemented_and_crash():
-    assert "not implemented yet" in check_split_heads(_stub).message
-    assert "raised RuntimeError" in check_split_heads(_crash).message
+def test_split_not_implemented_andcrash():
+    assert "not implemented yet" in check_split_heads(stub).message
+    assert "raised RuntimeError" in check_split_heads(crash).message
 
 
 # --- merge heads -----------------------------------------------------------------------------

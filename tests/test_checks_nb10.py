@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from learner_inputs import crash, stub, wrong_answers
 from reference_block import layer_norm_ref, transformer_block_ref
 
 import attn_helpers as A
@@ -17,18 +18,8 @@ from attn_helpers.checks import nb10 as checks
 from attn_helpers.examples import GPT2_FAMILY, creature_block_example, parameter_shares, stack_diagnostics
 from attn_helpers.widgets import nb10
 
-
-def _crash(*args):
-    raise RuntimeError("boom")
-
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
-           lambda *a: np.zeros((1, 1)), lambda *a: np.full((5, 4), np.nan), lambda *a: [[1, 2], [3]], Ellipsis,
-           lambda *a: (np.zeros((5, 4)), np.zeros(3)), {"a": 1}, 2.5, True, [1.5], [-1], [99], lambda *a: 1e300]
+GARBAGE = wrong_answers(lambda *a: np.full((5, 4), np.nan), lambda *a: (np.zeros((5, 4)), np.zeros(3)), {"a": 1}, 2.5,
+                        True, [1.5], [-1], [99], lambda *a: 1e300)
 
 
 # --- layer norm ------------------------------------------------------------------------------
@@ -70,9 +61,9 @@ def test_layer_norm_wrong_answers_get_specific_hints(wrong, hint):
     assert hint in verdict.hint, verdict
 
 
-def test_layer_norm_not_implemented_and_crash():
-    assert "not implemented yet" in check_layer_norm(_stub).message
-    assert "raised RuntimeError" in check_layer_norm(_crash).message
+def test_layer_norm_not_implemented_andcrash():
+    assert "not implemented yet" in check_layer_norm(stub).message
+    assert "raised RuntimeError" in check_layer_norm(crash).message
 
 
 # --- pre-norm block --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from learner_inputs import wrong_answers
 
 from attn_helpers.checks import (
     Verdict,
@@ -14,18 +15,8 @@ from attn_helpers.checks.nb12 import SINK_CHOICES, my_previous_token_weight, sin
 from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
 from attn_helpers.widgets import nb12
 
-
-def _crash(*args):
-    raise RuntimeError("boom")
-
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-GARBAGE = [None, 3, "text", [1, 2], np.zeros((2, 2)), _crash, _stub, lambda *a: None, lambda *a: "x",
-           lambda *a: np.zeros((1, 1)), lambda *a: np.full((2, 3), np.nan), lambda *a: [[1, 2], [3]], Ellipsis,
-           (0, 2, 1), (True, False), {"layer": 0}, 1.5, b"c", float("nan")]
+GARBAGE = wrong_answers(lambda *a: np.full((2, 3), np.nan), (0, 2, 1), (True, False), {"layer": 0}, 1.5, b"c",
+                        float("nan"))
 
 
 @pytest.fixture(scope="module")
