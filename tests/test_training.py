@@ -182,22 +182,40 @@ def test_save_and_load_round_trip(tmp_path):
     assert sorted(loaded.snapshots) == [0, 2, 4]
 
 
+def _steps_to_loss(run, threshold=0.1, width=10):
+    """The first step at which the running mean of the loss is below ``threshold`` (None: never)."""
+    steps, curve = run.smoothed_losses(width)
+    below = np.flatnonzero(curve < threshold)
+    return int(steps[below[0]]) if below.size else None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SHIPPED_RUNS))
-def test_shipped_runs_equal_a_fresh_run(name):
-    """tools/build_training_runs.py's file equals training again (single-threaded, seeded).
+def test_a_fresh_run_reproduces_what_the_shipped_run_teaches(name):
+    """Training again gives what notebook 11 shows from tools/build_training_runs.py's file.
 
-    Exact on the machine that built it; the tolerances allow for another CPU's BLAS kernels,
-    whose last bits may differ.
+    Not the same trajectory to the last bit: numpy's SIMD code paths differ between CPUs (AVX2,
+    AVX-512, ARM) in the last bits, and 600 Adam steps amplify them (up to 0.3 in one step's loss
+    on an AVX-512 CPU for a file built on an AVX2 one). What the lesson relies on holds on any CPU:
+    the same configuration and probe, the same first steps (before training amplifies anything),
+    the same held-out accuracy, and the same keys attended by the trained model.
     """
     stored = load_runs(SHIPPED_PATH)[name]
     fresh = shipped_run(name)
     assert stored.config == fresh.config and stored.steps == fresh.steps
-    np.testing.assert_array_equal(stored.probe, fresh.probe)
-    np.testing.assert_allclose(stored.losses, fresh.losses, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(stored.probe, fresh.probe)  # integers: drawn from the seeded generator
     assert sorted(stored.snapshots) == sorted(fresh.snapshots)
-    for step in stored.snapshots:
-        np.testing.assert_allclose(stored.snapshots[step], fresh.snapshots[step], rtol=1e-6, atol=1e-9)
-    for key in stored.params:
-        np.testing.assert_allclose(stored.params[key], fresh.params[key], rtol=1e-6, atol=1e-9)
-    assert abs(stored.held_out_accuracy - fresh.held_out_accuracy) < 1e-3
+    np.testing.assert_allclose(stored.losses[:10], fresh.losses[:10], rtol=1e-6)
+    assert abs(stored.held_out_accuracy - fresh.held_out_accuracy) <= 0.01
+    assert (stored.held_out_accuracy >= 0.99) == (fresh.held_out_accuracy >= 0.99)  # learnt, or not learnt
+    attended = [run.snapshots[run.steps].argmax(axis=-1) for run in (stored, fresh)]  # (layers, h, T) each
+    assert (attended[0] == attended[1]).mean() >= 0.85
+
+
+def test_unscaled_scores_learn_more_slowly_in_the_shipped_runs_and_afresh():
+    """Notebook 11's claim about 1/sqrt(d_k): without it the loss takes at least twice as many steps to fall below 0.1."""
+    runs = load_runs(SHIPPED_PATH)
+    scaled, unscaled = (runs[f"reverse, d_model 128, {kind}"] for kind in ("scaled", "unscaled"))
+    assert _steps_to_loss(unscaled) >= 2 * _steps_to_loss(scaled)
+    fresh_scaled, fresh_unscaled = (shipped_run(f"reverse, d_model 128, {kind}") for kind in ("scaled", "unscaled"))
+    assert _steps_to_loss(fresh_unscaled) >= 2 * _steps_to_loss(fresh_scaled)
