@@ -321,7 +321,7 @@ def check_roamed_keys(W_k):
     if changed:
         return Verdict(False, f"roamed now attends to the creature, but the rows of {', '.join(changed)} changed too",
                        "change only column 3 of W_k: no other query asks question 3, so no other row moves")
-    runner_up = np.sort(row)[-2]
-    return Verdict(True, f"roamed puts {row[creature]:.2f} of its weight on 'creature' ({row[creature] / runner_up:.0f} "
+    lead = row[creature] / np.sort(row)[-2]
+    return Verdict(True, f"roamed puts {row[creature]:.2f} of its weight on 'creature' ({lead:.0f} "
                          "times any other token), and every other row is as before: a verb's query found its "
                          "subject's key. Training finds such matrices by itself.")

@@ -199,7 +199,7 @@ def _nan_rows_hint(fn, case):
 
 
 def _full_transposes(fn, case):
-    """The shapes of the batched (3-D or more) inputs that ``fn`` transposed with ``.T`` or ``.transpose()`` on ``case``.
+    """The shapes of the batched (3-D or more) inputs that ``fn`` reversed with ``.T`` or ``.transpose()`` on ``case``.
 
     On a batch, ``keys.T`` reverses EVERY axis, ``(B, T_k, d_k) -> (d_k, T_k, B)``, not just the last two:
     the natural first attempt ``queries @ keys.T`` then fails (or mixes the sequences of the batch).
