@@ -293,3 +293,14 @@ def test_masked_attention_dot_T_on_each_sequence_of_a_loop_passes():
 
     assert check_masked_attention(per_sequence).passed
     assert check_masked_attention(_attention_with(lambda k: np.swapaxes(k, -1, -2))).passed
+
+
+def test_the_notebook_says_what_dot_T_does_to_a_batch_before_exercise_07_2():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "07_causal_masking.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    exercise = next(i for i, s in enumerate(sources) if "**Exercise 07.2" in s)
+    before = "\n".join(sources[:exercise])
+    assert "reverses **every** axis" in before and "np.swapaxes(K_b, -1, -2)" in before
