@@ -65,3 +65,31 @@ def test_first_token_share_typical_wrong_predictions_get_their_hint(wrong, hint)
 @pytest.mark.parametrize("garbage", [..., None, "a lot", [1, 2], float("nan")])
 def test_first_token_share_never_raises(garbage):
     assert not check_first_token_share(garbage).passed
+
+
+@pytest.mark.parametrize("module", [f"nb0{n}" for n in range(9)])
+def test_unfilled_answers_get_a_hint_without_a_doubled_your(module):
+    # "replace the ... with your your share" (00 c7, 01 c28, 02 c13, 03 c26, c34): every checker of 00-08, given ...
+    import importlib
+
+    checks = importlib.import_module(f"attn_helpers.checks.{module}")
+    for name in checks.__all__:
+        checker = getattr(checks, name)
+        if not name.startswith("check_") or not callable(checker):
+            continue
+        verdict = checker(...)
+        assert not verdict.passed, name
+        text = f"{verdict.message} {verdict.hint}".lower()
+        assert "your your" not in text and "your the" not in text, (name, verdict)
+
+
+def test_num_tokens_text_and_checker_agree():
+    # the checker sees only the value, so notebook 00 does not claim to grade an expression; the verdict teaches it
+    import json
+    from pathlib import Path
+
+    verdict = check_num_tokens(6)
+    assert verdict.passed and "X.shape[0]" in verdict.message
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "not a typed number" not in text

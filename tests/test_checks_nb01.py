@@ -33,6 +33,9 @@ def test_one_hot_reference_is_a_row_lookup():
 def test_one_hot_transposed_gets_transpose_hint():
     verdict = check_one_hot(lambda ids, V: np.eye(V)[ids].T)
     assert not verdict.passed and "transposed" in verdict.hint
+    # the exercise has no matrix product: the hint speaks of rows and columns of the one-hot matrix
+    assert "matrix product" not in verdict.hint and "queries" not in verdict.hint
+    assert "one row per token" in verdict.hint and "(T, vocab_size)" in verdict.hint
 
 
 def test_one_hot_ignoring_ids_gets_column_hint():

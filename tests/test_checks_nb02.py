@@ -19,11 +19,23 @@ def _stub(*args):
 # ---- check_dot_score -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [dot_score, lambda q, k: q @ k, lambda q, k: np.dot(q, k),
-                                    lambda q, k: float(np.sum(q * k)),
+@pytest.mark.parametrize("answer", [dot_score, lambda q, k: float(np.sum(q * k)), lambda q, k: (q * k).sum(),
                                     lambda q, k: sum(a * b for a, b in zip(q, k, strict=True))])
 def test_dot_score_right_answers_pass(answer):
     assert check_dot_score(answer).passed
+
+
+@pytest.mark.parametrize("answer, name", [
+    (lambda q, k: q @ k, "@"), (lambda q, k: np.dot(q, k), "np.dot"), (lambda q, k: q.dot(k), ".dot"),
+    (lambda q, k: np.matmul(q, k), "@ (np.matmul)"), (lambda q, k: np.inner(q, k), "np.inner"),
+    (lambda q, k: np.einsum("i,i->", q, k), "np.einsum"),
+])
+def test_dot_score_with_the_forbidden_product_gets_told_why(answer, name):
+    # 02.1 asks to re-create the dot product: right numbers made with @ or np.dot do not pass
+    verdict = check_dot_score(answer)
+    assert not verdict.passed
+    assert f"uses {name}" in verdict.message and "the product this exercise asks you to re-create" in verdict.message
+    assert "query * key" in verdict.hint
 
 
 def test_dot_score_solution_matches_numpy():

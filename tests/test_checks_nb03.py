@@ -234,3 +234,16 @@ def test_spot_the_slip_and_cold_choice_never_raise(garbage):
     assert not check_spot_the_slip(garbage, garbage).passed
     assert not check_spot_the_slip(1.83, garbage).passed
     assert not check_cold_choice(garbage).passed
+
+
+def test_exercises_are_numbered_in_the_order_they_come():
+    # 03.2 used to precede 03.1; and the temperature prediction now has its own cell, apart from "Which axis?"
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "03_softmax.ipynb").read_text())
+    markdown = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    numbers = re.findall(r"\*\*Exercise (03\.\d)", "\n".join(markdown))
+    assert numbers == sorted(numbers) and len(numbers) == len(set(numbers)) >= 2
+    assert not any("Predict before you run" in cell and "## Which axis?" in cell for cell in markdown)

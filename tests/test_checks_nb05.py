@@ -239,6 +239,15 @@ def test_every_wrong_divisor_is_named(divisor, hint):
     assert not verdict.passed and hint in verdict.hint, verdict
 
 
+def test_a_leftover_sqrt_2_is_not_called_d_v():
+    # d_k = 2 left over from the worked example: every size is 2 there, and the last case has d_v = 2
+    verdict = check_self_attention_qkv(_scaled_by(lambda X, W_q, W_k, W_v: np.sqrt(2)))
+    assert not verdict.passed
+    assert "np.sqrt(2) whatever the sizes" in verdict.hint
+    assert "Compute d_k from K inside the function" in verdict.hint
+    assert "d_v" not in verdict.hint
+
+
 def test_the_first_case_tells_every_divisor_apart():
     from attn_helpers.checks.nb05 import _cases
 
@@ -324,7 +333,23 @@ def test_roamed_keys_solution_passes_and_moves_only_roamed():
     roamed, creature = CREATURE_TOKENS.index("roamed"), CREATURE_TOKENS.index("creature")
     assert after[roamed].argmax() == creature and after[roamed, creature] > 0.85
     np.testing.assert_array_equal(np.delete(after, roamed, axis=0), np.delete(before, roamed, axis=0))
-    assert check_roamed_keys(_creature_keys("alive", 1.2)).passed  # any large enough entry will do
+    assert check_roamed_keys(_creature_keys("alive", 1.7)).passed  # any large enough entry will do
+
+
+def test_roamed_keys_a_narrow_win_is_not_a_clear_winner():
+    # the obvious first try, 1 on the "alive" row, gives creature 0.51: more than any other token, not a clear win
+    from attn_helpers.checks.nb05 import CLEAR_WIN
+
+    ex = creature_example(dtype=np.float64)
+    W_k = _creature_keys("alive", 1.0)
+    row = qkv_attention_steps(ex["X"], ex["W_q"], W_k, ex["W_v"])["weights"][CREATURE_TOKENS.index("roamed")]
+    creature = row[CREATURE_TOKENS.index("creature")]
+    assert 0.5 < creature < CLEAR_WIN
+    verdict = check_roamed_keys(W_k)
+    assert not verdict.passed
+    assert f"only with weight {creature:.2f}" in verdict.message and "not yet a clear winner" in verdict.message
+    assert "make that entry of W_k larger" in verdict.hint
+    assert "times any other token" in check_roamed_keys(roamed_keys()).message
 
 
 def _with_other_change(W_k):

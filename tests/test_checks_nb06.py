@@ -248,3 +248,22 @@ def test_score_std_prediction_accepts_sqrt_d_k_and_what_sampling_shows():
 def test_score_std_prediction_wrong_values_get_hints(value, hint):
     verdict = check_score_std_prediction(value)
     assert not verdict.passed and hint in verdict.hint
+
+
+def test_score_std_verdict_quotes_the_number_the_notebook_prints():
+    # notebook 06 samples 5000 pairs at d_k = 256 with its own generator and prints their std (16.00); the verdict
+    # must quote that number, not the explorer's different sample (15.94)
+    import json
+    import re
+    from pathlib import Path
+
+    from attn_helpers.examples import SEED
+
+    q, k = np.random.default_rng(SEED).standard_normal((2, 5000, 256))
+    printed = f"{(q * k).sum(axis=1).std():.2f}"
+    verdict = check_score_std_prediction(16)
+    assert verdict.passed and f"have std {printed}" in verdict.message
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_scaling.ipynb").read_text())
+    outputs = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code"
+                      for o in c.get("outputs", []))
+    assert re.search(rf"5000 sampled scores q · k at d_k = 256: {re.escape(printed)}\b", outputs)

@@ -257,3 +257,50 @@ def test_masked_attention_names_every_wrong_divisor(divisor, hint):
 
     verdict = check_masked_attention(attention)
     assert not verdict.passed and hint in verdict.hint
+
+
+def _attention_with(transpose):
+    """Masked attention, right but for how the keys are transposed (``transpose(keys)``)."""
+    def attention(q, k, v, mask):
+        scores = np.where(mask, q @ transpose(k) / np.sqrt(q.shape[-1]), -np.inf)
+        row_max = scores.max(axis=-1, keepdims=True)
+        weights = np.exp(scores - np.where(np.isfinite(row_max), row_max, 0))
+        total = weights.sum(axis=-1, keepdims=True)
+        weights = weights / np.where(total == 0, 1, total)
+        return weights @ v, weights
+
+    return attention
+
+
+@pytest.mark.parametrize("transpose", [lambda k: k.T, lambda k: k.transpose(), lambda k: np.transpose(k)])
+def test_masked_attention_names_dot_T_on_a_batch(transpose):
+    # queries @ keys.T: right for one sequence, but on a batch .T reverses every axis (not a missing .T)
+    verdict = check_masked_attention(_attention_with(transpose))
+    assert not verdict.passed
+    assert "reverses EVERY axis: (2, 5, 4) -> (4, 5, 2)" in verdict.message
+    assert "np.swapaxes(keys, -1, -2)" in verdict.hint
+    assert "missing .T" not in verdict.hint
+
+
+def test_masked_attention_dot_T_on_each_sequence_of_a_loop_passes():
+    # .T on a 2-D slice is right: only .T on a batched array is the slip
+    def per_sequence(q, k, v, mask):
+        if np.ndim(q) == 2:
+            return _attention_with(lambda k2: k2.T)(q, k, v, mask)
+        mask = np.broadcast_to(mask, (*q.shape[:-1], k.shape[-2]))
+        pairs = [_attention_with(lambda k2: k2.T)(q[b], k[b], v[b], mask[b]) for b in range(q.shape[0])]
+        return np.stack([c for c, _ in pairs]), np.stack([w for _, w in pairs])
+
+    assert check_masked_attention(per_sequence).passed
+    assert check_masked_attention(_attention_with(lambda k: np.swapaxes(k, -1, -2))).passed
+
+
+def test_the_notebook_says_what_dot_T_does_to_a_batch_before_exercise_07_2():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "07_causal_masking.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    exercise = next(i for i, s in enumerate(sources) if "**Exercise 07.2" in s)
+    before = "\n".join(sources[:exercise])
+    assert "reverses **every** axis" in before and "np.swapaxes(K_b, -1, -2)" in before

@@ -47,14 +47,15 @@ def check_num_tokens(value):
     return grade_value(value, X.shape[0], name="T",
                        wrongs=[(X.shape[1], "that is d_model, the number of features (columns); T counts the rows"),
                                (X.size, "that is T * d_model, every entry; T counts only the rows")],
-                       success="T = 6 tokens, one per row of X.")
+                       success="T = 6 tokens, one per row of X. Computed from X (X.shape[0] or len(X)) rather than "
+                               "counted, it stays right for any sentence.")
 
 
 def check_first_token_share(value):
     """Grade a prediction: the share of the first token ('Your') in the running summary of the 6-token sentence."""
     T = journey_embeddings().shape[0]
     shares = summary_shares(T)  # s = 0.5 * s + 0.5 * x(t), starting from s = x(0)
-    return grade_value(value, shares[0], name="your share", atol=1e-6, wrongs=[
+    return grade_value(value, shares[0], name="share", atol=1e-6, wrongs=[
         (1 / T, "1/T would be a plain average, every token weighted equally. The summary halves what it holds at every "
                 "step: count how many halvings 'Your' goes through"),
         (shares[-1], "that is the share of the LAST token, 'step': the newest token always gets half"),

@@ -40,6 +40,9 @@ def check_one_hot(fn):
                   "token_ids[i], so use the ids (np.eye(vocab_size)[token_ids] is one way)"),
             Wrong(lambda ids, V: np.eye(V)[np.asarray(ids) - 1],
                   "the 1s are one column off: ids count from 0, so token id 0 is column 0"),
+            Wrong(lambda ids, V: one_hot(ids, V).T,
+                  "your result is transposed: shape (vocab_size, T). One-hot vectors are rows, like every token in "
+                  "this series: one row per token, one column per word of the vocabulary, shape (T, vocab_size)"),
             Wrong(lambda ids, V: np.eye(V)[np.asarray(ids)].sum(axis=0),
                   "you added the rows up into one bag-of-words vector; keep one row per token"),
         ],
@@ -128,7 +131,7 @@ def check_shared_neighbours(value, word="frog", k=5):
     shared = len(set(by_dot.tolist()) & set(by_cosine.tolist()))
     longer = ("the dot product is length x length x cosine: long vectors that point only roughly the right way "
               "(general words) climb up the dot ranking and push close but shorter ones out")
-    verdict = grade_value(value, shared, name="your prediction", wrongs=[(k, "not all of them: " + longer)],
+    verdict = grade_value(value, shared, name="prediction", wrongs=[(k, "not all of them: " + longer)],
                           success=f"{shared} of the {k} words {'is' if shared == 1 else 'are'} in both lists: "
                                   "ranking by dot product favours long vectors.")
     if verdict.passed or "not right yet" not in verdict.message:

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import attention_scores
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Wrong, grade_choice, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_choice, grade_function, register_solution
 
 __all__ = ["check_dot_score", "check_score_matrix", "check_best_key"]
 
@@ -47,8 +47,48 @@ def _cosine(a, b):
     return (a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
 
 
+#: numpy's ready-made products, which exercise 02.1 asks the learner to re-create.
+_PRODUCTS = {np.dot: "np.dot", np.inner: "np.inner", np.vdot: "np.vdot", np.tensordot: "np.tensordot",
+             np.einsum: "np.einsum"}
+
+
+def _products_used(fn, case):
+    """The ready-made products (``@``, ``np.dot``, ``.dot``, ...) that ``fn`` calls on ``case``'s vectors."""
+    used = []
+
+    class Watched(np.ndarray):  # an array that notes which product is taken of it
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            if ufunc is np.matmul:
+                used.append("@ (np.matmul)")
+            return super().__array_ufunc__(ufunc, method, *(np.asarray(x) for x in inputs), **kwargs)
+
+        def __array_function__(self, func, types, args, kwargs):
+            if func in _PRODUCTS:
+                used.append(_PRODUCTS[func])
+            return super().__array_function__(func, types, args, kwargs)
+
+        def dot(self, *args, **kwargs):
+            used.append(".dot")
+            return np.asarray(self).dot(*args, **kwargs)
+
+    call_quietly(fn, *(np.asarray(a).view(Watched) for a in case.args))
+    return used
+
+
 def check_dot_score(fn):
-    """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number)."""
+    """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number), without ``@`` or np.dot."""
+    verdict = _grade_dot_score(fn)
+    if verdict.passed:
+        used = _products_used(fn, _dot_cases()[0])
+        if used:
+            return Verdict(False, f"the numbers are right, but your dot_score uses {used[0]}, the product this "
+                                  "exercise asks you to re-create",
+                           "multiply matching features with query * key, then add them up with .sum() (or a loop "
+                           "over the features): that is what @ computes")
+    return verdict
+
+
+def _grade_dot_score(fn):
     return grade_function(
         fn, dot_score, _dot_cases(), what="dot_score",
         wrongs=[
@@ -107,7 +147,7 @@ def check_best_key(token, query="with"):
     scores = attention_scores(X, X)[JOURNEY_TOKENS.index(query)]  # (T,): the query's row of X @ X.T
     best = JOURNEY_TOKENS[int(np.argmax(scores))]
     own = scores[JOURNEY_TOKENS.index(query)]
-    return grade_choice(token, best, JOURNEY_TOKENS, name="your prediction", wrongs={
+    return grade_choice(token, best, JOURNEY_TOKENS, name="prediction", wrongs={
         query: f"a token's score with itself is its squared length, ||x||^2 = {own:.2f} "
                f"for {query!r}, the shortest vector of the sentence. A longer vector pointing almost the same way "
                "scores higher: look at the lengths and angles in the table above",

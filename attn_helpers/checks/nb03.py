@@ -125,7 +125,7 @@ def check_cold_choice(token, query="one", temperature=0.001):
     with np.errstate(all="ignore"):  # the reference, whatever np.seterr the learner has set (exp underflows here)
         weights = softmax(scores[i], temperature=temperature)
     winner = JOURNEY_TOKENS[int(np.argmax(weights))]
-    return grade_choice(token, winner, JOURNEY_TOKENS, name="your prediction", wrongs={
+    return grade_choice(token, winner, JOURNEY_TOKENS, name="prediction", wrongs={
         query: f"a temperature never reorders the weights, it only sharpens them. Is the largest score of {query!r} "
                f"its score with itself? Compare row {i} of the score matrix: {query!r} with itself scores "
                f"{scores[i, i]:.4f}, with {winner!r} {scores[i].max():.4f}",
@@ -145,13 +145,19 @@ def spot_the_slip(notes_scores, notes_weights):
 def check_spot_the_slip(total, weights=...):
     """Grade the slip in the lecture notes: the sum of their printed weights, and the softmax they should have been."""
     notes = np.array(NOTES_WEIGHTS)
+    if total is None or total is Ellipsis:
+        return Verdict(False, "my_total is not filled in yet",
+                       "replace the ... with one line that adds up the printed weights, notes_weights")
     found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[
         (1.0, "1 is what a softmax SHOULD sum to. Add up the four numbers the notes printed: notes.sum()"),
     ])
     if not found.passed:
         return found
     scores = np.array(NOTES_SCORES)
-    return grade_value(weights, softmax(scores), name="your corrected weights", atol=5e-4, wrongs=[
+    if weights is None or weights is Ellipsis:
+        return Verdict(False, f"my_total is right ({notes.sum():.2f}); my_weights is not filled in yet",
+                       "replace the ... with one line: the softmax of notes_scores")
+    return grade_value(weights, softmax(scores), name="the corrected weights", atol=5e-4, wrongs=[
         (notes, "those are the notes' own (wrong) numbers: compute softmax(scores) yourself"),
         (np.exp(scores), "you stopped after exp(): divide by the sum so that the weights add up to 1"),
         (notes / notes.sum(), "rescaling the wrong numbers makes them sum to 1 but does not make them a softmax: "

@@ -83,7 +83,7 @@ def check_doubled_weights(prediction, query="with"):
     before = softmax(X @ X.T, axis=-1)[i].max()  # (T, d_model) @ (d_model, T) -> (T, T); its row i
     after = softmax((2 * X) @ (2 * X).T, axis=-1)[i].max()
     outcome = "grow" if after > before + 1e-6 else "shrink" if after < before - 1e-6 else "stay the same"
-    return grade_choice(prediction, outcome, DOUBLING_CHOICES, name="your prediction", wrongs={
+    return grade_choice(prediction, outcome, DOUBLING_CHOICES, name="prediction", wrongs={
         "stay the same": "a softmax is not scale-free: doubling both vectors of a dot product multiplies every score "
                          "by 4, so the differences between scores grow 4-fold (like τ = 1/4 in notebook 03)",
         "shrink": "larger scores spread further apart, and the softmax of scores further apart is sharper, not "

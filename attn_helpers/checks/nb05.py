@@ -38,7 +38,9 @@ def _cases():
     """The 'journey' case comes first: its sizes tell every wrong divisor apart.
 
     There ``sqrt(d_k) = 1.41``, ``d_k = 2``, ``sqrt(d_in) = 1.73``, ``sqrt(d_v) = 2.24``, ``sqrt(T) = 2.45``
-    all differ, so the hint names the divisor the learner used. In "I love AI" every size is 2.
+    all differ, so the hint names the divisor the learner used. In "I love AI" every size is 2. A case in
+    which no size is 2 comes before the one with ``d_v = 2``, so a ``np.sqrt(2)`` left over from the worked
+    example is named as such, not as ``sqrt(d_v)``.
     """
     ex = i_love_ai()
     rng = np.random.default_rng(SEED + 5)
@@ -49,6 +51,8 @@ def _cases():
         Case((ex["X"], ex["W_q"], ex["W_k"], ex["W_v"]), label="'I love AI' with the worked-example matrices"),
         Case(tuple(rng.standard_normal((2, 2)) for _ in range(4)),
              label="a square case: T = d_in = d_k = d_v = 2"),
+        Case((rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
+              rng.standard_normal((4, 6))), label="T = 5, d_in = 4, d_k = 3, d_v = 6 (no size is 2)"),
         Case((rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5)),
               rng.standard_normal((3, 2))), label="T = 4, d_in = 3, d_k = 5, d_v = 2"),
     ]
@@ -76,6 +80,9 @@ def _wrongs():
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(X.shape[-1])),
               "you scaled by the square root of d_in = X.shape[-1]. d_k is the dimension of the queries and keys: "
               "K.shape[-1] (the number of columns of W_k)"),
+        Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(2)),
+              "you divided by np.sqrt(2) whatever the sizes: a d_k = 2 left over from the worked example (or typed "
+              "in)? Here d_k is not 2. Compute d_k from K inside the function: d_k = K.shape[-1]"),
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(W_v.shape[-1])),
               "you scaled by the square root of d_v, the dimension of the values. d_k is the dimension of the "
               "queries and keys: K.shape[-1]"),
@@ -261,10 +268,14 @@ def roamed_keys():
     return W_k
 
 
+#: The weight on "creature" that makes it a clear winner for "roamed" (the other 7 tokens share the rest).
+CLEAR_WIN = 0.8
+
+
 @never_raises("could not use this value",
               'give an 8 x 4 numpy array, for example creature["W_k"].copy() with one entry changed')
 def check_roamed_keys(W_k):
-    """Grade a designed ``W_k`` (8 x 4): "roamed" attends most to "creature" (weight >= 0.5), other rows unchanged."""
+    """Grade a designed ``W_k`` (8 x 4): "roamed" puts at least ``CLEAR_WIN`` on "creature", other rows unchanged."""
     ex = creature_example(dtype=np.float64)
     if W_k is None or W_k is Ellipsis:
         return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")
@@ -300,11 +311,17 @@ def check_roamed_keys(W_k):
         return Verdict(False, f"roamed attends most to {tokens[top]!r} ({row[top]:.2f}), not to the creature",
                        "the score of key j is q(roamed) · k(j) = 4 * k(j)[3], and k(j)[3] = x(j) · W_k[:, 3]: give "
                        "column 3 a positive entry in the row of a feature the creature has")
-    if row[creature] < 0.5:
-        return Verdict(False, f"roamed attends most to the creature, but only with weight {row[creature]:.2f}",
-                       "make that entry of W_k larger: the score is divided by sqrt(d_k) = 2 before the softmax")
+    if row[creature] < CLEAR_WIN:
+        runner_up = np.sort(row)[-2]
+        return Verdict(False, f"roamed attends most to the creature, but only with weight {row[creature]:.2f} "
+                              f"({row[creature] / runner_up:.1f} times any other token): not yet a clear winner "
+                              f"(at least {CLEAR_WIN} asked)",
+                       "make that entry of W_k larger: the score is divided by sqrt(d_k) = 2 before the softmax, and "
+                       "the 7 other tokens still share the rest")
     if changed:
         return Verdict(False, f"roamed now attends to the creature, but the rows of {', '.join(changed)} changed too",
                        "change only column 3 of W_k: no other query asks question 3, so no other row moves")
-    return Verdict(True, f"roamed puts {row[creature]:.2f} of its weight on 'creature', and every other row is as "
-                         "before: a verb's query found its subject's key. Training finds such matrices by itself.")
+    lead = row[creature] / np.sort(row)[-2]
+    return Verdict(True, f"roamed puts {row[creature]:.2f} of its weight on 'creature' ({lead:.0f} "
+                         "times any other token), and every other row is as before: a verb's query found its "
+                         "subject's key. Training finds such matrices by itself.")

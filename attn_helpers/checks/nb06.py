@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scaling import scaling_summary
+from ..examples import SEED
 from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
 
 __all__ = ["check_attention_scale", "check_scaled_scores", "check_score_std_prediction"]
@@ -124,10 +124,25 @@ def check_scaled_scores(fn):
 PREDICT_D_K = 256
 
 
+#: How many query/key pairs notebook 06 samples to measure the spread of the scores at ``PREDICT_D_K``.
+PREDICT_PAIRS = 5000
+
+
+def sampled_score_std(d_k=PREDICT_D_K, pairs=PREDICT_PAIRS):
+    """The standard deviation of ``pairs`` sampled raw scores q · k: the number notebook 06 prints after the prediction.
+
+    >>> round(sampled_score_std(), 2)
+    16.0
+    """
+    rng = np.random.default_rng(SEED)  # the notebook cell's own generator: the same sample, the same number
+    q, k = rng.standard_normal((2, pairs, d_k))  # (pairs, d_k) each
+    return float((q * k).sum(axis=1).std())
+
+
 def check_score_std_prediction(value):
     """Grade a prediction of the standard deviation of unscaled scores q · k at d_k = 256 (unit-variance parts)."""
     d_k = PREDICT_D_K
-    sampled = scaling_summary(d_k)["unscaled"]["score std"]
+    sampled = sampled_score_std(d_k)
     return grade_value(
         value, np.sqrt(d_k), name="prediction", rtol=0.1, atol=0.0,
         wrongs=[
@@ -138,6 +153,6 @@ def check_score_std_prediction(value):
             (np.sqrt(d_k) / 2, "each of the d_k products q_i k_i has variance 1 (not 1/4): Var = d_k, std = sqrt(d_k)"),
             (0.0, "the mean of the scores is 0, but they spread around it: Var(q · k) = d_k"),
         ],
-        success=f"sqrt({d_k}) = {np.sqrt(d_k):.0f}, and the sampled scores of the explorer have std {sampled:.2f}: "
-                "raw scores spread like sqrt(d_k), so a softmax over them is nearly one-hot.",
+        success=f"sqrt({d_k}) = {np.sqrt(d_k):.0f}, and the {PREDICT_PAIRS} sampled scores above have std "
+                f"{sampled:.2f}: raw scores spread like sqrt(d_k), so a softmax over them is nearly one-hot.",
     )

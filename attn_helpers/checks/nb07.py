@@ -198,6 +198,31 @@ def _nan_rows_hint(fn, case):
                    "do not divide by a zero sum: those rows must be all 0")
 
 
+def _full_transposes(fn, case):
+    """The shapes of the batched (3-D or more) inputs that ``fn`` reversed with ``.T`` or ``.transpose()`` on ``case``.
+
+    On a batch, ``keys.T`` reverses EVERY axis, ``(B, T_k, d_k) -> (d_k, T_k, B)``, not just the last two:
+    the natural first attempt ``queries @ keys.T`` then fails (or mixes the sequences of the batch).
+    """
+    seen = []
+
+    class Watched(np.ndarray):  # an array that notes when all of its axes are reversed
+        @property
+        def T(self):  # noqa: N802 - numpy's own name
+            if self.ndim >= 3:
+                seen.append(self.shape)
+            return np.asarray(self).T
+
+        def transpose(self, *axes):
+            if self.ndim >= 3 and axes in ((), (None,)):
+                seen.append(self.shape)
+            return np.asarray(self).transpose(*axes)
+
+    queries, keys, values, mask = case.args
+    call_quietly(fn, *(np.asarray(a).view(Watched) for a in (queries, keys, values)), mask)
+    return seen
+
+
 def check_masked_attention(fn):
     """Grade ``fn(queries, keys, values, mask) -> (context, weights)``: weights first, then context."""
     if not callable(fn):
@@ -207,6 +232,15 @@ def check_masked_attention(fn):
     verdict = grade_function(_pick(fn, 1), lambda *a: masked_attention(*a)[1], cases, what="masked_attention weights",
                              wrongs=wrongs, shape_hint="the weights have shape (..., T_q, T_k), one row per query")
     if not verdict.passed:
+        batched = next(case for case in cases if np.ndim(case.args[1]) >= 3)
+        transposed = _full_transposes(fn, batched)
+        if transposed:
+            shape = transposed[0]
+            return Verdict(False, f"on {batched.label}, you transposed an array of shape {shape} with .T, which "
+                                  f"reverses EVERY axis: {shape} -> {shape[::-1]}",
+                           "for a batch, swap only the last two axes: np.swapaxes(keys, -1, -2) turns "
+                           "(B, T_k, d_k) into (B, d_k, T_k), so queries @ np.swapaxes(keys, -1, -2) has shape "
+                           "(B, T_q, T_k)")
         return _clean(verdict)
     full = _fully_masked_case()
     nan_verdict = _nan_rows_hint(fn, full)
