@@ -5,7 +5,7 @@
 
 Notebook 11's copy-previous model, trained at length 8 with learned, sinusoidal, RoPE and ALiBi
 positions (``attn_helpers.position_runs``), one run per kind and seed, single-threaded; under a
-minute on one core. Only the final parameters and the losses are kept. ``tests/test_position_runs.py``
+minute on one core. Only the final parameters and the losses are kept. ``tests/test_training_positions.py``
 checks what the notebook relies on (the accuracy at length 8, the learned table's untouched rows),
 never the trajectory bit for bit: another CPU may round differently.
 """
