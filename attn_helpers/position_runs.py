@@ -15,6 +15,7 @@ same table and never use it, so one seed gives every kind the same initial weigh
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from .examples import SEED
 from .training import TASKS, TrainingRun, accuracy, held_out_batch, load_runs, predict, train
 
 __all__ = ["TASK", "KINDS", "SEEDS", "TRAIN_LENGTH", "TEST_LENGTHS", "position_run", "load_position_runs",
-           "accuracy_by_position", "accuracy_at_length", "accuracy_table"]
+           "accuracy_by_position", "accuracy_at_length", "accuracy_by_position_table", "shipped_accuracy_by_position"]
 
 #: The task: output the token one position back (it needs the relative position "one before me").
 TASK = "copy previous"
@@ -36,6 +37,7 @@ SEEDS = (0, 1, 2)
 #: Training length (the task's own) and the lengths of the table of the notebook.
 TRAIN_LENGTH = TASKS[TASK].seq_len
 TEST_LENGTHS = (8, 12, 16)
+LONGEST = max(TEST_LENGTHS)
 #: Rows of the learned position table: the longest input any of the models can read.
 TABLE_ROWS = 16
 #: The model and the training, the same for every kind.
@@ -63,7 +65,7 @@ def load_position_runs(path=PATH) -> dict:
     return {(kind, seed): runs[run_name(kind, seed)] for kind in KINDS for seed in SEEDS}
 
 
-def accuracy_by_position(run: TrainingRun, T, size=500, seed=SEED + 1):
+def accuracy_by_position(run: TrainingRun, T, size=300, seed=SEED + 1):
     """The fraction of ``size`` held-out sequences of length ``T`` right at each position, shape ``(T,)``.
 
     Position 0 has no previous token and is not scored: NaN. Lengths beyond the run's table
@@ -73,20 +75,39 @@ def accuracy_by_position(run: TrainingRun, T, size=500, seed=SEED + 1):
     task = replace(TASKS[run.task], seq_len=T)
     tokens, targets = held_out_batch(task, size, seed)  # (size, T) each
     right = predict(run.params, tokens, run.config, task.mask()) == targets  # (size, T)
-    scored = targets >= 0
-    with np.errstate(invalid="ignore"):
-        return (right * scored).sum(axis=0) / np.where(scored.sum(axis=0) > 0, scored.sum(axis=0), np.nan)
+    return np.where(targets[0] >= 0, right.mean(axis=0), np.nan)  # every sequence scores the same positions
 
 
-def accuracy_at_length(run: TrainingRun, T, size=500, seed=SEED + 1):
-    """The fraction of scored positions right on ``size`` held-out sequences of length ``T``."""
-    return float(np.nanmean(accuracy_by_position(run, T, size, seed)))  # every position has `size` scored tokens
+def accuracy_at_length(by_position, T):
+    """The accuracy on sequences of ``T`` tokens, from the accuracy at each position of longer ones.
 
+    The model is causal: its answer at position ``t`` reads only tokens ``0 .. t``, so the first ``T``
+    tokens of a longer test sequence are a test sequence of length ``T``. ``by_position`` has shape
+    ``(..., T_long)``; the result ``(...)`` is the mean over the scored positions before ``T``.
 
-def accuracy_table(runs: dict, lengths=TEST_LENGTHS, size=500):
-    """``acc[k, s, l]``: accuracy of kind ``KINDS[k]``, seed ``SEEDS[s]`` at ``lengths[l]``.
-
-    Shape ``(len(KINDS), len(SEEDS), len(lengths))``.
+    Examples
+    --------
+    >>> accuracy_at_length(np.array([np.nan, 1.0, 1.0, 0.5, 0.0]), 3)
+    np.float64(1.0)
+    >>> accuracy_at_length(np.array([np.nan, 1.0, 1.0, 0.5, 0.0]), 5)
+    np.float64(0.625)
     """
-    return np.array([[[accuracy_at_length(runs[kind, seed], T, size) for T in lengths] for seed in SEEDS]
-                     for kind in KINDS])
+    by_position = np.asarray(by_position, dtype=float)
+    T = as_positive_int(T, "T")
+    if T > by_position.shape[-1]:
+        raise ValueError(f"T = {T} is longer than the {by_position.shape[-1]} positions of by_position "
+                         f"(shape {by_position.shape})")
+    return np.nanmean(by_position[..., :T], axis=-1)
+
+
+def accuracy_by_position_table(runs: dict, T=LONGEST, size=300):
+    """``table[k, s, t]``: accuracy of kind ``KINDS[k]``, seed ``SEEDS[s]`` at position ``t`` of ``T``-token inputs."""
+    return np.array([[accuracy_by_position(runs[kind, seed], T, size) for seed in SEEDS] for kind in KINDS])
+
+
+@functools.lru_cache(maxsize=2)
+def shipped_accuracy_by_position(T=LONGEST, size=300):
+    """:func:`accuracy_by_position_table` of the shipped runs (computed once per session; read-only)."""
+    table = accuracy_by_position_table(load_position_runs(), T, size)
+    table.flags.writeable = False
+    return table

@@ -8,8 +8,20 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import positional_encoding  # noqa: E402
-from attn_helpers.checks import check_order_prediction, check_sinusoidal_encoding, solution  # noqa: E402
-from attn_helpers.checks.nb09 import _encoding_wrongs, changed_words, sinusoidal_encoding  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_length_prediction,
+    check_order_prediction,
+    check_sinusoidal_encoding,
+    solution,
+)
+from attn_helpers.checks.nb09 import (  # noqa: E402
+    GOOD_ENOUGH,
+    LONG_LENGTH,
+    _encoding_wrongs,
+    changed_words,
+    length_accuracies,
+    sinusoidal_encoding,
+)
 
 
 def stub(*args):
@@ -21,7 +33,7 @@ GARBAGE = [None, [1, 2, 3], "pe", 0.5, np.zeros(3), stub, lambda *a: 1 / 0, lamb
            lambda *a: object(), Ellipsis, {"without positions": "x"}, {"with positions": 3}, {1: 2}]
 
 
-@pytest.mark.parametrize("checker", [check_sinusoidal_encoding, check_order_prediction])
+@pytest.mark.parametrize("checker", [check_sinusoidal_encoding, check_order_prediction, check_length_prediction])
 def test_garbage_never_raises_and_never_passes(checker):
     for garbage in GARBAGE:
         verdict = checker(garbage)
@@ -81,6 +93,8 @@ def _right(p, two_i, d):
     (_learner(lambda p, two_i, d: (p[:, None] + 1) / 10000 ** (two_i / d)), "start at 1"),
     (_learner(lambda p, two_i, d: two_i[None, :] / 2 / 10000 ** (2 * p[:, None] / d)), "mixed up"),
     (_learner(lambda p, two_i, d: p / 10000 ** (two_i[:, None] / d)), "wrong orientation"),
+    (_learner(lambda p, two_i, d: p[:, None] / 10000 ** (np.arange(d // 2) / d)), "i / d_model"),  # pair index i
+    (_learner(lambda p, two_i, d: p[:, None] / 1000 ** (two_i / d)), "base is 1000"),
 ])
 def test_sinusoidal_common_mistakes_get_their_hint(wrong, expected_hint):
     verdict = check_sinusoidal_encoding(wrong)
@@ -136,6 +150,50 @@ def test_right_prediction_passes():
 ])
 def test_wrong_predictions_get_a_hint(prediction, expected):
     verdict = check_order_prediction(prediction)
+    assert not verdict.passed
+    assert expected in verdict.hint or expected in verdict.message, verdict
+
+
+# --- Do positions generalise in length? -------------------------------------------------------------
+
+
+def test_length_truth_is_computed_from_the_shipped_runs():
+    from attn_helpers.position_runs import KINDS, accuracy_at_length, shipped_accuracy_by_position
+
+    measured = length_accuracies()
+    expected = accuracy_at_length(shipped_accuracy_by_position(), LONG_LENGTH).mean(axis=1)
+    assert list(measured) == list(KINDS)
+    np.testing.assert_allclose(list(measured.values()), expected)
+    # what the hints below explain: the relative kinds carry over to 16 tokens, the absolute ones do not
+    assert measured["rope"] >= GOOD_ENOUGH and measured["alibi"] >= GOOD_ENOUGH
+    assert measured["learned"] < GOOD_ENOUGH and measured["sinusoidal"] < GOOD_ENOUGH
+
+
+@pytest.mark.parametrize("prediction", [{"rope", "alibi"}, ["RoPE", "ALiBi"], ("alibi", "rope"), "rope and alibi",
+                                        "RoPE, ALiBi", frozenset({"rotary", "alibi"})])
+def test_right_length_prediction_passes_in_any_reasonable_form(prediction):
+    verdict = check_length_prediction(prediction)
+    assert verdict.passed, verdict
+    assert f"rope {length_accuracies()['rope']:.0%}" in verdict.message  # the measured numbers, not typed ones
+
+
+@pytest.mark.parametrize("prediction, expected", [
+    ({"rope"}, "ALiBi was made for this"),
+    ({"alibi"}, "same rotation at position 3 and at position 13"),
+    (set(), "you left it out"),
+    ("none", "you left it out"),
+    ({"sinusoidal", "rope", "alibi"}, "PE[8] to PE[15] are new inputs"),
+    ("all", "never trained"),
+    ({"learned", "rope", "alibi"}, "never trained"),
+    ({"learned", "sinusoidal"}, "you included it"),
+    ({"rope", "alibi", "absolute"}, "not a kind of positions"),
+    ([2, 3], "name the kinds as"),
+    ({"rope": 1, "alibi": 1}, "not one of the kinds nor a set of them"),
+    (1j, "not one of the kinds"),
+    (..., "replace the ..."),
+])
+def test_wrong_length_predictions_get_a_specific_hint(prediction, expected):
+    verdict = check_length_prediction(prediction)
     assert not verdict.passed
     assert expected in verdict.hint or expected in verdict.message, verdict
 

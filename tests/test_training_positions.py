@@ -18,8 +18,9 @@ from attn_helpers.position_runs import (
     TRAIN_LENGTH,
     accuracy_at_length,
     accuracy_by_position,
-    accuracy_table,
+    accuracy_by_position_table,
     load_position_runs,
+    shipped_accuracy_by_position,
 )
 from attn_helpers.positions import alibi_bias
 from attn_helpers.training import (
@@ -147,7 +148,7 @@ def test_shipped_runs_are_the_experiment(shipped):
 
 def test_shipped_runs_solve_the_task_at_the_training_length(shipped):
     for key, run in shipped.items():
-        assert accuracy_at_length(run, TRAIN_LENGTH, size=300) > 0.9, key
+        assert accuracy_at_length(accuracy_by_position(run, TRAIN_LENGTH, size=300), TRAIN_LENGTH) > 0.9, key
         assert run.losses[-10:].mean() < 0.3 * run.losses[:10].mean(), key
 
 
@@ -160,13 +161,27 @@ def test_learned_rows_past_the_training_length_were_never_trained(shipped):
         assert not np.allclose(table[:TRAIN_LENGTH], start[:TRAIN_LENGTH])
 
 
-def test_accuracy_by_position_and_table(shipped):
+def test_accuracy_by_position_and_at_length(shipped):
     run = shipped["learned", 0]
     by_position = accuracy_by_position(run, 16, size=200)
     assert by_position.shape == (16,) and np.isnan(by_position[0])
-    assert np.nanmean(by_position) == pytest.approx(accuracy_at_length(run, 16, size=200))
     assert (by_position[1:TRAIN_LENGTH] > 0.9).all()  # the trained rows still work in a longer input
-    table = accuracy_table(shipped, lengths=(8, 12), size=100)
-    assert table.shape == (len(KINDS), len(SEEDS), 2) and ((0 <= table) & (table <= 1)).all()
+    assert accuracy_at_length(by_position, 16) == pytest.approx(np.nanmean(by_position))
+    assert accuracy_at_length(by_position, 12) == pytest.approx(by_position[1:12].mean())
+    with pytest.raises(ValueError, match="longer than"):
+        accuracy_at_length(by_position, 17)
     with pytest.raises(ValueError, match="no learned vector"):
         accuracy_by_position(run, TABLE_ROWS + 1)
+    table = accuracy_by_position_table(shipped, T=9, size=50)
+    assert table.shape == (len(KINDS), len(SEEDS), 9)
+    assert shipped_accuracy_by_position() is shipped_accuracy_by_position()  # computed once
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_prefix_of_a_longer_input_is_a_shorter_input(kind, shipped):
+    """What accuracy_at_length relies on: the causal model's answer at t reads only tokens 0 .. t."""
+    run = shipped[kind, 0]
+    tokens = np.random.default_rng(5).integers(10, size=(20, 16))
+    long_logits, _ = forward(run.params, tokens, run.config, np.tri(16, dtype=bool))
+    short_logits, _ = forward(run.params, tokens[:, :12], run.config, np.tri(12, dtype=bool))
+    np.testing.assert_allclose(long_logits[:, :12], short_logits, atol=1e-9)

@@ -19,7 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from attn_helpers.position_runs import KINDS, PATH, SEEDS, TEST_LENGTHS, accuracy_at_length, position_run, run_name  # noqa: E402
+from attn_helpers.position_runs import (  # noqa: E402
+    KINDS,
+    PATH,
+    SEEDS,
+    TEST_LENGTHS,
+    accuracy_at_length,
+    accuracy_by_position,
+    position_run,
+    run_name,
+)
 from attn_helpers.training import save_runs  # noqa: E402
 
 
@@ -29,7 +38,8 @@ def main() -> None:
         for seed in SEEDS:
             start = time.perf_counter()
             run = runs[run_name(kind, seed)] = position_run(kind, seed)
-            at = "  ".join(f"{T}: {accuracy_at_length(run, T):.3f}" for T in TEST_LENGTHS)
+            by_position = accuracy_by_position(run, max(TEST_LENGTHS))
+            at = "  ".join(f"{T}: {accuracy_at_length(by_position, T):.3f}" for T in TEST_LENGTHS)
             print(f"{run_name(kind, seed):<20} final loss {run.losses[-10:].mean():.4f}  accuracy at {at}  "
                   f"({time.perf_counter() - start:.1f} s)", flush=True)
     save_runs(runs, PATH)
