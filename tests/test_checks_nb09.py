@@ -289,3 +289,23 @@ def test_update_path_matches_a_full_drawing(name, changes):
         png, note = explorer.render(**values)
         assert png.startswith(b"\x89PNG")
         assert note == explorer.figure(**values).note
+
+
+# --- order_sensitivity as the notebook uses it -------------------------------------------------------
+
+
+def test_order_sensitivity_reads_the_context_of_an_attend_that_returns_context_and_weights():
+    from attn_helpers import order_sensitivity, scaled_dot_product_attention
+
+    for T, d in [(2, 2), (3, 3), (3, 5)]:  # T == d once: a stacked (context, weights) must not pass for outputs
+        X = np.random.default_rng(T).standard_normal((T, d))
+        order = np.arange(T)[::-1]
+
+        def context_only(X):
+            return scaled_dot_product_attention(X, X, X)[0]
+
+        both = order_sensitivity(lambda X: scaled_dot_product_attention(X, X, X), X, order)
+        np.testing.assert_array_equal(both, order_sensitivity(context_only, X, order))
+        np.testing.assert_allclose(both, 0, atol=1e-12)  # no positions: nothing moves
+    with pytest.raises(ValueError, match="one output row per token"):
+        order_sensitivity(lambda X: X.sum(axis=0), np.ones((3, 2)), [2, 0, 1])
