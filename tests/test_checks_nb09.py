@@ -271,6 +271,21 @@ def test_rotation_pair_and_explorer():
     fig = explorer.figure(query_position=8, key_position=0, shift=20)
     assert f"score = {rotated_pair(8, 0)[2]:.3f}" in fig.note and "Offset m − n = 8" in fig.note
     assert explorer.render_png(query_position=0, key_position=8).startswith(b"\x89PNG")
+    assert "The key at position 0 is not turned" in explorer.figure(query_position=3, key_position=0).note
+    assert "query and the key at position 0 are" in explorer.figure(query_position=0, key_position=0).note
+    assert "position 0" not in explorer.figure().note and "position 0" not in fig.note  # shifted: both turned
+
+
+def test_rotation_explorer_shows_both_dashed_arrows_by_default():
+    """Both pairs are turned at the default positions, so both unrotated (dashed) arrows show beside them."""
+    fig = EXPLORERS["rotation_explorer"]().figure()
+    ax = fig.axes[0]
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    dashed = [a for a in arrows if a.arrow_patch.get_linestyle() != "solid"]
+    solid = [a for a in arrows if a.arrow_patch.get_linestyle() == "solid"]
+    assert len(dashed) == 2 and len(solid) == 2
+    for before in dashed:
+        assert all(not np.allclose(before.xy, after.xy) for after in solid)  # no dashed arrow hidden under a solid one
 
 
 @pytest.mark.parametrize("name, changes", [
