@@ -102,7 +102,10 @@ def accuracy_at_length(by_position, T):
 
 def accuracy_by_position_table(runs: dict, T=LONGEST, size=300):
     """``table[k, s, t]``: accuracy of kind ``KINDS[k]``, seed ``SEEDS[s]`` at position ``t`` of ``T``-token inputs."""
-    return np.array([[accuracy_by_position(runs[kind, seed], T, size) for seed in SEEDS] for kind in KINDS])
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # many small products: one BLAS thread is faster than several
+        return np.array([[accuracy_by_position(runs[kind, seed], T, size) for seed in SEEDS] for kind in KINDS])
 
 
 @functools.lru_cache(maxsize=2)
