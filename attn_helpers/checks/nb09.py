@@ -259,8 +259,8 @@ def _as_kinds(prediction, kinds):
     elif isinstance(prediction, (set, frozenset, list, tuple)):
         items = list(prediction)
     else:
-        return None, Verdict(False, f"my_length_prediction is of type {type(prediction).__name__}, not one of the kinds nor a set of them",
-                             example)
+        return None, Verdict(False, f"my_length_prediction is of type {type(prediction).__name__}, not one of the "
+                                    f"kinds nor a set of them", example)
     predicted = set()
     for item in items:
         kind = _KIND_NAMES.get(item.lower().strip()) if isinstance(item, str) else None
