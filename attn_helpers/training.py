@@ -10,9 +10,7 @@ The model of notebook 11, in the series' notation (row vectors, one token per ro
     logits = X @ W_out                                      (B, T, vocab_size)
 
 trained with cross-entropy on synthetic sequences (:data:`TASKS`) whose right attention
-pattern is known in advance. ``ModelConfig.positions`` swaps the learned position table for
-notebook 09's other kinds: the sinusoidal encoding (added to X), RoPE (rotates Q and K) or
-ALiBi (a fixed bias on the scores), or none. :func:`forward` keeps what :func:`backward` needs; the
+pattern is known in advance. :func:`forward` keeps what :func:`backward` needs; the
 backward pass chains the functions of :mod:`attn_helpers.backprop`. :func:`train` is
 seeded and runs single-threaded (``threadpoolctl``, scoped), so the same seed gives the
 same numbers on any machine with the same numpy.
