@@ -75,7 +75,8 @@ def accuracy_by_position(run: TrainingRun, T, size=300, seed=SEED + 1):
     task = replace(TASKS[run.task], seq_len=T)
     tokens, targets = held_out_batch(task, size, seed)  # (size, T) each
     right = predict(run.params, tokens, run.config, task.mask()) == targets  # (size, T)
-    return np.where(targets[0] >= 0, right.mean(axis=0), np.nan)  # every sequence scores the same positions
+    scored = (targets >= 0).sum(axis=0)  # (T,): how many sequences score each position
+    return np.divide(right.sum(axis=0), scored, out=np.full(T, np.nan), where=scored > 0)
 
 
 def accuracy_at_length(by_position, T):
