@@ -344,7 +344,8 @@ def order_sensitivity(attend, X, order):
     ----------
     attend : callable
         ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
-        self-attention, with or without positions added inside).
+        self-attention, with or without positions added inside). A tuple ``(context, weights)``, as
+        :func:`~attn_helpers.core.scaled_dot_product_attention` returns, is read as its context.
     X : array_like, shape (T, d)
     order : array_like of int, shape (T,)
 
@@ -366,7 +367,14 @@ def order_sensitivity(attend, X, order):
     order = _as_order(order)
     if order.size != X.shape[-2]:
         raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
-    original = np.asarray(attend(X))  # (T, d_out)
-    reordered = np.asarray(attend(X[order]))  # (T, d_out), row i belongs to token order[i]
+    outputs = []
+    for inputs in (X, X[order]):
+        result = attend(inputs)
+        result = np.asarray(result[0] if isinstance(result, tuple) else result)  # (context, weights): the context
+        if result.shape[:1] != (X.shape[0],):
+            raise ValueError(f"attend must return one output row per token: given X of shape {inputs.shape} it "
+                             f"returned shape {result.shape}")
+        outputs.append(result)
+    original, reordered = outputs  # (T, d_out) each; row i of reordered belongs to token order[i]
     back = reordered[inverse_permutation(order)]  # row t belongs to token t again
     return np.linalg.norm(back - original, axis=-1)

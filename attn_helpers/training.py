@@ -27,14 +27,16 @@ import numpy as np
 
 from ._validate import as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
-from .core import causal_mask, scaled_dot_product_attention
+from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from .examples import SEED
 from .multihead import merge_heads, split_heads
+from .positions import alibi_bias, learned_positions, positional_encoding, rope
 
 __all__ = [
     "Task",
     "TASKS",
     "ModelConfig",
+    "POSITION_KINDS",
     "init_params",
     "forward",
     "backward",
@@ -152,9 +154,21 @@ TASKS = {
 # ---------------------------------------------------------------------------------------------- the model
 
 
+#: How the model may know where a token stands (notebook 09): ``ModelConfig.positions``.
+POSITION_KINDS = ("none", "learned", "sinusoidal", "rope", "alibi")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
-    """The shape of the model and the two switches of the ablations."""
+    """The shape of the model and the switches of the ablations.
+
+    ``seq_len`` is the number of rows of the learned position table (the longest input it can read);
+    ``positions`` is one of :data:`POSITION_KINDS`: ``"learned"`` (that table, added to the embeddings),
+    ``"sinusoidal"`` (:func:`~attn_helpers.positions.positional_encoding`, added), ``"rope"``
+    (:func:`~attn_helpers.positions.rope` on queries and keys), ``"alibi"``
+    (:func:`~attn_helpers.positions.alibi_bias` on the scores) or ``"none"``. ``use_positions=False``
+    means ``"none"`` whatever ``positions`` says.
+    """
 
     vocab_size: int
     seq_len: int
@@ -163,6 +177,19 @@ class ModelConfig:
     num_heads: int = 1
     use_positions: bool = True  # False: no position embedding (notebook 09's order-blind attention)
     scaled: bool = True  # False: scores not divided by sqrt(d_k) (notebook 06)
+    positions: str = "learned"  # one of POSITION_KINDS
+
+    def __post_init__(self):
+        if self.positions not in POSITION_KINDS:
+            raise ValueError(f"positions must be one of {POSITION_KINDS}; got {self.positions!r}")
+        if self.position_kind == "rope" and self.num_heads > 0 and (self.d_model // self.num_heads) % 2:
+            raise ValueError(f"positions='rope' rotates pairs of features: head_dim = d_model // num_heads = "
+                             f"{self.d_model} // {self.num_heads} must be even")
+
+    @property
+    def position_kind(self):
+        """The positions the model really uses: ``"none"`` when ``use_positions`` is False, else ``positions``."""
+        return self.positions if self.use_positions else "none"
 
     @classmethod
     def for_task(cls, task: Task, **changes):
@@ -179,8 +206,9 @@ def init_params(config: ModelConfig, rng) -> dict:
     """Random initial parameters: embeddings ~ N(0, 1), projections ~ N(0, 1 / d_model).
 
     Returns a dict of float64 arrays: ``token_embedding`` (vocab_size, d_model), ``position_embedding``
-    (seq_len, d_model), for each layer ``l`` the matrices ``"{l}.W_q"``, ``"{l}.W_k"``, ``"{l}.W_v"``,
-    ``"{l}.W_o"`` (d_model, d_model), and ``W_out`` (d_model, vocab_size).
+    (seq_len, d_model; trained only with ``positions="learned"``, drawn for every kind so that a seed
+    gives the same start whatever the positions), for each layer ``l`` the matrices ``"{l}.W_q"``,
+    ``"{l}.W_k"``, ``"{l}.W_v"``, ``"{l}.W_o"`` (d_model, d_model), and ``W_out`` (d_model, vocab_size).
 
     Examples
     --------
@@ -210,16 +238,25 @@ def forward(params: dict, tokens, config: ModelConfig, mask=None):
     tokens = np.asarray(tokens)
     B, T = tokens.shape
     scale = None if config.scaled else 1.0  # None: the default 1 / sqrt(d_k)
+    kind = config.position_kind
     x = params["token_embedding"][tokens]  # (B, T, d_model): one row per token
-    if config.use_positions:
-        x = x + params["position_embedding"][:T]  # (B, T, d_model) + (T, d_model)
+    if kind == "learned":  # a table row per position: T larger than the table raises
+        x = x + learned_positions(params["position_embedding"], T)  # (B, T, d_model) + (T, d_model)
+    elif kind == "sinusoidal":
+        x = x + positional_encoding(T, config.d_model, dtype=np.float64)  # (B, T, d_model) + (T, d_model)
+    bias = alibi_bias(T, config.num_heads) if kind == "alibi" else None  # (h, T, T), added to the scores
     cache = {"tokens": tokens, "mask": mask, "scale": scale, "layers": [], "weights": []}
     for layer in range(config.num_layers):
         W = {name: params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")}
         queries = split_heads(x @ W["W_q"], config.num_heads)  # (B, T, d) @ (d, d) -> (B, h, T, d_h)
         keys = split_heads(x @ W["W_k"], config.num_heads)  # (B, h, T, d_h)
         values = split_heads(x @ W["W_v"], config.num_heads)  # (B, h, T, d_h)
-        context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask, scale=scale)
+        if kind == "rope":
+            queries, keys = rope(queries), rope(keys)  # each row turned by its position; never the values
+        if bias is None:
+            context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask, scale=scale)
+        else:
+            context, weights = attention_with_bias(queries, keys, values, bias, mask=mask, scale=scale)
         merged = merge_heads(context)  # (B, h, T, d_h) -> (B, T, d)
         cache["layers"].append({"x": x, "queries": queries, "keys": keys, "values": values, "merged": merged,
                                 "weights": weights})
@@ -242,6 +279,8 @@ def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dic
         grad_q, grad_k, grad_v = attention_backward(saved["queries"], saved["keys"], saved["values"], grad_context,
                                                     mask=cache["mask"], scale=cache["scale"],
                                                     weights=saved["weights"])
+        if config.position_kind == "rope":  # back through the rotation: its inverse, R(p)^T = R(-p)
+            grad_q, grad_k = unrotate(grad_q), unrotate(grad_k)
         grad_input = grad_x  # the residual path
         for name, grad_heads in (("W_q", grad_q), ("W_k", grad_k), ("W_v", grad_v)):
             grad_part, grads[f"{layer}.{name}"] = linear_backward(saved["x"], params[f"{layer}.{name}"],
@@ -251,10 +290,46 @@ def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dic
     tokens = cache["tokens"]
     grads["token_embedding"] = embedding_backward(tokens, grad_x, params["token_embedding"].shape[0])
     grad_positions = np.zeros_like(params["position_embedding"])
-    if config.use_positions:
+    if config.position_kind == "learned":
         grad_positions[: tokens.shape[1]] = grad_x.sum(axis=0)  # every sequence of the batch adds the same rows
     grads["position_embedding"] = grad_positions
     return {name: grads[name] for name in params}
+
+
+def attention_with_bias(queries, keys, values, bias, mask=None, scale=None):
+    """Attention with a fixed ``bias`` added to the scaled scores before the softmax (ALiBi).
+
+    ``bias`` broadcasts to ``(..., T_q, T_k)``. Its gradient path is plain attention's: the bias is a
+    constant, so :func:`~attn_helpers.backprop.attention_backward` given these weights is exact.
+
+    Examples
+    --------
+    >>> x = np.eye(2)
+    >>> context, weights = attention_with_bias(x, x, x, np.array([[0.0, -np.log(3.0)], [0.0, 0.0]]), scale=0.0)
+    >>> weights
+    array([[0.75, 0.25],
+           [0.5 , 0.5 ]])
+    """
+    scale = 1 / np.sqrt(queries.shape[-1]) if scale is None else scale
+    scores = attention_scores(queries, keys) * scale + bias  # (..., T_q, T_k) + (h, T_q, T_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)  # True = may attend
+    weights = softmax(scores, axis=-1)
+    return weights @ values, weights  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+
+
+def unrotate(grad_rotated):
+    """The gradient with respect to RoPE's input, given the gradient ``(..., T, d)`` with respect to its output.
+
+    A rotation's transpose is its inverse, so the gradient is turned back: by ``-p`` at position ``p``.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> bool(np.allclose(unrotate(rope(x)), x))
+    True
+    """
+    return rope(grad_rotated, positions=-np.arange(grad_rotated.shape[-2]))
 
 
 def loss_and_grads(params, tokens, targets, config, mask=None):
@@ -486,6 +561,7 @@ def save_runs(runs: dict, path):
         arrays[f"{name}/meta"] = np.array([config.vocab_size, config.seq_len, config.d_model, config.num_layers,
                                            config.num_heads, int(config.use_positions), int(config.scaled),
                                            run.steps, run.seed])
+        arrays[f"{name}/positions"] = np.array(config.positions)
         arrays[f"{name}/accuracy"] = np.array(np.nan if run.held_out_accuracy is None else run.held_out_accuracy)
         arrays[f"{name}/losses"] = run.losses
         arrays[f"{name}/probe"] = run.probe
@@ -501,7 +577,8 @@ def load_runs(path=SHIPPED_PATH) -> dict:
         names = sorted({key.rsplit("/", 1)[0] for key in data.files if key.endswith("/meta")})
         for name in names:
             vocab, seq_len, d, layers, heads, positions, scaled, steps, seed = (int(v) for v in data[f"{name}/meta"])
-            config = ModelConfig(vocab, seq_len, d, layers, heads, bool(positions), bool(scaled))
+            kind = str(data[f"{name}/positions"]) if f"{name}/positions" in data.files else "learned"
+            config = ModelConfig(vocab, seq_len, d, layers, heads, bool(positions), bool(scaled), kind)
             params = {key.rsplit("/", 1)[1]: data[key] for key in data.files if key.startswith(f"{name}/param/")}
             snapshots = {int(key.rsplit("/", 1)[1]): data[key] for key in data.files
                          if key.startswith(f"{name}/snapshot/")}

@@ -8,8 +8,20 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from attn_helpers import positional_encoding  # noqa: E402
-from attn_helpers.checks import check_order_prediction, check_sinusoidal_encoding, solution  # noqa: E402
-from attn_helpers.checks.nb09 import _encoding_wrongs, changed_words, sinusoidal_encoding  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_length_prediction,
+    check_order_prediction,
+    check_sinusoidal_encoding,
+    solution,
+)
+from attn_helpers.checks.nb09 import (  # noqa: E402
+    GOOD_ENOUGH,
+    LONG_LENGTH,
+    _encoding_wrongs,
+    changed_words,
+    length_accuracies,
+    sinusoidal_encoding,
+)
 
 
 def stub(*args):
@@ -21,7 +33,7 @@ GARBAGE = [None, [1, 2, 3], "pe", 0.5, np.zeros(3), stub, lambda *a: 1 / 0, lamb
            lambda *a: object(), Ellipsis, {"without positions": "x"}, {"with positions": 3}, {1: 2}]
 
 
-@pytest.mark.parametrize("checker", [check_sinusoidal_encoding, check_order_prediction])
+@pytest.mark.parametrize("checker", [check_sinusoidal_encoding, check_order_prediction, check_length_prediction])
 def test_garbage_never_raises_and_never_passes(checker):
     for garbage in GARBAGE:
         verdict = checker(garbage)
@@ -81,6 +93,8 @@ def _right(p, two_i, d):
     (_learner(lambda p, two_i, d: (p[:, None] + 1) / 10000 ** (two_i / d)), "start at 1"),
     (_learner(lambda p, two_i, d: two_i[None, :] / 2 / 10000 ** (2 * p[:, None] / d)), "mixed up"),
     (_learner(lambda p, two_i, d: p / 10000 ** (two_i[:, None] / d)), "wrong orientation"),
+    (_learner(lambda p, two_i, d: p[:, None] / 10000 ** (np.arange(d // 2) / d)), "i / d_model"),  # pair index i
+    (_learner(lambda p, two_i, d: p[:, None] / 1000 ** (two_i / d)), "base is 1000"),
 ])
 def test_sinusoidal_common_mistakes_get_their_hint(wrong, expected_hint):
     verdict = check_sinusoidal_encoding(wrong)
@@ -136,6 +150,50 @@ def test_right_prediction_passes():
 ])
 def test_wrong_predictions_get_a_hint(prediction, expected):
     verdict = check_order_prediction(prediction)
+    assert not verdict.passed
+    assert expected in verdict.hint or expected in verdict.message, verdict
+
+
+# --- Do positions generalise in length? -------------------------------------------------------------
+
+
+def test_length_truth_is_computed_from_the_shipped_runs():
+    from attn_helpers.position_runs import KINDS, accuracy_at_length, shipped_accuracy_by_position
+
+    measured = length_accuracies()
+    expected = accuracy_at_length(shipped_accuracy_by_position(), LONG_LENGTH).mean(axis=1)
+    assert list(measured) == list(KINDS)
+    np.testing.assert_allclose(list(measured.values()), expected)
+    # what the hints below explain: the relative kinds carry over to 16 tokens, the absolute ones do not
+    assert measured["rope"] >= GOOD_ENOUGH and measured["alibi"] >= GOOD_ENOUGH
+    assert measured["learned"] < GOOD_ENOUGH and measured["sinusoidal"] < GOOD_ENOUGH
+
+
+@pytest.mark.parametrize("prediction", [{"rope", "alibi"}, ["RoPE", "ALiBi"], ("alibi", "rope"), "rope and alibi",
+                                        "RoPE, ALiBi", frozenset({"rotary", "alibi"})])
+def test_right_length_prediction_passes_in_any_reasonable_form(prediction):
+    verdict = check_length_prediction(prediction)
+    assert verdict.passed, verdict
+    assert f"rope {length_accuracies()['rope']:.0%}" in verdict.message  # the measured numbers, not typed ones
+
+
+@pytest.mark.parametrize("prediction, expected", [
+    ({"rope"}, "ALiBi was made for this"),
+    ({"alibi"}, "same rotation at position 3 and at position 13"),
+    (set(), "you left it out"),
+    ("none", "you left it out"),
+    ({"sinusoidal", "rope", "alibi"}, "PE[8] to PE[15] are new inputs"),
+    ("all", "never trained"),
+    ({"learned", "rope", "alibi"}, "never trained"),
+    ({"learned", "sinusoidal"}, "you included it"),
+    ({"rope", "alibi", "absolute"}, "not a kind of positions"),
+    ([2, 3], "name the kinds as"),
+    ({"rope": 1, "alibi": 1}, "not one of the kinds nor a set of them"),
+    (1j, "not one of the kinds"),
+    (..., "replace the ..."),
+])
+def test_wrong_length_predictions_get_a_specific_hint(prediction, expected):
+    verdict = check_length_prediction(prediction)
     assert not verdict.passed
     assert expected in verdict.hint or expected in verdict.message, verdict
 
@@ -213,6 +271,21 @@ def test_rotation_pair_and_explorer():
     fig = explorer.figure(query_position=8, key_position=0, shift=20)
     assert f"score = {rotated_pair(8, 0)[2]:.3f}" in fig.note and "Offset m − n = 8" in fig.note
     assert explorer.render_png(query_position=0, key_position=8).startswith(b"\x89PNG")
+    assert "The key at position 0 is not turned" in explorer.figure(query_position=3, key_position=0).note
+    assert "query and the key at position 0 are" in explorer.figure(query_position=0, key_position=0).note
+    assert "position 0" not in explorer.figure().note and "position 0" not in fig.note  # shifted: both turned
+
+
+def test_rotation_explorer_shows_both_dashed_arrows_by_default():
+    """Both pairs are turned at the default positions, so both unrotated (dashed) arrows show beside them."""
+    fig = EXPLORERS["rotation_explorer"]().figure()
+    ax = fig.axes[0]
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    dashed = [a for a in arrows if a.arrow_patch.get_linestyle() != "solid"]
+    solid = [a for a in arrows if a.arrow_patch.get_linestyle() == "solid"]
+    assert len(dashed) == 2 and len(solid) == 2
+    for before in dashed:
+        assert all(not np.allclose(before.xy, after.xy) for after in solid)  # no dashed arrow hidden under a solid one
 
 
 @pytest.mark.parametrize("name, changes", [
@@ -231,3 +304,23 @@ def test_update_path_matches_a_full_drawing(name, changes):
         png, note = explorer.render(**values)
         assert png.startswith(b"\x89PNG")
         assert note == explorer.figure(**values).note
+
+
+# --- order_sensitivity as the notebook uses it -------------------------------------------------------
+
+
+def test_order_sensitivity_reads_the_context_of_an_attend_that_returns_context_and_weights():
+    from attn_helpers import order_sensitivity, scaled_dot_product_attention
+
+    for T, d in [(2, 2), (3, 3), (3, 5)]:  # T == d once: a stacked (context, weights) must not pass for outputs
+        X = np.random.default_rng(T).standard_normal((T, d))
+        order = np.arange(T)[::-1]
+
+        def context_only(X):
+            return scaled_dot_product_attention(X, X, X)[0]
+
+        both = order_sensitivity(lambda X: scaled_dot_product_attention(X, X, X), X, order)
+        np.testing.assert_array_equal(both, order_sensitivity(context_only, X, order))
+        np.testing.assert_allclose(both, 0, atol=1e-12)  # no positions: nothing moves
+    with pytest.raises(ValueError, match="one output row per token"):
+        order_sensitivity(lambda X: X.sum(axis=0), np.ones((3, 2)), [2, 0, 1])

@@ -33,7 +33,7 @@ from .nb08 import (
     check_split_heads,
     check_weights_shape,
 )
-from .nb09 import check_order_prediction, check_sinusoidal_encoding
+from .nb09 import check_length_prediction, check_order_prediction, check_sinusoidal_encoding
 from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_layer_norm, check_pre_norm_block
 from .nb11 import check_attention_prediction, check_softmax_backward
 from .nb12 import check_previous_token_head, check_previous_token_weight, check_sink_prediction
@@ -84,6 +84,7 @@ __all__ = [
     "check_split_heads",
     "check_weights_shape",
     # 09 Word order and positions
+    "check_length_prediction",
     "check_order_prediction",
     "check_sinusoidal_encoding",
     # 10 The transformer block

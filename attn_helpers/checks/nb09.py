@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from ..examples import dog_bites_man, reorder_outputs
 from ..positions import positional_encoding
 from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_value, never_raises, register_solution
 
-__all__ = ["check_sinusoidal_encoding", "check_order_prediction"]
+__all__ = ["check_sinusoidal_encoding", "check_order_prediction", "check_length_prediction"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -35,9 +36,9 @@ def _interleave(even, odd):
     return pe
 
 
-def _pair_angle(T, d_model, exponent=lambda two_i, d: two_i / d, shift=0):
+def _pair_angle(T, d_model, exponent=lambda two_i, d: two_i / d, shift=0, base=10000.0):
     two_i = np.arange(0, d_model, 2)
-    return (np.arange(T)[:, None] + shift) / 10000.0 ** exponent(two_i, d_model)  # (T, d_model/2)
+    return (np.arange(T)[:, None] + shift) / base ** exponent(two_i, d_model)  # (T, d_model/2)
 
 
 def _swapped_angle(T, d_model):
@@ -76,6 +77,13 @@ def _encoding_wrongs():
         Wrong(lambda T, d: _sin_even_cos_odd(_feature_angle(T, d, lambda j, d: 2 * j / d)),
               "you used 2 * j / d_model with j the feature index (0, 1, 2, 3, ...). Use the pair: features 2i "
               "and 2i+1 share the exponent 2i / d_model, so take j from np.arange(0, d_model, 2)"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, lambda t, d: t / 2 / d)),
+                                       np.cos(_pair_angle(T, d, lambda t, d: t / 2 / d))),
+              "your exponent is i / d_model with i counting the pairs (0, 1, 2, ...). The formula has 2i / d_model: "
+              "multiply the pair index by 2, or take np.arange(0, d_model, 2), which already is 2i"),
+        Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, base=1000.0)), np.cos(_pair_angle(T, d, base=1000.0))),
+              "your base is 1000; the formula's is 10000 (ten thousand: 10000 ** (2i / d_model)). With 1000 the "
+              "slow pairs turn too fast"),
         Wrong(lambda T, d: _interleave(np.sin(_pair_angle(T, d, lambda t, d: t)),
                                        np.cos(_pair_angle(T, d, lambda t, d: t))),
               "the exponent must be divided by d_model: 10000 ** (2i / d_model). Without it the frequencies "
@@ -203,3 +211,90 @@ def check_order_prediction(prediction):
     return Verdict(True, f"without positions {actual['without positions']} words change (the outputs are only "
                          f"reordered); with positions all {actual['with positions']} do, even 'bites', which did "
                          f"not move.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Do positions generalise in length? Predict which kinds still work at 16 tokens, trained on 8.
+
+#: The length of the question and the accuracy that counts as "still works".
+LONG_LENGTH = 16
+GOOD_ENOUGH = 0.8
+
+#: The names a learner may use for each kind (compared in lower case).
+_KIND_NAMES = {"learned": "learned", "learnt": "learned", "sinusoidal": "sinusoidal", "sinusoid": "sinusoidal",
+               "sin": "sinusoidal", "sine": "sinusoidal", "rope": "rope", "rotary": "rope", "alibi": "alibi"}
+
+_LENGTH_REASONS = {
+    ("learned", False): "rows 8 to 15 of the learned table were never trained (their gradient was always zero): "
+                        "from position 8 on the model adds random vectors it has never seen",
+    ("sinusoidal", False): "the sinusoidal vectors exist for every position, but the model only ever saw those of "
+                           "positions 0 to 7: PE[8] to PE[15] are new inputs to W_q and W_k, and what the model "
+                           "learned about positions 0 to 7 does not carry over to them",
+    ("rope", True): "with RoPE a score depends only on the offset between query and key: 'one before me' is the "
+                    "same rotation at position 3 and at position 13",
+    ("alibi", True): "ALiBi was made for this ('train short, test long'): its penalty depends only on the "
+                     "distance between query and key, so 'near me' means the same at every position; the many far "
+                     "keys of a longer input take a little weight, not much",
+}
+
+
+def length_accuracies():
+    """``{kind: mean accuracy at LONG_LENGTH}`` over the seeds of the shipped runs (what the notebook prints)."""
+    from ..position_runs import KINDS, accuracy_at_length, shipped_accuracy_by_position
+
+    at_length = accuracy_at_length(shipped_accuracy_by_position(), LONG_LENGTH)  # (kinds, seeds)
+    return dict(zip(KINDS, at_length.mean(axis=1).tolist()))
+
+
+def _as_kinds(prediction, kinds):
+    """A prediction (a set, list or string of kind names, any case) as a set of kinds, or a Verdict saying why not."""
+    example = 'write a set of kinds, for example {"learned", "rope"}, or set() if you expect none to work'
+    if prediction is None or prediction is Ellipsis:
+        return None, Verdict(False, "my_length_prediction is not filled in yet", f"replace the ...: {example}")
+    if isinstance(prediction, str):
+        words = [w for w in re.split(r"[^a-z]+", prediction.lower()) if w not in ("", "and", "or")]
+        if words in (["all"], ["none"]):
+            return (set(kinds) if words == ["all"] else set()), None
+        items = words
+    elif isinstance(prediction, (set, frozenset, list, tuple)):
+        items = list(prediction)
+    else:
+        return None, Verdict(False, f"my_length_prediction is of type {type(prediction).__name__}, not one of the "
+                                    f"kinds nor a set of them", example)
+    predicted = set()
+    for item in items:
+        kind = _KIND_NAMES.get(item.lower().strip()) if isinstance(item, str) else None
+        if kind is None:
+            return None, Verdict(False, f"my_length_prediction contains {item!r}, which is not a kind of positions",
+                                 f"name the kinds as {', '.join(map(repr, kinds))}; {example}")
+        predicted.add(kind)
+    return predicted, None
+
+
+@never_raises("could not read this prediction",
+              'write a set of kinds, for example {"learned", "rope"}, or set() if you expect none to work')
+def check_length_prediction(prediction):
+    """Grade a prediction of the kinds of positions whose accuracy at 16 tokens is at least 80 % (trained on 8)."""
+    from ..position_runs import KINDS
+
+    predicted, problem = _as_kinds(prediction, KINDS)
+    if problem is not None:
+        return problem
+    measured = length_accuracies()
+    truth = {kind for kind in KINDS if measured[kind] >= GOOD_ENOUGH}
+
+    def names(chosen):
+        return ", ".join(kind for kind in KINDS if kind in chosen) or "none"
+
+    summary = "; ".join(f"{kind} {measured[kind]:.0%}" for kind in KINDS)
+    if predicted == truth:
+        return Verdict(True, f"{names(truth)}. Mean accuracy at {LONG_LENGTH} tokens: {summary}.")
+    reasons = []
+    for kind in KINDS:
+        if kind in predicted ^ truth:
+            works = kind in truth
+            what = "left it out" if works else "included it"
+            said = f"{kind} gets {measured[kind]:.0%} at {LONG_LENGTH} tokens (you {what})"
+            reason = _LENGTH_REASONS.get((kind, works))
+            reasons.append(f"{said}: {reason}" if reason else said)
+    return Verdict(False, f"you predicted {names(predicted)}; the runs above give {names(truth)}", ". ".join(reasons))

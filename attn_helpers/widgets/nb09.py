@@ -188,7 +188,7 @@ def rotated_pair(query_position, key_position, shift=0):
     return q, k, float(q @ k)
 
 
-def draw_rotation(fig, query_position=2, key_position=0, shift=0):
+def draw_rotation(fig, query_position=3, key_position=1, shift=0):
     """The query and key pairs before (faint) and after the rotation, with the score and the offset.
 
     Draws the plane (circle, axes, the unrotated pairs); :func:`update_rotation` draws the rotated
@@ -214,7 +214,7 @@ def draw_rotation(fig, query_position=2, key_position=0, shift=0):
     return update_rotation(fig, query_position=query_position, key_position=key_position, shift=shift)
 
 
-def update_rotation(fig, query_position=2, key_position=0, shift=0, **_):
+def update_rotation(fig, query_position=3, key_position=1, shift=0, **_):
     """Draw the rotated query and key pairs again, and the title with the offset and the score."""
     ax = fig.handles["ax"]
     q, k, score = rotated_pair(query_position, key_position, shift)
@@ -227,14 +227,17 @@ def update_rotation(fig, query_position=2, key_position=0, shift=0, **_):
     redraw_dynamic(fig, "pairs", arrows)
     m, n = query_position + shift, key_position + shift
     ax.set_title(f"query at {m}, key at {n}: offset {m - n}, score {score:.3f}")
+    unturned = [name for name, p in (("query", m), ("key", n)) if p == 0]
+    hidden = (f" The {' and the '.join(unturned)} at position 0 {'is' if len(unturned) == 1 else 'are'} not turned: "
+              f"the dashed arrow lies under the solid one." if unturned else "")
     return (f"Each position turns a pair by 1 radian (dashed: before the rotation). Offset m − n = {m - n}; "
-            f"score = {score:.3f}. Shift both positions and the score stays {score:.3f}.")
+            f"score = {score:.3f}. Shift both positions and the score stays {score:.3f}.{hidden}")
 
 
 def rotation_explorer():
     """Rotate one query pair and one key pair by their positions; shift both and watch the score."""
-    controls = {"query_position": slider("query position m", 2, 0, 8, 1, integer=True),
-                "key_position": slider("key position n", 0, 0, 8, 1, integer=True),
+    controls = {"query_position": slider("query position m", 3, 0, 8, 1, integer=True),
+                "key_position": slider("key position n", 1, 0, 8, 1, integer=True),
                 "shift": slider("shift both by", 0, 0, 20, 1, integer=True)}
     return Explorer(draw_rotation, controls, figsize=(5.6, 5.4), update=update_rotation)
 
