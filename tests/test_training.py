@@ -213,7 +213,7 @@ def test_a_fresh_run_reproduces_what_the_shipped_run_teaches(name):
 
 
 def test_unscaled_scores_learn_more_slowly_in_the_shipped_runs_and_afresh():
-    """Notebook 11's claim about 1/sqrt(d_k): without it the loss takes at least twice as many steps to fall below 0.1."""
+    """Notebook 11 on 1/sqrt(d_k): without it the loss takes at least twice the steps to fall below 0.1."""
     runs = load_runs(SHIPPED_PATH)
     scaled, unscaled = (runs[f"reverse, d_model 128, {k}"] for k in ("scaled", "unscaled"))
     assert _steps_to_loss(unscaled) >= 2 * _steps_to_loss(scaled)
