@@ -51,6 +51,8 @@ def test_previous_weight_alternative_correct_answers_pass():
     (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1), "sum over tokens"),
     (lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1), "token itself"),
     (lambda a: np.diagonal(a, offset=-1).mean(axis=-1), "axis1=-2"),
+    (lambda a: a[..., np.arange(a.shape[-1]), np.arange(a.shape[-1]) - 1].mean(axis=-1), "wraps around"),
+    (lambda a: np.diagonal(np.roll(a, 1, axis=-1), axis1=-2, axis2=-1).mean(axis=-1), "wraps around"),
     (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1), "one number per head"),
 ])
 def test_previous_weight_wrong_answers_get_specific_hints(wrong, hint):
@@ -99,6 +101,8 @@ def test_sink_prediction_is_graded_on_the_measurement():
     right = sink_prediction()
     assert right == "c"
     assert check_sink_prediction(right).passed and check_sink_prediction(" (C) ").passed
+    for said in ("c.", "C)", "under a third", "Under a third.", "(c) under a third"):
+        assert check_sink_prediction(said).passed, said
     for wrong in set(SINK_CHOICES) - {right}:
         verdict = check_sink_prediction(wrong)
         assert not verdict.passed and "short vector" in verdict.hint

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from .nb11 import read_choice
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction"]
 
@@ -51,6 +52,12 @@ def _previous_cases():
     ]
 
 
+def _wrapped_previous(a):
+    """Every row i on column i - 1, row 0 included: column -1 is the last one (also np.roll(a, 1, axis=-1))."""
+    rows = np.arange(a.shape[-1])
+    return a[..., rows, rows - 1].mean(axis=-1)
+
+
 _PREVIOUS_WRONGS = [
     Wrong(lambda a: np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(axis=-1),
           "that is the weight on the NEXT token: row i is the query, so its previous token is column i - 1, "
@@ -62,6 +69,10 @@ _PREVIOUS_WRONGS = [
           "that is the sum over tokens; the fingerprint is the mean weight per token"),
     Wrong(lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1),
           "that is the weight on the token itself (the main diagonal); the previous token is one column to the left"),
+    Wrong(_wrapped_previous,
+          "row 0 has no previous token, but rows - 1 gives -1 there, which numpy reads as the LAST column "
+          "(it wraps around): you averaged row 0's weight on the last token in. Start at row 1: "
+          "rows = np.arange(1, T)"),
     Wrong(lambda a: np.diagonal(a, offset=-1).mean(axis=-1),
           "np.diagonal takes the first two axes unless told otherwise (layers and heads here): "
           "pass axis1=-2, axis2=-1"),
@@ -166,8 +177,8 @@ def check_sink_prediction(prediction):
     """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
     if prediction is None or prediction is Ellipsis:
         return Verdict(False, "no prediction yet", 'write my_prediction = "a", "b" or "c" before you measure')
-    choice = prediction.strip().lower().strip("()") if isinstance(prediction, str) else None
-    if choice not in SINK_CHOICES:
+    choice = read_choice(prediction, {key: text for key, (text, _, _) in SINK_CHOICES.items()})
+    if choice is None:
         return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')
     try:
         with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner has set
