@@ -186,7 +186,7 @@ def sink_shares(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEA
 
 @register_solution("sink_prediction")
 def sink_prediction():
-    """The measured answer: [CLS] gets ~0.89 of the weight but supplies ~0.23 of what the head writes."""
+    """The measured answer: [CLS] gets most of the weight but supplies under a third of the summed lengths."""
     weight, share = sink_shares()
     return next(key for key, (_, low, high) in SINK_CHOICES.items() if low <= share < high)
 
