@@ -9,8 +9,13 @@ import pytest  # noqa: E402
 
 from attn_helpers import softmax  # noqa: E402
 from attn_helpers.backprop import numerical_gradient, relative_error  # noqa: E402
-from attn_helpers.checks import check_attention_prediction, check_softmax_backward, solution  # noqa: E402
-from attn_helpers.checks.nb11 import softmax_backward_solution  # noqa: E402
+from attn_helpers.checks import (  # noqa: E402
+    check_attention_prediction,
+    check_softmax_backward,
+    check_training_prediction,
+    solution,
+)
+from attn_helpers.checks.nb11 import TRAINING_QUESTIONS, read_choice, softmax_backward_solution  # noqa: E402
 from attn_helpers.training import load_runs  # noqa: E402
 from attn_helpers.widgets import nb11  # noqa: E402
 
@@ -65,6 +70,23 @@ def test_wrong_answers_get_specific_hints(fn, hint):
     assert hint in verdict.message + verdict.hint, repr(verdict)
 
 
+@pytest.mark.parametrize("one_row_code", [
+    lambda p, g: p * (g - g @ p),        # section 1's one-row dot product, copied: (3, 5) @ (3, 5) fails
+    lambda p, g: p * (g - np.dot(g, p)),
+    lambda p, g: p * (g - g @ p.T),      # "fixed" with .T: (3, 3), which then fails to broadcast
+])
+def test_the_one_row_dot_product_copied_into_the_batch_gets_the_idea_not_the_code(one_row_code):
+    verdict = check_softmax_backward(one_row_code)
+    assert not verdict
+    assert "only for ONE row" in verdict.hint and "a sum over the key axis, kept as a column" in verdict.hint
+    assert "keepdims" not in verdict.hint and "(g * p)" not in verdict.hint  # the idea, not the answer
+
+
+def test_a_sum_without_keepdims_is_told_to_keep_the_column():
+    verdict = check_softmax_backward(lambda p, g: p * (g - (g * p).sum(axis=-1)))
+    assert not verdict and "keepdims=True" in verdict.hint and "ONE row" not in verdict.hint
+
+
 def test_a_jacobian_built_from_the_columns_is_called_a_wrong_axis():
     def columns(p, g):
         return p * (g - _dot(p, g, axis=-2)) if p.ndim > 1 else p * (g - _dot(p, g))
@@ -115,6 +137,54 @@ def test_prediction_checker_hints_and_never_raises(task, value, hint):
     verdict = check_attention_prediction(value, task=task)
     assert not verdict
     assert hint in verdict.message + verdict.hint, repr(verdict)
+
+
+# ---------------------------------------------------------------- check_training_prediction
+
+
+def test_training_predictions_are_graded_on_the_shipped_runs():
+    runs = load_runs()
+    induction = runs["induction"]
+    weights, probe = induction.snapshots[induction.steps], induction.probe
+    rows = np.arange(1, len(probe) - 4)
+    assert (weights[0, 0, rows].argmax(axis=-1) == rows - 1).all()  # layer 0: the previous token
+    for i in range(len(probe) - 4, len(probe) - 1):  # layer 1: one after the earlier copy
+        assert weights[1, 0, i].argmax() == np.flatnonzero(probe[:i] == probe[i])[0] + 1
+    assert runs["induction, 1 layer, 2 heads"].held_out_accuracy < 0.9
+    scaled, unscaled = (int(np.argmax(runs[f"reverse, d_model 128, {k}"].losses < 0.1)) + 1
+                        for k in ("scaled", "unscaled"))
+    assert unscaled >= 2 * scaled
+    for question, right in (("previous token", "b"), ("second layer", "b"), ("one layer", "c"), ("unscaled", "b")):
+        assert check_training_prediction(right, question)
+        assert check_training_prediction(f" ({right.upper()}). ", question)
+        assert check_training_prediction(TRAINING_QUESTIONS[question]["choices"][right], question)
+        for wrong in set(TRAINING_QUESTIONS[question]["choices"]) - {right}:
+            verdict = check_training_prediction(wrong, question)
+            assert not verdict and verdict.hint == TRAINING_QUESTIONS[question]["hints"][wrong]
+
+
+@pytest.mark.parametrize("answer, question, words", [
+    (..., "unscaled", "not filled in"),
+    (None, "one layer", "not filled in"),
+    ("d", "one layer", "not one of the choices"),
+    (2, "one layer", "not a string"),
+    ("b", None, "not one of this notebook's questions"),
+    ("b", "two layers", "not one of this notebook's questions"),
+    ("a", "previous token", "hold the token before it"),
+    ("a", "unscaled", "about the learning rate"),
+    ("c", "unscaled", "one-hot"),
+])
+def test_training_prediction_hints_and_never_raises(answer, question, words):
+    verdict = check_training_prediction(answer, question)
+    assert not verdict and words in verdict.message + verdict.hint, repr(verdict)
+
+
+def test_read_choice_accepts_the_ways_a_letter_is_written():
+    choices = {"a": "about half", "b": "under a third"}
+    for said in ("b", "B", "(b)", "b.", "b)", " 'b' ", "under a third", "Under a third.", "(b) under a third"):
+        assert read_choice(said, choices) == "b", said
+    for said in ("c", "", "half", None, 1, "ab"):
+        assert read_choice(said, choices) is None, said
 
 
 # ---------------------------------------------------------------- widget module

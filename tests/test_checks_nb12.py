@@ -6,12 +6,22 @@ from learner_inputs import wrong_answers
 
 from attn_helpers.checks import (
     Verdict,
+    check_ablation_prediction,
     check_previous_token_head,
     check_previous_token_weight,
     check_sink_prediction,
     solution,
 )
-from attn_helpers.checks.nb12 import SINK_CHOICES, my_previous_token_weight, sink_prediction, sink_shares
+from attn_helpers.checks.nb12 import (
+    ABLATION_QUESTIONS,
+    SINK_CHOICES,
+    ablated_heads,
+    measured_ablation,
+    my_previous_token_weight,
+    sink_measurements,
+    sink_prediction,
+    sink_shares,
+)
 from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
 from attn_helpers.widgets import nb12
 
@@ -51,6 +61,8 @@ def test_previous_weight_alternative_correct_answers_pass():
     (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1), "sum over tokens"),
     (lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1), "token itself"),
     (lambda a: np.diagonal(a, offset=-1).mean(axis=-1), "axis1=-2"),
+    (lambda a: a[..., np.arange(a.shape[-1]), np.arange(a.shape[-1]) - 1].mean(axis=-1), "wraps around"),
+    (lambda a: np.diagonal(np.roll(a, 1, axis=-1), axis1=-2, axis2=-1).mean(axis=-1), "wraps around"),
     (lambda a: np.diagonal(a, offset=-1, axis1=-2, axis2=-1), "one number per head"),
 ])
 def test_previous_weight_wrong_answers_get_specific_hints(wrong, hint):
@@ -61,7 +73,8 @@ def test_previous_weight_wrong_answers_get_specific_hints(wrong, hint):
 
 @pytest.mark.parametrize("answer", GARBAGE)
 def test_checkers_never_raise(answer):
-    for check in (check_previous_token_weight, check_previous_token_head, check_sink_prediction):
+    for check in (check_previous_token_weight, check_previous_token_head, check_sink_prediction,
+                  check_ablation_prediction):
         verdict = check(answer)
         assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
 
@@ -99,9 +112,50 @@ def test_sink_prediction_is_graded_on_the_measurement():
     right = sink_prediction()
     assert right == "c"
     assert check_sink_prediction(right).passed and check_sink_prediction(" (C) ").passed
+    for said in ("c.", "C)", "under a third", "Under a third.", "(c) under a third"):
+        assert check_sink_prediction(said).passed, said
     for wrong in set(SINK_CHOICES) - {right}:
         verdict = check_sink_prediction(wrong)
         assert not verdict.passed and "short vector" in verdict.hint
+
+
+def test_sink_shares_are_the_means_of_the_per_sentence_measurements():
+    weights, shares = sink_measurements()
+    assert weights.shape == shares.shape == (len(FINGERPRINT_SENTENCES),)
+    assert sink_shares() == pytest.approx((weights.mean(), shares.mean()))
+    assert shares.max() < 0.35 < 0.75 < weights.min()  # every sentence, not only the mean
+
+
+# --- 12.3 --------------------------------------------------------------------------------------------
+
+
+def test_ablation_predictions_are_graded_on_the_measurement():
+    effects = measured_ablation()
+    names = list(ablated_heads())
+    assert names[0].startswith("previous-token (0, 2)") and names[1].startswith("sink (4, 5)")
+    block = [effects[name, "zero"]["block"].mean() for name in names]
+    assert block[0] > max(block[1:])  # right after its block, the previous-token head's removal changes most
+    previous = effects[names[0], "zero"]
+    assert np.abs(previous["similarity change"]).max() < 0.05 and previous["neighbours changed"] == 0
+    for question, right in (("largest change", "a"), ("similarities", "b")):
+        assert check_ablation_prediction(right, question).passed
+        assert check_ablation_prediction(f"({right}).", question).passed
+        for wrong in set(ABLATION_QUESTIONS[question]["choices"]) - {right}:
+            verdict = check_ablation_prediction(wrong, question)
+            assert not verdict.passed and verdict.hint == ABLATION_QUESTIONS[question]["hints"][wrong]
+
+
+@pytest.mark.parametrize("answer, question, words", [
+    (..., "largest change", "not filled in"),
+    ("d", "largest change", "not one of the choices"),
+    (1, "similarities", "not a string"),
+    ("a", None, "not one of this exercise's questions"),
+    ("b", "largest change", "value vector is short"),
+    ("a", "similarities", "averages out"),
+])
+def test_ablation_prediction_hints(answer, question, words):
+    verdict = check_ablation_prediction(answer, question)
+    assert not verdict.passed and words in verdict.message + verdict.hint, repr(verdict)
 
 
 def test_solutions_are_registered():

@@ -35,8 +35,13 @@ from .nb08 import (
 )
 from .nb09 import check_length_prediction, check_order_prediction, check_sinusoidal_encoding
 from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_layer_norm, check_pre_norm_block
-from .nb11 import check_attention_prediction, check_softmax_backward
-from .nb12 import check_previous_token_head, check_previous_token_weight, check_sink_prediction
+from .nb11 import check_attention_prediction, check_softmax_backward, check_training_prediction
+from .nb12 import (
+    check_ablation_prediction,
+    check_previous_token_head,
+    check_previous_token_weight,
+    check_sink_prediction,
+)
 from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
 
 __all__ = [
@@ -95,7 +100,9 @@ __all__ = [
     # 11 Training attention in numpy
     "check_attention_prediction",
     "check_softmax_backward",
+    "check_training_prediction",
     # 12 A real pretrained model
+    "check_ablation_prediction",
     "check_previous_token_head",
     "check_previous_token_weight",
     "check_sink_prediction",

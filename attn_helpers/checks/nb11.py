@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..backprop import numerical_gradient, relative_error, softmax_backward
 from ..core import softmax
 from ..examples import SEED
-from ..training import TASKS
+from ..training import TASKS, load_runs
 from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, never_raises, register_solution
 
-__all__ = ["check_softmax_backward", "check_attention_prediction"]
+__all__ = ["check_softmax_backward", "check_attention_prediction", "check_training_prediction",
+           "TRAINING_QUESTIONS", "read_choice"]
 
 
 @register_solution("softmax_backward")
@@ -55,11 +58,12 @@ def _wrongs():
         Wrong(lambda p, g: p * g, "you dropped the - (g · p) term: the softmax's Jacobian is diag(p) - p pᵀ, and the "
               "p pᵀ part gives p * (g · p). Every weight depends on every score, through the shared sum"),
         Wrong(lambda p, g: p * (g - p * g), "you multiplied g and p element by element where the dot product belongs: "
-              "g · p = (g * p).sum(axis=-1, keepdims=True) is one number per row, a sum over the keys"),
+              "g · p is one number per row, a sum of g * p over the keys (axis=-1), kept as a column "
+              "(keepdims=True) so that it lines up with g"),
         Wrong(column_jacobian, "your sum ran over the wrong axis (down the queries): each ROW of the weights is one "
               "softmax over the keys, so sum over axis=-1, with keepdims=True"),
         Wrong(lambda p, g: p * (g - (g * p).sum()), "you summed g * p over the whole array. Each row is its own "
-              "softmax: sum over the keys only, (g * p).sum(axis=-1, keepdims=True)"),
+              "softmax: sum over the keys only (axis=-1), and keep the result as a column (keepdims=True)"),
         Wrong(lambda p, g: g - dot(p, g), "you forgot the factor p in front: dL/ds = p * (g - g · p). A weight "
               "that is 0 (a masked key) must get zero gradient"),
         Wrong(lambda p, g: p * (dot(p, g) - g), "the sign is flipped: dL/ds = p * (g - g · p)"),
@@ -69,19 +73,33 @@ def _wrongs():
     ]
 
 
+#: The one-row code of section 1, ``g @ p``, copied into the batched function: on an array ``@`` is a
+#: matrix product. The hint gives the idea, not the code.
+_ONE_ROW_DOT_HINT = ("g @ p is the dot product g · p only for ONE row (section 1); on an array, @ is a matrix "
+                     "product, which mixes the rows. You need one number per row: a sum over the key axis, kept "
+                     "as a column of shape (..., 1) so that it lines up with g")
+
+
+def _broadcast_hint(message):
+    """The hint for "operands could not be broadcast together with shapes (3,5) (3,3)": which shape failed?"""
+    shapes = re.findall(r"\(([\d,]*)\)", message.split("shapes", 1)[-1])
+    sizes = [tuple(int(n) for n in shape.split(",") if n) for shape in shapes]
+    if len(sizes) >= 2 and len(sizes[1]) >= 2 and sizes[1][-1] != 1:  # (T_q, T_q): a matrix product of rows
+        return _ONE_ROW_DOT_HINT
+    return ("the sum over the keys dropped the key axis, so it no longer lines up with g: keep it as a column, "
+            "shape (..., 1), with keepdims=True")
+
+
 def check_softmax_backward(fn):
     """Grade ``fn(weights, grad_weights) -> grad_scores``: against the core, then by a gradient check."""
     verdict = grade_function(
         fn, softmax_backward, _cases(), what="softmax_backward", wrongs=_wrongs(),
         shape_hint="the gradient with respect to the scores has the shape of the scores: that of grad_weights",
         success="",
-        hints={"tuple": "return one array, dL/ds, of the shape of grad_weights",
-               "matmul": "no matrix product is needed: p * (g - (g * p).sum(axis=-1, keepdims=True)) works "
-                         "row by row for any batch shape"},
+        hints={"tuple": "return one array, dL/ds, of the shape of grad_weights", "matmul": _ONE_ROW_DOT_HINT},
     )
     if not verdict and "could not be broadcast" in verdict.message:
-        return Verdict(False, verdict.message, "(g * p).sum(axis=-1) drops the key axis, so it no longer lines up with "
-                       "g: keep it with keepdims=True, shape (..., 1)")
+        return Verdict(False, verdict.message, _broadcast_hint(verdict.message))
     if not verdict:
         return verdict
     return _gradient_check(fn)
@@ -144,3 +162,126 @@ def check_attention_prediction(predicted_keys, task="reverse"):
     i = int(wrong[0])
     return Verdict(False, f"{wrong.size} of {T} queries differ, first query {i}: you said key {got[i]}",
                    f"the answer at position {i} is the token at position {expected[i]}: attention must fetch it")
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run: the induction head and the ablations (answers measured on the shipped runs)
+
+
+def read_choice(answer, choices):
+    """The key of ``choices`` that ``answer`` names ("b", "(b)", "b.", "B)" or the choice's text), else ``None``.
+
+    >>> read_choice(" (B). ", {"a": "yes", "b": "under a third"}), read_choice("Under a third", {"b": "under a third"})
+    ('b', 'b')
+    """
+    if not isinstance(answer, str):
+        return None
+    text = " ".join(answer.strip().strip("'\"").lower().split())
+    key = text.strip("().: ")
+    if key in choices:
+        return key
+    for name, description in choices.items():
+        said = description.lower()
+        if text.rstrip(".") in (said, f"({name}) {said}", f"{name}) {said}", f"{name} {said}", f"{name}. {said}"):
+            return name
+    return None
+
+
+#: Each question of notebook 11's predictions: its choices, and a hint for each wrong choice.
+TRAINING_QUESTIONS = {
+    "previous token": {
+        "choices": {"a": "nothing: its own token is enough",
+                    "b": "the token at position t - 1",
+                    "c": "its own position number"},
+        "hints": {"a": "a query finds a key by what the key holds. The query P at the repeat wants the key that "
+                       "FOLLOWED the earlier P; that key's own token (say J) says nothing about P. It must also "
+                       "hold the token before it",
+                  "c": "every position already knows its own position (the position embedding is added to it). "
+                       "What the key lacks is the CONTENT of the position before it"},
+    },
+    "second layer": {
+        "choices": {"a": "the earlier copy of its own token",
+                    "b": "the position just after the earlier copy of its own token",
+                    "c": "the position just before itself"},
+        "hints": {"a": "attending to the earlier copy of P fetches P again: the output would repeat the current "
+                       "token. The answer is the token that came AFTER it. Which position holds that token, and what "
+                       "did layer 0 write there?",
+                  "c": "the position just before the query holds the token before the current one; it says "
+                       "nothing about what comes next. Use what layer 0 wrote: 'my previous token was P'"},
+    },
+    "one layer": {
+        "choices": {"a": "both near 99 %, like two layers",
+                    "b": "2 heads near 99 %, 1 head far below",
+                    "c": "both far below 99 %"},
+        "hints": {"a": "in one layer every head reads the same input, the token and position embeddings. No head can "
+                       "look for 'the position whose previous token is P' before some head has written it there",
+                  "b": "a second head side by side reads the same input as the first: it gives another look, not a "
+                       "second step. Finding 'the position whose previous token is P' needs that fact written first"},
+    },
+    "unscaled": {
+        "choices": {"a": "it stalls: the loss never gets below 0.1",
+                    "b": "it gets below 0.1, but needs several times as many steps",
+                    "c": "about as many steps as the scaled model"},
+        "hints": {"a": "look at Adam's update (section 4): every parameter moves by about the learning rate, however "
+                       "small its gradient. Small gradients slow Adam down less than they would slow plain gradient "
+                       "descent",
+                  "c": "at d_k = 128 the unscaled scores spread about √128 ≈ 11 times wider: most rows start almost "
+                       "one-hot, and a one-hot row passes almost no gradient back to its scores (notebook 06)"},
+    },
+}
+
+
+def _first_below(losses, level=0.1):
+    """The first step (counted from 1) whose loss is below ``level``, or ``None``."""
+    below = np.flatnonzero(np.asarray(losses) < level)
+    return int(below[0]) + 1 if below.size else None
+
+
+def training_answer(question, runs=None):
+    """The right choice of ``question``, measured on the shipped runs of notebook 11 (never typed in)."""
+    runs = load_runs() if runs is None else runs
+    induction = runs["induction"]
+    weights, probe = induction.snapshots[induction.steps], induction.probe  # (layers, h, T, T), (T,)
+    T = len(probe)
+    if question == "previous token":  # layer 0 on the noise and the first copy: the key just before the query
+        rows = np.arange(1, T - 4)
+        on_previous = np.mean(weights[0, 0, rows].argmax(axis=-1) == rows - 1)
+        return "b" if on_previous > 0.5 else "a"
+    if question == "second layer":  # layer 1, the scored queries of the repeat
+        picks = {"a": 0, "b": 0, "c": 0}
+        for i in range(T - 4, T - 1):
+            key = int(weights[1, 0, i].argmax())
+            earlier = int(np.flatnonzero(probe[:i] == probe[i])[0])
+            picks["b" if key == earlier + 1 else "a" if key == earlier else "c"] += 1
+        return max(picks, key=picks.get)
+    if question == "one layer":
+        one, two = (runs[f"induction, 1 layer, {n}"].held_out_accuracy for n in ("1 head", "2 heads"))
+        return "a" if one > 0.9 and two > 0.9 else "b" if two > 0.9 else "c"
+    if question == "unscaled":
+        scaled = _first_below(runs["reverse, d_model 128, scaled"].losses)
+        unscaled = _first_below(runs["reverse, d_model 128, unscaled"].losses)
+        return "a" if unscaled is None else "b" if unscaled >= 2 * scaled else "c"
+    raise ValueError(f"no question {question!r}")
+
+
+@never_raises("could not use this prediction", 'answer with one letter, e.g. "a"')
+def check_training_prediction(answer, question=None):
+    """Grade a prediction of notebook 11 (``question`` one of :data:`TRAINING_QUESTIONS`) on the shipped runs."""
+    if answer is None or answer is Ellipsis:
+        return Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
+    if not isinstance(answer, str):
+        return Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
+                       'write one letter in quotes, e.g. "a"')
+    if question not in TRAINING_QUESTIONS:
+        return Verdict(False, f"{question!r} is not one of this notebook's questions",
+                       f"use one of {', '.join(map(repr, TRAINING_QUESTIONS))}")
+    choices = TRAINING_QUESTIONS[question]["choices"]
+    letters = ", ".join(f'"{key}"' for key in choices)
+    choice = read_choice(answer, choices)
+    if choice is None:
+        return Verdict(False, f"{answer[:40]!r} is not one of the choices", f"answer {letters}")
+    right = training_answer(question)
+    if choice == right:
+        return Verdict(True, f"({right}) {choices[right]}. Run the next cells to see it in the trained models.")
+    return Verdict(False, f"you predicted ({choice}) {choices[choice]}",
+                   TRAINING_QUESTIONS[question]["hints"].get(choice, "run the next cells and compare"))

@@ -3,8 +3,9 @@
 Exercise 12.1 asks for a function that measures, for every head, the mean weight a token puts on
 the token just before it, then for the head where that is largest. Exercise 12.2 asks the learner
 to predict, before measuring, how much of what an attention-sink head writes comes from ``[CLS]``.
-The expected answers come from :mod:`attn_helpers.pretrained` (``head_fingerprints``,
-``weighted_value_norms``) on the real model.
+Exercise 12.3 asks what removing a head changes (:mod:`attn_helpers.ablation`). The expected
+answers come from :mod:`attn_helpers.pretrained` (``head_fingerprints``, ``weighted_value_norms``)
+and :mod:`attn_helpers.ablation` on the real model.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..ablation import ablation_effects
+from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from .nb11 import read_choice
 
-__all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction"]
+__all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction",
+           "check_ablation_prediction", "sink_measurements", "ablated_heads", "ABLATION_QUESTIONS"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -51,6 +56,12 @@ def _previous_cases():
     ]
 
 
+def _wrapped_previous(a):
+    """Every row i on column i - 1, row 0 included: column -1 is the last one (also np.roll(a, 1, axis=-1))."""
+    rows = np.arange(a.shape[-1])
+    return a[..., rows, rows - 1].mean(axis=-1)
+
+
 _PREVIOUS_WRONGS = [
     Wrong(lambda a: np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(axis=-1),
           "that is the weight on the NEXT token: row i is the query, so its previous token is column i - 1, "
@@ -62,6 +73,10 @@ _PREVIOUS_WRONGS = [
           "that is the sum over tokens; the fingerprint is the mean weight per token"),
     Wrong(lambda a: np.diagonal(a, axis1=-2, axis2=-1).mean(axis=-1),
           "that is the weight on the token itself (the main diagonal); the previous token is one column to the left"),
+    Wrong(_wrapped_previous,
+          "row 0 has no previous token, but rows - 1 gives -1 there, which numpy reads as the LAST column "
+          "(it wraps around): you averaged row 0's weight on the last token in. Start at row 1: "
+          "rows = np.arange(1, T)"),
     Wrong(lambda a: np.diagonal(a, offset=-1).mean(axis=-1),
           "np.diagonal takes the first two axes unless told otherwise (layers and heads here): "
           "pass axis1=-2, axis2=-1"),
@@ -143,8 +158,16 @@ SINK_CHOICES = {"a": ("about 90%, like its weight", 0.75, 1.0),
                 "c": ("under a third", 0.0, 0.35)}
 
 
-def sink_shares(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEAD):
-    """Mean weight on ``[CLS]`` and ``[CLS]``'s mean share of the head's output norm, over ``sentences``."""
+def sink_measurements(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEAD):
+    """Per sentence: the mean weight on ``[CLS]``, and ``[CLS]``'s mean share of the summed contribution lengths.
+
+    The share, for one query, is ``||w_i0 v_0 W_o|| / sum_j ||w_ij v_j W_o||``: a share of the summed
+    LENGTHS of the head's contributions (not of its output vector, in which they partly cancel).
+
+    Returns
+    -------
+    (weights, shares) : two ndarrays of shape (len(sentences),)
+    """
     model = load_minilm()
     weights, shares = [], []
     for sentence in sentences:
@@ -152,12 +175,18 @@ def sink_shares(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEA
         moved = weighted_value_norms(model, result, layer)[head]  # (T, T)
         weights.append(result.attentions[layer, head, :, 0].mean())
         shares.append((moved[:, 0] / moved.sum(axis=-1)).mean())
-    return float(np.mean(weights)), float(np.mean(shares))
+    return np.array(weights), np.array(shares)
+
+
+def sink_shares(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEAD):
+    """Mean weight on ``[CLS]`` and ``[CLS]``'s mean share of the head's contribution lengths, over ``sentences``."""
+    weights, shares = sink_measurements(sentences, layer, head)
+    return float(weights.mean()), float(shares.mean())
 
 
 @register_solution("sink_prediction")
 def sink_prediction():
-    """The measured answer: [CLS] gets ~0.89 of the weight but supplies ~0.23 of what the head writes."""
+    """The measured answer: [CLS] gets most of the weight but supplies under a third of the summed lengths."""
     weight, share = sink_shares()
     return next(key for key, (_, low, high) in SINK_CHOICES.items() if low <= share < high)
 
@@ -166,15 +195,16 @@ def check_sink_prediction(prediction):
     """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
     if prediction is None or prediction is Ellipsis:
         return Verdict(False, "no prediction yet", 'write my_prediction = "a", "b" or "c" before you measure')
-    choice = prediction.strip().lower().strip("()") if isinstance(prediction, str) else None
-    if choice not in SINK_CHOICES:
+    choice = read_choice(prediction, {key: text for key, (text, _, _) in SINK_CHOICES.items()})
+    if choice is None:
         return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')
     try:
         with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner has set
             weight, share = sink_shares()
     except Exception as err:  # noqa: BLE001
         return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
-    measured = f"[CLS] gets {weight:.2f} of the weight but supplies {share:.0%} of what the head writes"
+    measured = (f"[CLS] gets {weight:.2f} of the weight but supplies {share:.2f} of the summed lengths of what the "
+                f"head writes (means over {len(FINGERPRINT_SENTENCES)} sentences)")
     low, high = SINK_CHOICES[choice][1:]
     if low <= share < high:
         return Verdict(True, f"measured: {measured}. [CLS]'s value vector is short, so the weight parked on it "
@@ -182,3 +212,82 @@ def check_sink_prediction(prediction):
     return Verdict(False, f"you predicted {SINK_CHOICES[choice][0]}; measured: {measured}",
                    "a weight multiplies a value vector: a large weight on a short vector adds little. Compare the "
                    "lengths of the value vectors in the cell below")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise 12.3: predict, then run: what does removing a head change?
+
+
+def ablated_heads(seed=SEED):
+    """The heads exercise 12.3 removes: the previous-token head, a sink, and one drawn at random among the others."""
+    named = {"previous-token (0, 2)": (0, 2), f"sink ({SINK_LAYER}, {SINK_HEAD})": (SINK_LAYER, SINK_HEAD)}
+    others = [(layer, head) for layer in range(6) for head in range(12) if (layer, head) not in named.values()]
+    layer, head = others[int(np.random.default_rng(seed).integers(len(others)))]
+    return {**named, f"random ({layer}, {head})": (layer, head)}
+
+
+@lru_cache(maxsize=1)
+def measured_ablation():
+    """:func:`~attn_helpers.ablation.ablation_effects` of :func:`ablated_heads` on the fingerprint sentences."""
+    return ablation_effects(load_minilm(), FINGERPRINT_SENTENCES, ablated_heads())
+
+
+#: Exercise 12.3's questions: choices, a hint for each wrong one, and how the answer is read off the measurement.
+ABLATION_QUESTIONS = {
+    "largest change": {
+        "choices": {"a": "the previous-token head (0, 2)", "b": "the sink head (4, 5)", "c": "the random head"},
+        "hints": {"b": "the sink puts most of its weight on [CLS], whose value vector is short (exercise 12.2): what "
+                       "it adds to a token is small, so removing it changes little",
+                  "c": "compare what the heads add: the previous-token head writes each token's neighbour into it, a "
+                       "different vector for every token; the sink adds little (exercise 12.2)",
+                  "a": "the previous-token head is in layer 0; later layers could undo what it changed, but right "
+                       "after its block nothing has had a chance to"},
+    },
+    "similarities": {
+        "choices": {"a": "a lot: some sentence gets another nearest neighbour",
+                    "b": "a little: the cosines move by a few hundredths at most, every nearest neighbour stays"},
+        "hints": {"a": "a sentence embedding is a mean over every token of the last layer, after five more blocks: "
+                       "a change that differs from token to token largely averages out",
+                  "b": "look at how large the changes of the hidden states are, token by token"},
+    },
+}
+
+
+def ablation_answer(question, effects=None):
+    """The right choice of ``question``, read off the measurement (zero ablation; never typed in)."""
+    effects = measured_ablation() if effects is None else effects
+    names = list(ablated_heads())
+    if question == "largest change":
+        block = [effects[name, "zero"]["block"].mean() for name in names]
+        return "abc"[int(np.argmax(block))]
+    if question == "similarities":
+        effect = effects[names[0], "zero"]
+        small = np.abs(effect["similarity change"]).max() < 0.05 and effect["neighbours changed"] == 0
+        return "b" if small else "a"
+    raise ValueError(f"no question {question!r}")
+
+
+def check_ablation_prediction(answer, question=None):
+    """Grade a prediction of exercise 12.3 (``question`` one of :data:`ABLATION_QUESTIONS`) on the measurement."""
+    if answer is None or answer is Ellipsis:
+        return Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
+    if not isinstance(answer, str):
+        return Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
+                       'write one letter in quotes, e.g. "a"')
+    if question not in ABLATION_QUESTIONS:
+        return Verdict(False, f"{question!r} is not one of this exercise's questions",
+                       f"use one of {', '.join(map(repr, ABLATION_QUESTIONS))}")
+    choices = ABLATION_QUESTIONS[question]["choices"]
+    choice = read_choice(answer, choices)
+    if choice is None:
+        return Verdict(False, f"{answer[:40]!r} is not one of the choices",
+                       f"answer {', '.join(repr(key) for key in choices)}")
+    try:
+        with np.errstate(all="ignore"):
+            right = ablation_answer(question)
+    except Exception as err:  # noqa: BLE001 - a missing model becomes a message, never a traceback
+        return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
+    if choice == right:
+        return Verdict(True, f"({right}) {choices[right]}. The cells below measure it.")
+    return Verdict(False, f"you predicted ({choice}) {choices[choice]}; the measurement says otherwise",
+                   ABLATION_QUESTIONS[question]["hints"][choice])

@@ -14,7 +14,7 @@ from ..training import SHIPPED_SNAPSHOTS, TASKS, load_runs, token_labels
 from . import Explorer, FullRedraw, dropdown
 
 __all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves", "draw_training",
-           "update_training", "training_explorer", "EXPLORERS"]
+           "update_training", "training_explorer", "recent_loss", "EXPLORERS"]
 
 
 class LossProgress:
@@ -56,8 +56,8 @@ def _heads(run, step):
     panels = []
     for layer in range(layers):
         for head in range(heads):
-            name = [] if layers == 1 else [f"layer {layer + 1}"]
-            name += [] if heads == 1 else [f"head {head + 1}"]
+            name = [] if layers == 1 else [f"layer {layer}"]  # counted from 0, as the code indexes them
+            name += [] if heads == 1 else [f"head {head}"]
             panels.append((", ".join(name), weights[layer, head]))
     return panels
 
@@ -89,6 +89,24 @@ def draw_snapshots(fig, run, steps=None, layer=0, head=0):
                         title=f"step {step}\nloss {loss:.2f}", xlabel="key", ylabel="query" if k == 0 else None)
     fig.colorbar(image, cax=fig.add_axes((0.92, 0.2, 0.012, 0.54)), label="attention weight")
     return "; ".join(f"step {s}: loss {run.losses[max(s - 1, 0)]:.3f}" for s in steps)
+
+
+def recent_loss(run, step, width=10):
+    """``(loss, text)``: the mean loss of the ``width`` steps up to ``step`` (as the curves and tables show it).
+
+    At step 0 (before any update) it is the loss of the first batch.
+
+    >>> from attn_helpers.training import TrainingRun
+    >>> run = TrainingRun("reverse", None, {}, 4, 0, np.array([4.0, 2.0, 1.0, 1.0]))
+    >>> recent_loss(run, 0)[1], recent_loss(run, 4, width=2)[1]
+    ('loss 4.000 (first batch, before any update)', 'loss 1.000 (mean of steps 3 to 4)')
+    """
+    if step == 0:
+        return float(run.losses[0]), f"loss {run.losses[0]:.3f} (first batch, before any update)"
+    first = max(step - width, 0)
+    loss = float(np.mean(run.losses[first:step]))
+    return loss, f"loss {loss:.3f} (mean of steps {first + 1} to {step})" if step > first + 1 else \
+        f"loss {loss:.3f} (step {step})"
 
 
 def _smoothed_losses(run, smooth=10):
@@ -178,10 +196,9 @@ def update_training(fig, task="reverse", step=20, **_):
         image.set_data(masked_weights(run, weights))
     h["marker"].set_xdata([step, step])
     h["curve"].set_title(f"step {step} of {run.steps}")
-    loss = run.losses[max(step - 1, 0)]
     labels = token_labels(run.task, run.probe)
     return (f"<b>{task}</b> ({TASKS[run.task].description}), probe {' '.join(labels)}: "
-            f"step {step}, loss {loss:.3f}")
+            f"step {step}, {recent_loss(run, step)[1]}")
 
 
 def training_explorer(runs=None):

@@ -1,0 +1,123 @@
+"""Test a head's job by removing it: ablate one head of the pretrained model, then measure what changes.
+
+A head's output reaches the rest of the model only through its rows of ``W_o``: multi-head
+attention concatenates the heads' context vectors (``d_h`` numbers each) and multiplies by
+``W_o``, so head ``h`` meets rows ``h * d_h`` to ``(h + 1) * d_h - 1`` (notebook 08). Hence
+two ways to remove a head without touching the forward pass, on a copy of the weights:
+
+- **zero ablation**: set those rows to 0, and the head adds nothing;
+- **mean ablation**: replace the head's context vector by its mean over many tokens, a
+  constant: its contribution ``mean @ W_o[rows]`` moves into the bias ``b_o`` and the rows are
+  set to 0. The head then adds its average, and nothing that depends on the sentence.
+
+The model itself is never changed: :func:`ablate_head` returns a copy that shares every other array.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+
+from .multihead import split_heads
+
+__all__ = ["head_rows", "head_contexts", "mean_context", "ablate_head", "sentence_embeddings", "relative_change",
+           "ablation_effects"]
+
+
+def head_rows(model, head) -> slice:
+    """The rows of ``W_o`` that carry head ``head``'s output: ``head * d_h`` up to ``(head + 1) * d_h``.
+
+    >>> from attn_helpers.pretrained import load_minilm
+    >>> head_rows(load_minilm(), 2)            # d_h = 384 / 12 = 32
+    slice(64, 96, None)
+    """
+    head_dim = model.d_model // model.num_heads
+    if not 0 <= int(head) < model.num_heads:
+        raise ValueError(f"head must be in 0..{model.num_heads - 1}; got {head}")
+    return slice(int(head) * head_dim, (int(head) + 1) * head_dim)
+
+
+def head_contexts(model, result, layer, head):
+    """Head ``(layer, head)``'s context vectors in ``result = model.run(text)``: ``weights @ values``, ``(T, d_h)``."""
+    params = model.blocks[layer]
+    x = result.hidden_states[layer]  # (T, d_model): the input of the block
+    values = split_heads(x @ params.w_v + params.b_v, model.num_heads)[head]  # (T, d_model) -> (T, d_h)
+    return result.attentions[layer, head] @ values  # (T, T) @ (T, d_h) -> (T, d_h)
+
+
+def mean_context(model, results, layer, head):
+    """The mean of head ``(layer, head)``'s context vector over every token of ``results``: ``(d_h,)``."""
+    return np.concatenate([head_contexts(model, r, layer, head) for r in results]).mean(axis=0)
+
+
+def ablate_head(model, layer, head, mean=None):
+    """A copy of ``model`` without head ``(layer, head)``: its rows of ``W_o`` are 0.
+
+    With ``mean`` (a context vector, ``(d_h,)``), the head's output is replaced by that constant
+    instead: ``mean @ W_o[rows]`` is added to the bias ``b_o``. ``model`` is not changed.
+    """
+    params = model.blocks[layer]
+    rows = head_rows(model, head)
+    W_o, b_o = params.w_o.copy(), params.b_o.copy()
+    if mean is not None:
+        b_o = b_o + np.asarray(mean, dtype=W_o.dtype) @ W_o[rows]  # (d_h,) @ (d_h, d_model) -> (d_model,)
+    W_o[rows] = 0
+    ablated = copy.copy(model)
+    ablated.blocks = list(model.blocks)
+    ablated.blocks[layer] = dataclasses.replace(params, w_o=W_o, b_o=b_o)
+    return ablated
+
+
+def sentence_embeddings(results):
+    """The sentence embeddings of runs (``model.embed``'s: mean of the last layer, length 1), ``(n, d_model)``."""
+    means = np.stack([r.hidden_states[-1].mean(axis=0) for r in results])  # (n, d_model)
+    return means / np.linalg.norm(means, axis=1, keepdims=True)
+
+
+def relative_change(results, reference, layer):
+    """Per token, ``||h - h_ref|| / ||h_ref||`` of the hidden states at ``layer``, all runs concatenated."""
+    return np.concatenate([np.linalg.norm(r.hidden_states[layer] - ref.hidden_states[layer], axis=-1)
+                           / np.linalg.norm(ref.hidden_states[layer], axis=-1)
+                           for r, ref in zip(results, reference, strict=True)])
+
+
+def ablation_effects(model, sentences, heads):
+    """Remove each head of ``heads`` (``name -> (layer, head)``) both ways; measure on ``sentences``.
+
+    Returns
+    -------
+    dict
+        ``"intact similarities"``: the ``(n, n)`` cosines of the intact model's sentence embeddings;
+        and for each ``(name, mode)``, ``mode`` in ``("zero", "mean")``, a dict with
+        ``"block"`` and ``"last"``: the per-token relative change of the hidden states right after
+        the head's block and at the last layer; ``"self cosine"``: each sentence embedding's cosine
+        with the intact one, ``(n,)``; ``"similarity change"``: the changes of the ``n (n - 1) / 2``
+        cosines between different sentences; ``"neighbours changed"``: how many sentences have
+        another nearest neighbour (most similar other sentence) than in the intact model.
+    """
+    intact = [model.run(s) for s in sentences]
+    embeddings = sentence_embeddings(intact)
+    similarities = embeddings @ embeddings.T  # (n, n)
+    pairs = np.triu_indices(len(sentences), k=1)
+    effects = {"intact similarities": similarities}
+    for name, (layer, head) in heads.items():
+        for mode in ("zero", "mean"):
+            mean = mean_context(model, intact, layer, head) if mode == "mean" else None
+            results = [ablate_head(model, layer, head, mean).run(s) for s in sentences]
+            ablated = sentence_embeddings(results)
+            ablated_similarities = ablated @ ablated.T
+            effects[name, mode] = {
+                "block": relative_change(results, intact, layer + 1),
+                "last": relative_change(results, intact, -1),
+                "self cosine": (ablated * embeddings).sum(axis=1),
+                "similarity change": (ablated_similarities - similarities)[pairs],
+                "neighbours changed": int((_nearest(ablated_similarities) != _nearest(similarities)).sum()),
+            }
+    return effects
+
+
+def _nearest(similarities):
+    """For each sentence, the most similar OTHER sentence."""
+    return np.where(np.eye(len(similarities), dtype=bool), -np.inf, similarities).argmax(axis=1)
