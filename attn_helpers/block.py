@@ -26,6 +26,7 @@ from ._validate import (
     as_positive_number,
     result_float_dtype,
 )
+from .config import SEED
 from .core import scaled_dot_product_attention
 from .multihead import _check_bias, _check_weight, _plus, merge_heads, multi_head_attention, split_heads
 
@@ -346,8 +347,6 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
     kv_width = d_model // num_heads * kv_heads  # d_model unless grouped-query
     if rng is None:
-        from .examples import SEED
-
         rng = SEED
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(as_positive_int(rng, "rng", allow_zero=True))

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .block import init_block_params, parameter_count, residual_stream
+from .config import PRINT_OPTIONS, SEED, setup_printing  # noqa: F401 - re-exported: notebooks import them from here
 from .core import causal_mask, cosine_similarity, padding_mask, softmax
 from .positions import positional_encoding
 
@@ -43,11 +44,6 @@ __all__ = [
     "translation_example",
 ]
 
-#: The seed every notebook passes to ``np.random.default_rng``.
-SEED = 2017  # the year of "Attention Is All You Need"
-
-#: ``np.set_printoptions`` used by every notebook: 4 decimals, no scientific notation.
-PRINT_OPTIONS = {"precision": 4, "suppress": True, "floatmode": "fixed", "linewidth": 100}
 
 #: The six-token running example of notebooks 02-05.
 JOURNEY_TOKENS = ("Your", "journey", "starts", "with", "one", "step")
@@ -270,11 +266,6 @@ def combined_mask(T, causal=True, length=None):
     if causal:
         mask = mask & causal_mask(T)  # (1, T) & (T, T) -> (T, T)
     return np.broadcast_to(mask, (T, T)).copy()
-
-
-def setup_printing():
-    """Apply :data:`PRINT_OPTIONS` (call it in a notebook's first cell)."""
-    np.set_printoptions(**PRINT_OPTIONS)
 
 
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.

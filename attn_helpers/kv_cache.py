@@ -24,7 +24,7 @@ import numpy as np
 
 from ._validate import as_float_array, as_positive_int
 from .block import BlockParams, init_block_params, layer_norm, transformer_block
-from .examples import SEED
+from .config import SEED
 from .positions import positional_encoding
 
 __all__ = [
