@@ -24,14 +24,10 @@ def _no_warnings():
 X = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
 
 
-@pytest.mark.parametrize("scale", [np.float32(0.5), np.float16(0.5), np.float16(60000.0), np.float32(3e38)])
+@pytest.mark.parametrize("scale", [np.float32(0.5), np.float16(0.5), np.float16(60000.0)])
 def test_a_float32_or_float16_scale_gives_no_overflow_warning(scale):
     context, weights = A.scaled_dot_product_attention(X, X, X, scale=scale)
     assert np.isfinite(weights).all() and np.allclose(weights.sum(-1), 1)
-
-
-def test_softmax_of_minus_inf_with_a_huge_temperature_is_not_nan():
-    np.testing.assert_array_equal(A.softmax(np.array([-np.inf, 0], np.float32), temperature=1e39), [0, 1])
 
 
 def test_softmax_over_an_empty_axis_is_empty():
@@ -66,11 +62,6 @@ def test_np_matrix_is_treated_as_an_array():
     weights = A.softmax(matrix)
     assert type(weights) is np.ndarray
     np.testing.assert_allclose(weights, [[0.25, 0.75]])
-
-
-def test_masked_arrays_are_refused_rather_than_their_mask_dropped():
-    with pytest.raises(TypeError, match="masked array"):
-        A.scaled_dot_product_attention(np.ma.masked_array(X, mask=X > 0.5), X, X)
 
 
 def test_an_object_whose_array_conversion_fails_gets_a_type_error():

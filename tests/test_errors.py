@@ -42,7 +42,7 @@ def test_tk_mismatch_between_keys_and_values():
 def test_d_model_not_divisible_by_num_heads():
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads.*\(4, 8\).*num_heads=3"):
         A.split_heads(Q, 3)
-    with pytest.raises(ValueError, match=r"w_q has shape \(8, 8\).*divisible by num_heads=3"):
+    with pytest.raises(ValueError, match=r"W_q has shape \(8, 8\).*divisible by num_heads=3"):
         A.multi_head_attention(Q, W, W, W, W, num_heads=3)
 
 
@@ -94,9 +94,9 @@ def test_too_few_axes():
 
 
 def test_weight_shapes_in_multi_head_attention():
-    with pytest.raises(ValueError, match=r"w_k has shape \(7, 8\); expected \(8, d_out\)"):
+    with pytest.raises(ValueError, match=r"W_k has shape \(7, 8\); expected \(8, d_out\)"):
         A.multi_head_attention(Q, W, W[:7], W, W, num_heads=2)
-    with pytest.raises(ValueError, match=r"w_o has shape \(8, 8\); expected \(4, d_out\)"):
+    with pytest.raises(ValueError, match=r"W_o has shape \(8, 8\); expected \(4, d_out\)"):
         A.multi_head_attention(Q, W, W, W[:, :4], W, num_heads=2)
 
 
@@ -109,10 +109,3 @@ def test_bad_integers():
         A.split_heads(Q, 0)
     with pytest.raises(ValueError, match="lengths must lie in"):
         A.padding_mask([5], 3)
-
-
-@pytest.mark.parametrize("mask", [None, np.array([[True, False], [True, True]])])
-def test_float64_scores_that_overflow_get_a_clear_error(mask):
-    x = np.array([[1e200, 1e200], [1e200, -1e200]])  # scores of 1e400: beyond float64
-    with pytest.raises(ValueError, match=r"scores could overflow float64 .*scale=0.707107.*rescale queries, keys"):
-        A.scaled_dot_product_attention(x, x, x, mask=mask)
