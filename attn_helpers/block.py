@@ -119,15 +119,11 @@ def gelu(x, approximate=False):
     >>> gelu([-1.0, 0.0, 1.0, 3.0], approximate=True).round(4)
     array([-0.1588,  0.    ,  0.8412,  2.9964])
     """
-    x64 = x.astype(np.float64)
     if approximate:
         with np.errstate(over="ignore"):  # x**3 may overflow to +-inf: tanh(+-inf) = +-1, the right limit
-            inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64**3)
-        out = 0.5 * x64 * (1.0 + np.tanh(inner))
-    else:
-        normal_cdf = 0.5 * _erfc(-x64 / math.sqrt(2.0))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
-        out = x64 * normal_cdf
-    return out.astype(x.dtype, copy=False)
+            inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+        return 0.5 * x * (1.0 + np.tanh(inner))
+    return x * (0.5 * _erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
 
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._validate import as_float_array, as_positive_int
 from .block import BlockParams, layer_norm, transformer_block
@@ -415,7 +415,7 @@ class MiniLM:
         # machine (a classroom server, Binder) BLAS threads mostly wait for each other: a 12-token
         # pass took a median of 1.5 s with the default threads and 47 ms with one, at a load
         # average of 7 on 2 cores (benchmarks/bench_pretrained.py).
-        with threadpool_limits(limits=1):
+        with _blas().limit(limits=1, user_api="blas"):
             x = self.embed_tokens([self.tokenizer.ids[t] for t in tokens])  # (T, d_model)
             hidden_states, attentions = [x], []
             for params in self.blocks:
@@ -442,6 +442,12 @@ class MiniLM:
         hidden = self.run(text).hidden_states[-1]  # (T, d_model)
         mean = hidden.mean(axis=0)  # (d_model,): every token counts, [CLS] and [SEP] included
         return mean / np.linalg.norm(mean)
+
+
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries numpy loaded, found once (looking them up takes about a millisecond)."""
+    return ThreadpoolController()
 
 
 @lru_cache(maxsize=4)
