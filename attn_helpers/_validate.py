@@ -59,6 +59,17 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
     return arr
 
 
+def as_float_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy floating dtype, or a ``TypeError`` naming it (``str``, ``int``, ``bool`` are not)."""
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r}") from None
+    if resolved.kind != "f":
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
+    return resolved
+
+
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
     """``mask`` as a boolean array (True = may attend), or a clear error."""
     try:

@@ -23,7 +23,15 @@ import dataclasses
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, attention_weights_inputs, check_mask, checked
+from ._validate import (
+    as_float_array,
+    as_float_dtype,
+    as_positive_int,
+    as_positive_number,
+    attention_weights_inputs,
+    check_mask,
+    checked,
+)
 from .block import BlockParams, init_block_params, layer_norm
 from .config import SEED
 from .core import scaled_dot_product_attention
@@ -283,7 +291,7 @@ def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_k
     (2, (8, 8), (8, 4))
     """
     vocab_size, d_model = as_positive_int(vocab_size, "vocab_size"), as_positive_int(d_model, "d_model")
-    seed = as_positive_int(seed, "seed", allow_zero=True)
+    seed, dtype = as_positive_int(seed, "seed", allow_zero=True), as_float_dtype(dtype)
     embeddings = np.random.default_rng(seed).standard_normal((vocab_size, d_model)).astype(dtype)
     blocks = [init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]), dtype=dtype,
                                 num_kv_heads=num_kv_heads) for n in range(as_positive_int(num_layers, "num_layers"))]
@@ -413,14 +421,17 @@ def _counts(**counts):
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, T, bytes_per_number=2, batch=1):
     """Bytes of a KV cache: ``layers x 2 (keys and values) x h_kv x d_h x T x bytes x batch``.
 
-    Examples
-    --------
+    ``bytes_per_number`` is 4 for float32, 2 for float16, 1 for 8-bit and 0.5 for a 4-bit cache.
+
     >>> kv_cache_bytes(num_layers=32, num_kv_heads=32, head_dim=128, T=4096) / 2**30   # Llama 2 7B, float16
     2.0
     """
-    num_layers, num_kv_heads, head_dim, T, bytes_per_number, batch = _counts(
-        num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim, T=T, bytes_per_number=bytes_per_number,
-        batch=batch)
+    num_layers, num_kv_heads, head_dim, T, batch = _counts(
+        num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim, T=T, batch=batch)
+    if not isinstance(bytes_per_number, int):
+        bytes_per_number = as_positive_number(bytes_per_number, "bytes_per_number", " (0.5 for a 4-bit cache)")
+    else:
+        bytes_per_number = as_positive_int(bytes_per_number, "bytes_per_number")
     return num_layers * 2 * num_kv_heads * head_dim * T * bytes_per_number * batch
 
 
@@ -481,6 +492,7 @@ def cache_table(T=4096, bytes_per_number=2, configs=None):
     >>> row["name"], row["cache_bytes"] / 2**30, row["saving"]
     ('Llama 2 70B', 1.25, 8.0)
     """
+    T = as_positive_int(T, "T")  # (the saving compares two caches: at T = 0 both are empty)
     rows = []
     for name, config in (PUBLISHED_CONFIGS if configs is None else configs).items():
         shape = {key: config[key] for key in _CONFIG_COLUMNS if key in config}

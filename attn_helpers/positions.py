@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, as_positive_number
+from ._validate import as_float_array, as_float_dtype, as_positive_int, as_positive_number
 
 __all__ = [
     "frequencies",
@@ -37,15 +37,8 @@ def _as_base(base):
     return as_positive_number(base, "base")
 
 
-def _as_float_dtype(dtype):
-    """``dtype`` as a numpy floating dtype, or a ``TypeError`` naming it (``str``, ``int``, ``bool`` are not)."""
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r}") from None
-    if resolved.kind != "f":
-        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
-    return resolved
+#: The most numbers :func:`positional_encoding` makes (400 MB in float32): a larger table is a slip.
+MAX_TABLE = 10**8
 
 
 def frequencies(d_model, base=10000.0):
@@ -108,8 +101,12 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     array([[0.    , 1.    , 0.    , 1.    ],
            [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
     """
-    T = as_positive_int(T, "T", allow_zero=True)
-    dtype = _as_float_dtype(dtype)
+    T, d_model = as_positive_int(T, "T", allow_zero=True), as_positive_int(d_model, "d_model")
+    dtype = as_float_dtype(dtype)
+    if T * d_model > MAX_TABLE:
+        raise ValueError(f"positional_encoding(T={T}, d_model={d_model}) would make {T * d_model:,} numbers "
+                         f"({T * d_model * dtype.itemsize / 2**30:.1f} GiB); at most {MAX_TABLE:,}: "
+                         "make the table for the positions you use")
     omega = frequencies(d_model, base)  # (ceil(d_model / 2),)
     position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
     angle = position * omega  # (T, 1) * (ceil(d_model / 2),) -> (T, ceil(d_model / 2))

@@ -1,7 +1,8 @@
 """Bad or unusual input on the API, found by probing it (issue 12, section 4).
 
 Each gets either the right answer or a clear ``TypeError``/``ValueError`` that names the
-argument, and never a warning or an error from deep inside numpy.
+argument. Exotic values (beyond 1e150, say) are not defended against: there numpy's own warning
+speaks, and the tests here pin only that the answer is never silently wrong.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 import attn_helpers as A
+from attn_helpers.backprop import attention_backward
+from attn_helpers.kv_cache import cache_table, kv_cache_bytes, random_decoder
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +99,44 @@ def test_merge_heads_of_split_heads_is_documented_to_share_memory():
     merged = A.merge_heads(A.split_heads(x, 2))
     np.testing.assert_array_equal(merged, x)
     assert "view" in A.merge_heads.__doc__ and "split_heads" in A.merge_heads.__doc__
+
+
+# --- issue 24: where learners slip, a clear error instead of a silent or huge result ----------
+def test_a_positional_table_of_a_billion_rows_is_refused_before_it_is_allocated():
+    with pytest.raises(ValueError, match=r"positional_encoding\(T=1000000000, d_model=4\) would make "
+                                         r"4,000,000,000 numbers \(14\.9 GiB\)"):
+        A.positional_encoding(10**9, 4)
+    assert A.positional_encoding(1000, 512).shape == (1000, 512)  # a lesson-sized table is fine
+
+
+def test_attention_backward_names_grad_context():
+    q = np.ones((2, 3, 4))
+    with pytest.raises(ValueError, match=r"grad_context has shape \(2, 3, 5\); expected the context's shape"):
+        attention_backward(q, q, q, np.ones((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"grad_context has shape \(3, 3, 4\)"):
+        attention_backward(q, q, q, np.ones((3, 3, 4)))  # a batch of 3 gradients for a batch of 2
+    with pytest.raises(ValueError, match="grad_context contains NaN"):
+        attention_backward(q, q, q, np.full((2, 3, 4), np.nan))
+
+
+def test_random_decoder_refuses_an_integer_dtype():
+    with pytest.raises(TypeError, match="dtype must be a floating-point dtype"):
+        random_decoder(dtype=int)
+
+
+def test_a_four_bit_cache_is_half_a_byte_per_number():
+    eight_bit = kv_cache_bytes(32, 32, 128, 4096, bytes_per_number=1)
+    assert kv_cache_bytes(32, 32, 128, 4096, bytes_per_number=0.5) == eight_bit / 2 == 2**29
+    with pytest.raises(ValueError, match="bytes_per_number must be a finite number > 0"):
+        kv_cache_bytes(32, 32, 128, 4096, bytes_per_number=-0.5)
+
+
+def test_cache_table_at_zero_tokens_is_refused():
+    with pytest.raises(ValueError, match="T must be >= 1"):
+        cache_table(T=0)
+
+
+def test_layer_norm_of_values_whose_squares_overflow_is_not_silent():
+    # Beyond 1e154 the squares overflow float64: numpy says so rather than a silent row of zeros.
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        A.layer_norm([[1e200, -1e200, 0.0]])
