@@ -205,8 +205,8 @@ def scores_inputs(queries, keys):
     return q, k
 
 
-def attention_inputs(queries, keys, values, mask=None, scale=None):
-    """``(queries, keys, values, mask, scale)`` of scaled dot-product attention."""
+def sdpa_inputs(queries, keys, values, mask=None, scale=None):
+    """``(queries, keys, values, mask, scale)`` of :func:`~attn_helpers.core.scaled_dot_product_attention`."""
     q, k = _queries_and_keys(queries, keys)
     v = as_float_array(values, "values", min_ndim=2)
     check_same("keys and values need the same T_k (one value per key)", "keys", k, -2, "values", v, -2)
@@ -230,7 +230,7 @@ def softmax_backward_inputs(weights, grad_weights):
 
 def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
     """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
-    q, k, v, mask, scale = attention_inputs(queries, keys, values, mask, scale)
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
     grad = as_float_array(grad_context, "grad_context", min_ndim=2)
     context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
     try:
@@ -246,6 +246,14 @@ def attention_backward_inputs(queries, keys, values, grad_context, mask=None, sc
             raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
                              f"(..., {q.shape[-2]}, {k.shape[-2]})")
     return q, k, v, grad, mask, scale, weights
+
+
+def attention_inputs(queries, keys, values, mask=None, scale=None):
+    """``(queries, keys, values, mask, scale, dtype)``: :func:`sdpa_inputs` with the default scale
+    ``1 / sqrt(d_k)`` filled in and the dtype of the results (for the tiled and online kernels)."""
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return q, k, v, mask, scale, np.result_type(q, k, v)
 
 
 def heads_inputs(x, num_heads):

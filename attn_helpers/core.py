@@ -15,11 +15,11 @@ import numpy as np
 from ._validate import (
     as_float_array,
     as_positive_int,
-    attention_inputs,
     check_axis,
     check_same,
     checked,
     scores_inputs,
+    sdpa_inputs,
     softmax_inputs,
 )
 
@@ -70,7 +70,7 @@ def attention_scores(queries, keys):
     return queries @ np.swapaxes(keys, -1, -2)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
 
 
-@checked(attention_inputs)
+@checked(sdpa_inputs)
 def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
     r"""Scaled dot-product attention: the context vectors and the weights.
 
