@@ -191,6 +191,36 @@ def softmax_inputs(x, axis=-1, temperature=1.0):
     return scores, check_axis(axis, scores, "x"), temperature
 
 
+def padding_inputs(lengths, T):
+    """``(lengths, T)`` of :func:`~attn_helpers.core.padding_mask`: lengths in ``[0, T]``."""
+    T = as_positive_int(T, "T", allow_zero=True)
+    try:
+        lengths = np.asarray(lengths)
+    except ValueError:  # ragged nested lists
+        raise TypeError(f"lengths must be a 1-D array of integers, one per sequence; got {lengths!r}") from None
+    if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
+        raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
+    if (lengths < 0).any() or (lengths > T).any():
+        raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
+    return lengths, T
+
+
+def cosine_inputs(a, b):
+    """``(a, b)`` of :func:`~attn_helpers.core.cosine_similarity`: the same ``d``, broadcasting batch axes."""
+    a, b = as_float_array(a, "a"), as_float_array(b, "b")
+    check_same("a and b need the same number of features", "a", a, -1, "b", b, -1)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
+    return a, b
+
+
+def entropy_inputs(weights, axis=-1):
+    p = as_float_array(weights, "weights")
+    return p, check_axis(axis, p, "weights")
+
+
 def _queries_and_keys(queries, keys):
     q = as_float_array(queries, "queries", min_ndim=2)
     k = as_float_array(keys, "keys", min_ndim=2)

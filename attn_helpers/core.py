@@ -13,11 +13,11 @@ import math
 import numpy as np
 
 from ._validate import (
-    as_float_array,
     as_positive_int,
-    check_axis,
-    check_same,
     checked,
+    cosine_inputs,
+    entropy_inputs,
+    padding_inputs,
     scores_inputs,
     sdpa_inputs,
     softmax_inputs,
@@ -98,17 +98,6 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
 def causal_mask(T):
     """Boolean ``(T, T)`` mask, True on and below the diagonal: query ``i`` may see keys ``j <= i``.
 
-    Parameters
-    ----------
-    T : int
-        Number of tokens.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (T, T)
-
-    Examples
-    --------
     >>> causal_mask(3)
     array([[ True, False, False],
            [ True,  True, False],
@@ -118,99 +107,47 @@ def causal_mask(T):
     return np.tri(T, T, dtype=bool)
 
 
+@checked(padding_inputs)
 def padding_mask(lengths, T):
-    """Key-padding masks for a batch of sequences padded to length ``T``.
+    """Key-padding masks ``(B, 1, T)`` for ``B`` sequences of ``lengths`` padded to ``T``: True on real tokens.
 
-    Parameters
-    ----------
-    lengths : array_like of int, shape (B,)
-        The true length of each sequence; keys at positions ``>= length`` are padding.
-    T : int
-        The padded length.
+    The mask broadcasts against scores ``(B, T_q, T)``: no query attends to a padding key.
 
-    Returns
-    -------
-    mask : ndarray of bool, shape (B, 1, T)
-        ``True`` where the key is a real token; broadcasts against scores ``(B, T_q, T)``.
-
-    Examples
-    --------
     >>> padding_mask([3, 1], 3)
     array([[[ True,  True,  True]],
     <BLANKLINE>
            [[ True, False, False]]])
     """
-    T = as_positive_int(T, "T", allow_zero=True)
-    try:
-        lengths = np.asarray(lengths)
-    except ValueError:  # ragged nested lists
-        raise TypeError(f"lengths must be a 1-D array of integers, one per sequence; got {lengths!r}") from None
-    if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
-        raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
-    if (lengths < 0).any() or (lengths > T).any():
-        raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
-    return (np.arange(T) < lengths[:, None])[:, None, :]  # (B, 1, T)
+    return (np.arange(T) < lengths[:, None])[:, None, :]  # (T,) < (B, 1) -> (B, T) -> (B, 1, T)
 
 
+@checked(cosine_inputs)
 def cosine_similarity(a, b):
-    r"""Cosine of the angle between vectors, over the last axis (with broadcasting).
+    r"""Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
 
     .. math:: \cos\theta = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}
 
-    A zero vector has similarity 0 with everything (not NaN).
+    Values in [-1, 1]; a zero vector has similarity 0 with everything (not NaN).
 
-    Parameters
-    ----------
-    a : array_like, shape (..., d)
-    b : array_like, shape (..., d)
-
-    Returns
-    -------
-    similarity : ndarray, shape (...)
-        Values in [-1, 1].
-
-    Examples
-    --------
     >>> cosine_similarity([1.0, 0.0], [[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]])
     array([ 1.,  0., -1.])
     """
-    a = as_float_array(a, "a")
-    b = as_float_array(b, "b")
-    check_same("a and b need the same number of features", "a", a, -1, "b", b, -1)
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
-    # The angle does not change when a vector is rescaled: divide each by its largest entry
-    # first, so that squares neither overflow (entries of 1e20 in float32) nor underflow (1e-30).
-    a, b = _unit_max(a), _unit_max(b)
-    dot = np.einsum("...d,...d->...", a, b)
+    dot = np.einsum("...d,...d->...", a, b)  # (...,): one dot product per pair
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     out = np.zeros(np.shape(dot), dtype=np.result_type(dot, norms))
-    np.divide(dot, norms, out=out, where=norms > 0)
+    np.divide(dot, norms, out=out, where=norms > 0)  # a zero vector: 0, not 0 / 0
     return np.clip(out, -1.0, 1.0)
 
 
-def _unit_max(x):
-    """``x`` divided by the largest ``|entry|`` of each vector (a zero vector stays zero)."""
-    peak = np.abs(x).max(axis=-1, keepdims=True, initial=0)
-    return np.divide(x, peak, out=np.zeros_like(x), where=peak > 0)
-
-
+@checked(entropy_inputs)
 def entropy(weights, axis=-1):
     r"""Shannon entropy (in nats) of probability distributions along ``axis``.
 
     .. math:: H(p) = -\sum_j p_j \log p_j \quad (0 \log 0 = 0)
 
-    Examples
-    --------
-    >>> float(entropy([0.5, 0.5]).round(4))
-    0.6931
-    >>> float(entropy([1.0, 0.0]))
-    0.0
+    >>> float(entropy([0.5, 0.5]).round(4)), float(entropy([1.0, 0.0]))
+    (0.6931, 0.0)
     """
-    p = as_float_array(weights, "weights")
-    check_axis(axis, p, "weights")
-    logp = np.zeros_like(p)
-    np.log(p, out=logp, where=p > 0)
-    return -(p * logp).sum(axis=axis)
+    logp = np.zeros_like(weights)
+    np.log(weights, out=logp, where=weights > 0)
+    return -(weights * logp).sum(axis=axis)
