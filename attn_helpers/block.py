@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -34,6 +33,7 @@ from ._validate import (
     layer_norm_inputs,
 )
 from .config import SEED
+from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
 from .multihead import _plus, multi_head_attention
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
     "transformer_block",
     "residual_stream",
     "cross_attention",
-    "block_parameter_count",
+    "block_parameter_count",  # (defined in model_size.py)
     "parameter_count",
 ]
 
@@ -87,44 +87,25 @@ def _erfc(z):
     return np.where(z >= 0, tail, 2.0 - tail)
 
 
-
-
 @checked(gelu_inputs)
 def gelu(x, approximate=False):
-    r"""Gaussian error linear unit: :math:`\mathrm{GELU}(x) = x\,\Phi(x)`, with :math:`\Phi` the normal CDF.
+    r"""Gaussian error linear unit, :math:`\mathrm{GELU}(x) = x\,\Phi(x)` with :math:`\Phi` the normal CDF.
 
-    .. math:: \text{exact: } x \cdot \tfrac12\left(1 + \mathrm{erf}(x/\sqrt2)\right), \qquad
+    .. math:: \text{exact: } \tfrac12 x\left(1 + \mathrm{erf}(x/\sqrt2)\right), \quad
               \text{tanh form: } \tfrac12 x\left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right)
 
-    BERT uses the exact form, GPT-2 the tanh form (PyTorch: ``F.gelu(x)`` and
-    ``F.gelu(x, approximate="tanh")``); they differ by less than 1e-3 everywhere.
-    numpy has no ``erf``: the exact form uses a Chebyshev fit of ``erfc`` (Numerical
-    Recipes' ``erfcc``) whose relative error is below 1.2e-7 for every ``x``: exact to
-    float32 precision, not to float64's 1e-16.
+    BERT uses the exact form, GPT-2 the tanh form (``approximate=True``; PyTorch's
+    ``F.gelu(x, approximate="tanh")``); they differ by less than 1e-3. numpy has no ``erf``:
+    :func:`_erfc` is a fit to float32 precision (relative error < 1.2e-7). ``x`` of any shape.
 
-    Parameters
-    ----------
-    x : array_like, shape (...)
-    approximate : bool, default False
-        ``True`` for the tanh form.
-
-    Returns
-    -------
-    out : ndarray, shape like ``x``
-
-    Examples
-    --------
     >>> gelu(np.array([-1.0, 0.0, 1.0, 3.0], dtype=np.float32)).round(4)
     array([-0.1587,  0.    ,  0.8413,  2.996 ], dtype=float32)
-    >>> gelu([-1.0, 0.0, 1.0, 3.0], approximate=True).round(4)
-    array([-0.1588,  0.    ,  0.8412,  2.9964])
     """
     if approximate:
         with np.errstate(over="ignore"):  # x**3 may overflow to +-inf: tanh(+-inf) = +-1, the right limit
             inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
         return 0.5 * x * (1.0 + np.tanh(inner))
     return x * (0.5 * _erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
-
 
 
 def _relu(x):
@@ -262,33 +243,14 @@ class BlockParams:
 def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32, num_kv_heads=None):
     """Random parameters of one block: weights ``N(0, 1 / d_in)``, gammas 1, betas and biases 0.
 
-    Parameters
-    ----------
-    d_model : int
-    num_heads : int
-        Must divide ``d_model``.
-    d_ff : int, optional
-        Hidden width of the feed-forward network; default ``4 * d_model``.
-    rng : numpy.random.Generator or int, optional
-        The random generator, or a seed; default ``np.random.default_rng(SEED)``.
-    bias : bool, default False
-        Add zero biases to every projection (as GPT-2, BERT and PyTorch do).
-    dtype : numpy dtype, default float32
-    num_kv_heads : int, optional
-        Key/value heads for grouped-query attention (1: multi-query); default ``num_heads``.
-        ``W_k`` and ``W_v`` are then ``(d_model, num_kv_heads * d_h)``.
+    ``d_ff`` defaults to ``4 * d_model``; ``rng`` is a Generator or a seed (default ``SEED``);
+    ``bias=True`` adds zero biases to every projection (as GPT-2, BERT and PyTorch do);
+    ``num_kv_heads`` makes ``W_k`` and ``W_v`` ``(d_model, num_kv_heads * d_h)`` for the
+    grouped-query blocks of :mod:`~attn_helpers.kv_cache`.
 
-    Returns
-    -------
-    params : BlockParams
-
-    Examples
-    --------
     >>> params = init_block_params(d_model=6, num_heads=2, rng=np.random.default_rng(0), bias=True)
     >>> params.W_q.shape, params.W_1.shape, params.b_1.shape, params.W_q.dtype
     ((6, 6), (6, 24), (24,), dtype('float32'))
-    >>> init_block_params(d_model=8, num_heads=4, num_kv_heads=1).W_k.shape   # multi-query: one key head of d_h = 2
-    (8, 2)
     """
     d_model = as_positive_int(d_model, "d_model")
     d_ff = 4 * d_model if d_ff is None else as_positive_int(d_ff, "d_ff")
@@ -316,8 +278,6 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
         b_q=zeros(d_model), b_k=zeros(kv_width), b_v=zeros(kv_width), b_o=zeros(d_model),
         b_1=zeros(d_ff), b_2=zeros(d_model),
     )
-
-
 
 
 def _block_inputs(x, params, mask=None, norm_first=True):
@@ -406,113 +366,3 @@ def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     ((3, 4), (2, 3, 5))
     """
     return multi_head_attention.unchecked(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-
-
-def block_parameter_count(d_model, d_ff=None, bias=True):
-    """How many parameters one block has, by part.
-
-    Parameters
-    ----------
-    d_model : int
-    d_ff : int, optional
-        Default ``4 * d_model``.
-    bias : bool, default True
-        Whether the six projections have biases (GPT-2, BERT: yes).
-
-    Returns
-    -------
-    counts : dict
-        ``attention`` (``W_q, W_k, W_v, W_o`` and their biases), ``feed_forward``
-        (``W_1, W_2`` and biases), ``layer_norms`` (two gammas and two betas), ``total``.
-        The number of heads does not appear: splitting ``d_model`` into heads adds no parameters.
-
-    Examples
-    --------
-    >>> block_parameter_count(768)  # one GPT-2 small block
-    {'attention': 2362368, 'feed_forward': 4722432, 'layer_norms': 3072, 'total': 7087872}
-    """
-    d_model = as_positive_int(d_model, "d_model")
-    d_ff = 4 * d_model if d_ff is None else as_positive_int(d_ff, "d_ff")
-    bias = as_flag(bias, "bias")
-    attention = 4 * d_model * d_model + (4 * d_model if bias else 0)  # W_q, W_k, W_v, W_o (d_model, d_model)
-    feed_forward_ = d_model * d_ff + d_ff * d_model + ((d_ff + d_model) if bias else 0)  # W_1, W_2 (+ b_1, b_2)
-    layer_norms = 2 * (d_model + d_model)  # two layer norms, each a gamma and a beta of d_model
-    return {"attention": attention, "feed_forward": feed_forward_, "layer_norms": layer_norms,
-            "total": attention + feed_forward_ + layer_norms}
-
-
-#: The keys :func:`parameter_count` understands, with their defaults (``None`` = required).
-CONFIG_KEYS = {
-    "num_layers": None,
-    "d_model": None,
-    "num_heads": None,
-    "vocab_size": None,
-    "context_length": None,
-    "d_ff": None,  # default 4 * d_model
-    "bias": True,
-    "tied_embeddings": True,
-    "learned_positions": True,
-    "token_types": 0,
-    "embedding_norm": False,
-    "final_norm": True,
-}
-_REQUIRED = ("num_layers", "d_model", "num_heads", "vocab_size", "context_length")
-
-
-def parameter_count(config):
-    """How many parameters a transformer has, computed from its configuration, by part.
-
-    Parameters
-    ----------
-    config : mapping
-        ``num_layers``, ``d_model``, ``num_heads``, ``vocab_size``, ``context_length``
-        (required), and optionally ``d_ff`` (default ``4 * d_model``), ``bias`` (True),
-        ``tied_embeddings`` (True: the output layer reuses the token embeddings),
-        ``learned_positions`` (True: a position table; False: sinusoidal, no parameters),
-        ``token_types`` (0; BERT: 2), ``embedding_norm`` (False; BERT: True),
-        ``final_norm`` (True: a pre-norm model's last layer norm; BERT: False).
-
-    Returns
-    -------
-    counts : dict
-        ``token_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
-        ``embedding_norm``, ``attention``, ``feed_forward``, ``layer_norms`` (all blocks),
-        ``final_norm``, ``output_head`` and ``total`` (the sum of the others).
-
-    Examples
-    --------
-    >>> from attn_helpers.examples import GPT2_SMALL
-    >>> counts = parameter_count(GPT2_SMALL)
-    >>> counts["total"]
-    124439808
-    >>> counts["token_embeddings"], counts["attention"], counts["feed_forward"]
-    (38597376, 28348416, 56669184)
-    """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping (a dict) with the keys {list(CONFIG_KEYS)}; "
-                        f"got {type(config).__name__}")
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
-    missing = [key for key in _REQUIRED if key not in config]
-    if unknown or missing:
-        raise ValueError(f"config: unknown keys {unknown}, missing keys {missing}; the keys are {list(CONFIG_KEYS)}")
-    c = {**CONFIG_KEYS, **config}
-    num_layers, d_model, num_heads, vocab_size, context_length = (as_positive_int(c[key], key) for key in _REQUIRED)
-    token_types = as_positive_int(c["token_types"], "token_types", allow_zero=True)
-    if d_model % num_heads:
-        raise ValueError(f"config: d_model={d_model} must be divisible by num_heads={num_heads}")
-    for key in ("tied_embeddings", "learned_positions", "embedding_norm", "final_norm"):
-        as_flag(c[key], f"config[{key!r}]")
-    block = block_parameter_count(d_model, c["d_ff"], c["bias"])
-    counts = {
-        "token_embeddings": vocab_size * d_model,  # one row of d_model per token of the vocabulary
-        "position_embeddings": context_length * d_model if c["learned_positions"] else 0,
-        "token_type_embeddings": token_types * d_model,
-        "embedding_norm": 2 * d_model if c["embedding_norm"] else 0,
-        "attention": num_layers * block["attention"],
-        "feed_forward": num_layers * block["feed_forward"],
-        "layer_norms": num_layers * block["layer_norms"],
-        "final_norm": 2 * d_model if c["final_norm"] else 0,
-        "output_head": 0 if c["tied_embeddings"] else d_model * vocab_size,  # tied: reuses the token embeddings
-    }
-    counts["total"] = sum(counts.values())
-    return counts

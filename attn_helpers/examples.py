@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from .block import init_block_params, parameter_count, residual_stream
+from .block import init_block_params, residual_stream
 from .config import PRINT_OPTIONS, SEED, setup_printing  # noqa: F401 - re-exported: notebooks import them from here
 from .core import causal_mask, cosine_similarity, padding_mask, softmax
+from .model_size import parameter_count
 from .positions import positional_encoding
 
 __all__ = [
@@ -273,7 +274,7 @@ DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
 
 #: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
-#: :func:`~attn_helpers.block.parameter_count`: pre-norm, biases, tied embeddings.
+#: :func:`~attn_helpers.model_size.parameter_count`: pre-norm, biases, tied embeddings.
 GPT2_SMALL = {
     "num_layers": 12,
     "d_model": 768,
@@ -433,7 +434,7 @@ def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
 
 
 def parameter_shares(configs=None):
-    """The share of each part in each model's total, from :func:`~attn_helpers.block.parameter_count`.
+    """The share of each part in each model's total, from :func:`~attn_helpers.model_size.parameter_count`.
 
     Returns
     -------
