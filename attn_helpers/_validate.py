@@ -13,6 +13,7 @@ exotic inputs (values near 1e300, masked arrays, subnormal temperatures).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import numbers
 
@@ -20,11 +21,17 @@ import numpy as np
 
 
 def checked(check):
-    """Decorator: run ``check(*args, **kwargs)`` on the caller's arguments, then the body on what it returns."""
+    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
     def decorate(body):
+        signature = inspect.signature(body)
+
         @functools.wraps(body)
         def public(*args, **kwargs):
-            return body(*check(*args, **kwargs))
+            try:
+                call = signature.bind(*args, **kwargs)
+            except TypeError as err:  # a missing or unknown argument: say whose
+                raise TypeError(f"{body.__name__}{signature}: {err}") from None
+            return body(*check(*call.args, **call.kwargs))
 
         public.unchecked = body
         return public

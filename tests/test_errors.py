@@ -109,3 +109,13 @@ def test_bad_integers():
         A.split_heads(Q, 0)
     with pytest.raises(ValueError, match="lengths must lie in"):
         A.padding_mask([5], 3)
+
+
+def test_a_missing_or_unknown_argument_names_the_function_and_its_signature():
+    x = np.ones((3, 4))
+    with pytest.raises(TypeError, match=r"scaled_dot_product_attention\(queries, keys, values, mask=None, "
+                                        r"scale=None\): missing a required argument: 'values'"):
+        A.scaled_dot_product_attention(x, x)
+    with pytest.raises(TypeError, match=r"multi_head_attention\(.*\): got an unexpected keyword argument "
+                                        r"'num_kv_heads'"):
+        A.multi_head_attention(x, np.eye(4), np.eye(4), np.eye(4), np.eye(4), 2, num_kv_heads=1)
