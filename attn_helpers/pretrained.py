@@ -411,10 +411,8 @@ class MiniLM:
         if len(tokens) > MAX_TOKENS:
             raise ValueError(f"text has {len(tokens)} tokens; all-MiniLM-L6-v2 takes at most {MAX_TOKENS} "
                              "(sentence-transformers cuts longer texts): shorten it")
-        # One BLAS thread: the model's matrices are small (at most 256 rows); on a busy or shared
-        # machine (a classroom server, Binder) BLAS threads mostly wait for each other: a 12-token
-        # pass took a median of 1.5 s with the default threads and 47 ms with one, at a load
-        # average of 7 on 2 cores (benchmarks/bench_pretrained.py).
+        # One BLAS thread: the model's matrices are small (at most 256 rows), and on a busy or
+        # shared machine (a classroom server, Binder) extra BLAS threads mostly wait for each other.
         with _blas().limit(limits=1, user_api="blas"):
             x = self.embed_tokens([self.tokenizer.ids[t] for t in tokens])  # (T, d_model)
             hidden_states, attentions = [x], []
