@@ -150,8 +150,8 @@ class BlockParams:
     ``b_q``, ``b_k``, ``b_v``, ``b_o`` ``(d_model,)``; with ``num_kv_heads`` (grouped-query
     attention, notebook 13's :mod:`~attn_helpers.kv_cache`) ``W_k``, ``W_v``, ``b_k``, ``b_v`` are
     ``num_kv_heads * d_h`` wide. Feed-forward: ``W_1`` ``(d_model, d_ff)``, ``W_2`` ``(d_ff, d_model)``,
-    optional ``b_1``, ``b_2``. Layer norms: ``norm_1_*`` before attention, ``norm_2_*`` before the
-    feed-forward network (``None`` = gamma 1, beta 0). Checked once, when the parameters are made.
+    optional ``b_1``, ``b_2``. Layer norms: ``norm_1_*`` goes with the attention sub-layer, ``norm_2_*``
+    with the feed-forward one (``None`` = gamma 1, beta 0). Checked once, when the parameters are made.
 
     >>> params = init_block_params(d_model=8, num_heads=2)
     >>> params.d_model, params.d_ff, params.num_heads, params.num_parameters
