@@ -24,6 +24,7 @@ import dataclasses
 import numpy as np
 
 from ._validate import (
+    as_flag,
     as_float_array,
     as_float_dtype,
     as_positive_int,
@@ -271,21 +272,8 @@ def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_k
     and the embeddings ``np.random.default_rng(seed).standard_normal((vocab_size, d_model))``:
     with the defaults these are notebook 10's creature sentence and blocks
     (:func:`~attn_helpers.examples.creature_block_example`), one embedding per word.
+    ``num_kv_heads`` gives every block that many key/value heads (grouped-query attention; 1: multi-query).
 
-    Parameters
-    ----------
-    vocab_size, d_model, num_heads, num_layers : int
-    num_kv_heads : int, optional
-        Key/value heads of every block (grouped-query attention; 1: multi-query). Default ``num_heads``.
-    dtype : numpy dtype, default float32
-    seed : int
-
-    Returns
-    -------
-    decoder : Decoder
-
-    Examples
-    --------
     >>> decoder = random_decoder(d_model=8, num_heads=4, num_layers=2, num_kv_heads=2)
     >>> len(decoder.blocks), decoder.blocks[0].W_q.shape, decoder.blocks[0].W_k.shape
     (2, (8, 8), (8, 4))
@@ -328,24 +316,11 @@ def decoder_forward(decoder, ids, cache=None):
     Without a cache the whole sequence goes through every block at once, under
     ``causal_mask(T)``. With one, ``ids`` are the tokens that follow the ``T_past`` cached
     positions: only their rows go through the blocks, attending to the cached keys and
-    values and to each other's up to their own position; the cache grows by ``len(ids)``.
+    values and to each other's up to their own position; the cache (``decoder.empty_cache()``,
+    then passed again at every step) grows by ``len(ids)``. Returns logits ``(T, vocab_size)``: row
+    ``i`` scores the token after position ``T_past + i``, equal to row ``T_past + i`` of
+    ``decoder_forward(decoder, all_ids)`` to rounding (notebook 13 says why not bit for bit).
 
-    Parameters
-    ----------
-    decoder : Decoder
-    ids : sequence of int, shape (T,)
-        Token ids (the new ones, with a cache).
-    cache : list of KVCache, optional
-        ``decoder.empty_cache()``, then passed again at every step.
-
-    Returns
-    -------
-    logits : ndarray, shape (T, vocab_size)
-        Row ``i`` scores the token after position ``T_past + i``; it equals row ``T_past + i`` of
-        ``decoder_forward(decoder, all_ids)`` to rounding (see notebook 13 for why not bit for bit).
-
-    Examples
-    --------
     >>> decoder = random_decoder()
     >>> cache = decoder.empty_cache()
     >>> prompt_logits = decoder_forward(decoder, [0, 1, 2], cache)   # the prompt: 3 positions at once
@@ -374,23 +349,9 @@ def generate(decoder, prompt, steps, *, use_cache=True):
 
     With ``use_cache=False`` the whole sequence goes through :func:`decoder_forward` at every
     step; with ``use_cache=True`` the prompt goes through once, filling a cache, and then
-    each step runs only the newest token.
+    each step runs only the newest token. Returns the ids (the prompt, then the ``steps`` new
+    ones) and the logits ``(steps, vocab_size)`` before each choice.
 
-    Parameters
-    ----------
-    decoder : Decoder
-    prompt : sequence of int
-    steps : int
-
-    Returns
-    -------
-    ids : list of int
-        The prompt followed by the ``steps`` generated ids.
-    logits : ndarray, shape (steps, vocab_size)
-        The scores of every token before each choice.
-
-    Examples
-    --------
     >>> decoder = random_decoder()
     >>> ids, _ = generate(decoder, [0, 1, 2], steps=5)
     >>> ids == generate(decoder, [0, 1, 2], steps=5, use_cache=False)[0]
@@ -400,8 +361,7 @@ def generate(decoder, prompt, steps, *, use_cache=True):
         raise TypeError(f"decoder must be a Decoder (see random_decoder); got {type(decoder).__name__}")
     ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
     steps = as_positive_int(steps, "steps", allow_zero=True)
-    if not isinstance(use_cache, (bool, np.bool_)):
-        raise TypeError(f"use_cache must be True or False; got {use_cache!r}")
+    use_cache = as_flag(use_cache, "use_cache")
     cache = decoder.empty_cache() if use_cache else None
     new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
     all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
