@@ -330,6 +330,17 @@ def inverse_permutation(order):
     return inverse
 
 
+def _outputs(attend, X):
+    out = attend(X)
+    if isinstance(out, tuple):  # (context, weights), as scaled_dot_product_attention returns
+        out = out[0]
+    out = as_float_array(out, "attend(X)")
+    if out.shape[0] != X.shape[0]:
+        raise ValueError(f"attend(X) must give one output row per token: X has shape {X.shape}, "
+                         f"attend(X) has shape {out.shape}")
+    return out
+
+
 def order_sensitivity(attend, X, order):
     """How far each token's output moves when the tokens are reordered.
 
@@ -341,7 +352,8 @@ def order_sensitivity(attend, X, order):
     ----------
     attend : callable
         ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
-        self-attention, with or without positions added inside).
+        self-attention, with or without positions added inside). An ``attend`` that returns
+        ``(context, weights)``, as the series' attention functions do, is read by its context.
     X : array_like, shape (T, d)
     order : array_like of int, shape (T,)
 
@@ -363,7 +375,7 @@ def order_sensitivity(attend, X, order):
     order = _as_order(order)
     if order.size != X.shape[-2]:
         raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
-    original = np.asarray(attend(X))  # (T, d_out)
-    reordered = np.asarray(attend(X[order]))  # (T, d_out), row i belongs to token order[i]
+    original = _outputs(attend, X)  # (T, d_out)
+    reordered = _outputs(attend, X[order])  # (T, d_out), row i belongs to token order[i]
     back = reordered[inverse_permutation(order)]  # row t belongs to token t again
     return np.linalg.norm(back - original, axis=-1)
