@@ -7,6 +7,7 @@ exercise checkers in :mod:`attn_helpers.checks`.
 
 from . import block
 from .block import *  # noqa: F403 - the block's public names, listed once: in block.__all__
+from .config import SEED, setup_printing
 from .core import (
     attention_scores,
     causal_mask,
@@ -48,6 +49,8 @@ __all__ = [
     "permutation_matrix",
     "positional_encoding",
     "rope",
+    "SEED",
+    "setup_printing",
     "scaled_dot_product_attention",
     "softmax",
     "split_heads",

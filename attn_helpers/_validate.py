@@ -1,134 +1,98 @@
-"""Input checks shared by the public functions.
+"""Input checks of the public functions: one call each, at the boundary.
 
-Every public function turns bad input into a ``TypeError`` or ``ValueError`` whose
-message names the argument, the shape (or dtype) it got and what was expected, so a
-learner never has to read a numpy traceback from deep inside a matrix product.
+A public function is written ``@checked(its_inputs)``: ``its_inputs`` receives the caller's
+arguments, raises a ``TypeError`` or ``ValueError`` that names the argument and the shapes it
+got and expected, and returns them as arrays; then the body (the maths) runs. The body
+without the checks is ``f.unchecked``, for calls whose inputs are already checked.
+
+What is checked is what learners get wrong: shapes and axes, mask shape and dtype, NaN or
+infinity in an input, sizes that are not positive integers. Nothing else: numpy speaks for
+exotic inputs (values near 1e300, masked arrays, subnormal temperatures).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 
 import numpy as np
 
-__all__ = [
-    "as_float_array",
-    "as_bool_mask",
-    "as_positive_int",
-    "result_float_dtype",
-    "as_number",
-    "as_positive_number",
-    "check_axis",
-    "softmax_inputs",
-    "attention_inputs",
-    "batch_shape",
-    "largest_magnitude",
-    "sum_of_squares",
-]
+
+def checked(check):
+    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
+    def decorate(body):
+        signature = inspect.signature(body)
+
+        @functools.wraps(body)
+        def public(*args, **kwargs):
+            try:
+                call = signature.bind(*args, **kwargs)
+            except TypeError as err:  # a missing or unknown argument: say whose
+                raise TypeError(f"{body.__name__}{signature}: {err}") from None
+            return body(*check(*call.args, **call.kwargs))
+
+        public.unchecked = body
+        return public
+    return decorate
 
 
-def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False, check_finite: bool = True
-                   ) -> np.ndarray:
-    """Return ``x`` as a floating-point array, or raise a clear error.
+# ---- single values -----------------------------------------------------------------------
 
-    Floating arrays keep their dtype (float32 stays float32); integer input becomes
-    float64; float16 becomes float32. Booleans, strings, ``None`` and other
-    non-numeric input raise ``TypeError``; NaN (and infinities, unless
-    ``allow_neg_inf`` lets ``-inf`` through) raise ``ValueError``; ``check_finite=False``
-    leaves that check to the caller (see :func:`largest_magnitude`).
-    """
-    if type(x) is np.ndarray:  # the common case; subclasses (np.matrix) become plain arrays below
-        arr = x
-    elif isinstance(x, np.ma.MaskedArray):
-        raise TypeError(
-            f"{name} is a masked array (numpy.ma), whose mask numpy would silently drop here; pass plain values "
-            f"({name}.filled(...)) and, for attention, a boolean mask= with True = may attend"
-        )
-    else:
-        try:
-            arr = np.asarray(x)
-        except ValueError as err:  # ragged nested lists
-            raise ValueError(f"{name} must be a rectangular array of numbers; could not convert it ({err})") from None
-        except Exception as err:  # an object whose __array__ raises (a tensor of another library, say)
-            raise TypeError(
-                f"{name} could not be turned into a numpy array ({type(err).__name__}: {err}); pass a numpy array"
-            ) from None
-    char = arr.dtype.char
-    if char == "f" or char == "d":  # float32 or float64, the usual case: nothing to convert
-        kind = "f"
-    else:
-        kind = arr.dtype.kind
-    if kind not in "iuf":
+def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False) -> np.ndarray:
+    """``x`` as a float array (float32 stays float32, integers become float64), or a clear error."""
+    try:
+        arr = np.asarray(x)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular array of numbers; could not convert it ({err})") from None
+    except Exception as err:  # an object whose __array__ raises (a tensor of another library, say)
+        raise TypeError(f"{name} could not be turned into a numpy array ({type(err).__name__}: {err})") from None
+    if arr.dtype.kind not in "iuf":
         got = type(x).__name__ if arr.dtype == object else f"an array of dtype {arr.dtype}"
         raise TypeError(f"{name} must be numeric (an array of floats); got {got}")
-    if kind != "f":
+    if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
-    elif char != "f" and char != "d":  # float16 -> float32, longdouble -> float64
-        arr = arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
+    elif arr.dtype.itemsize < 4:
+        arr = arr.astype(np.float32)
     if arr.ndim < min_ndim:
         need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
         raise ValueError(f"{name} must have shape {need}; got shape {arr.shape}")
-    # One reduction each: NaN and +inf propagate through max.
-    if check_finite and allow_neg_inf:
-        if arr.size and not arr.max() < np.inf:  # (max without initial=: a microsecond less per call)
-            _not_finite(arr, name, allow_neg_inf=True)
-    elif check_finite:
-        largest_magnitude(arr, name)  # raises for NaN or an infinity
+    if arr.size and not (arr.max() < np.inf if allow_neg_inf else np.isfinite(arr).all()):  # (NaN: max is NaN)
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
+        allowed = "finite or -inf" if allow_neg_inf else "finite"
+        raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
     return arr
 
 
-def _not_finite(arr: np.ndarray, name: str, allow_neg_inf: bool = False):
-    """Raise the ``ValueError`` that says what in ``arr`` is not finite."""
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
-    if not allow_neg_inf or np.isposinf(arr).any():
-        allowed = "finite or -inf" if allow_neg_inf else "finite"
-        raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
-
-
-def sum_of_squares(arr: np.ndarray, name: str) -> float:
-    """``sum(arr ** 2)`` as a Python float, from one BLAS call; a clear ``ValueError`` for NaN or inf.
-
-    An inf or NaN entry makes the sum inf or NaN. So can a sum that overflows float32
-    (entries beyond about 1e19): then it is summed again in float64, where no float32
-    input overflows. A float64 sum beyond 1.8e308 comes back as ``inf``.
-    """
-    total = float(np.vdot(arr, arr))
-    if not math.isfinite(total):
-        if not np.isfinite(arr).all():
-            _not_finite(arr, name)
-        wide = arr.astype(np.float64)
-        total = float(np.vdot(wide, wide))  # inf only for float64 entries beyond about 1e154
-    return total
-
-
-def largest_magnitude(arr: np.ndarray, name: str) -> float:
-    """``max |arr|`` as a Python float (0 for an empty array); a clear ``ValueError`` for NaN or inf."""
-    largest = float(np.abs(arr).max(initial=0))  # NaN and inf propagate: one reduction checks them too
-    if not math.isfinite(largest):
-        _not_finite(arr, name)
-    return largest
+def as_float_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy floating dtype, or a ``TypeError`` naming it (``str``, ``int``, ``bool`` are not)."""
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r}") from None
+    if resolved.kind != "f":
+        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
+    return resolved
 
 
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
-    """Return ``mask`` as a boolean array (True = may attend), or raise a clear error."""
+    """``mask`` as a boolean array (True = may attend), or a clear error."""
     try:
         arr = np.asarray(mask)
     except ValueError as err:
         raise ValueError(f"{name} must be a rectangular boolean array; could not convert it ({err})") from None
     if arr.dtype != np.bool_:
-        raise TypeError(
-            f"{name} must be boolean with True = may attend; got dtype {arr.dtype}. "
-            f"If you have a 0/1 array, use {name}.astype(bool)"
-        )
+        raise TypeError(f"{name} must be boolean with True = may attend; got dtype {arr.dtype}. "
+                        f"If you have a 0/1 array, use {name}.astype(bool)")
     if arr.ndim < 1:
         raise ValueError(f"{name} must have shape broadcastable to (..., T_q, T_k); got a scalar")
     return arr
 
 
 def as_positive_int(n, name: str, *, allow_zero: bool = False) -> int:
-    """Return ``n`` as a Python int, or raise ``TypeError``/``ValueError``."""
+    """``n`` as a Python int >= 1 (or >= 0), or a ``TypeError``/``ValueError``."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be an integer; got {type(n).__name__} {n!r}")
     n = int(n)
@@ -137,21 +101,9 @@ def as_positive_int(n, name: str, *, allow_zero: bool = False) -> int:
     return n
 
 
-_FLOAT32 = np.dtype(np.float32)
-
-
-def result_float_dtype(*arrays: np.ndarray) -> np.dtype:
-    """The floating dtype of a result computed from ``arrays`` (float32 only if all are)."""
-    if all(a.dtype.char == "f" for a in arrays):  # all float32, the usual case: no type promotion
-        return _FLOAT32
-    return np.result_type(*arrays, np.float32)
-
-
 def as_number(value, name: str, kind: str = "a number", range_: str = "finite") -> float:
-    """``value`` as a Python float, or a ``TypeError`` (not ``kind``) / ``ValueError`` (not ``range_``)."""
-    if type(value) is not float and (  # the common case first: a plain float is fine
-        isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer))
-    ):
+    """``value`` as a finite Python float, or a ``TypeError`` (not ``kind``) / ``ValueError`` (not ``range_``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
     try:
         number = float(value)
@@ -163,107 +115,284 @@ def as_number(value, name: str, kind: str = "a number", range_: str = "finite") 
 
 
 def as_positive_number(value, name: str, why: str = "") -> float:
-    """``value`` as a Python float > 0, or a ``TypeError``/``ValueError`` naming ``name`` (and ``why`` it must be)."""
+    """``value`` as a Python float > 0, or a ``TypeError``/``ValueError`` naming ``name`` (and ``why``)."""
     number = as_number(value, name, "a positive number", "a finite number > 0")
     if not number > 0:
         raise ValueError(f"{name} must be a finite number > 0{why}; got {value!r}")
     return number
 
 
-def softmax_inputs(x, axis, temperature):
-    """Validated ``(scores, axis, temperature)`` for :func:`~attn_helpers.core.softmax`.
-
-    ``temperature`` comes back as a Python float, or as ``np.float64`` when
-    the scores are float32 and the temperature lies outside float32's normal range
-    (then the division happens in float64, never ``x / 0`` or ``x / inf``).
-    """
-    if type(temperature) is not float or not 0 < temperature < math.inf:  # a plain positive float passes at once
-        temperature = as_positive_number(temperature, "temperature")
-    scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
-    if scores.ndim == 0:
-        raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
-    check_axis(axis, scores, "x")
-    tiny, largest = _NORMAL_RANGE[scores.dtype.char]
-    return scores, int(axis), temperature if tiny <= temperature <= largest else np.float64(temperature)
+def as_flag(value, name: str) -> bool:
+    """``value`` if it is True or False, else a ``TypeError``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
-#: The smallest and largest normal number of each float dtype.
-_NORMAL_RANGE = {np.dtype(t).char: (float(np.finfo(t).tiny), float(np.finfo(t).max)) for t in (np.float32, np.float64)}
-#: A quarter of each float dtype's largest number: room for the rounding of the bound.
-_LARGEST = {np.dtype(t).char: float(np.finfo(t).max) / 4 for t in (np.float32, np.float64)}
-
-
-def check_axis(axis, arr: np.ndarray, name: str) -> None:
-    """A ``TypeError``/``ValueError`` unless ``axis`` is an integer naming an axis of ``arr``."""
-    if type(axis) is not int and (isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral)):
+def check_axis(axis, arr: np.ndarray, name: str) -> int:
+    """``axis`` if it is an integer naming an axis of ``arr``, else a ``TypeError``/``ValueError``."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"axis must be an integer (the axis that sums to 1); got {type(axis).__name__} {axis!r}")
     if not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"axis {axis} is out of range for {name} of shape {arr.shape}")
-
-
-def attention_inputs(queries, keys, values, mask, scale):
-    """Validated inputs of scaled dot-product attention.
-
-    Returns ``(queries, keys, values, mask, scale, dtype)``: the arrays as floating
-    arrays (float64 when float32 scores could overflow), the mask as bool (or None), the
-    scale as a Python float (default ``1 / sqrt(d_k)``) and the dtype of the results
-    (float32 only if all inputs are). Scores that could overflow float64 raise ``ValueError``.
-    """
-    q = as_float_array(queries, "queries", min_ndim=2, check_finite=False)  # checked by the bound below
-    k = as_float_array(keys, "keys", min_ndim=2, check_finite=False)
-    v = as_float_array(values, "values", min_ndim=2, check_finite=False)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"queries and keys need the same d_k: queries has shape {q.shape} and keys has shape {k.shape}; "
-            f"expected queries.shape[-1] == keys.shape[-1]"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"keys and values need the same T_k (one value per key): keys has shape {k.shape} and values has "
-            f"shape {v.shape}; expected keys.shape[-2] == values.shape[-2]"
-        )
-    t_q, t_k = q.shape[-2], k.shape[-2]
-    if mask is not None:
-        m = as_bool_mask(mask)
-        if m.ndim < 2:
-            m = m.reshape((1,) * (2 - m.ndim) + m.shape)
-        if not (m.shape[-2] in (1, t_q) and m.shape[-1] in (1, t_k)):
-            raise ValueError(
-                f"mask of shape {np.shape(mask)} does not broadcast to the scores' shape (..., T_q, T_k) = "
-                f"(..., {t_q}, {t_k}); expected its last two axes to be ({t_q} or 1, {t_k} or 1)"
-            )
-        mask = m
-    batches = {q.shape[:-2], k.shape[:-2], v.shape[:-2]}
-    if len(batches) > 1 or (mask is not None and mask.shape[:-2] not in batches and mask.ndim > 2):
-        arrays = {"queries": q, "keys": k, "values": v, "mask": mask}
-        batch_shape("scaled_dot_product_attention", **{n: a for n, a in arrays.items() if a is not None})
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
-    scale = as_number(scale, "scale")
-    dtype = result_float_dtype(q, k, v)
-    # Every score is at most ||q_i|| ||k_j|| |scale| <= sqrt(sum q^2) sqrt(sum k^2) |scale|
-    # (Cauchy-Schwarz). When that bound could pass float32's range, compute in float64
-    # (no float32 input overflows there) and round the results back; when it could pass
-    # float64's, say so rather than give NaN. The sums also prove every entry finite.
-    sum_of_squares(v, "values")
-    bound = math.sqrt(sum_of_squares(q, "queries") * sum_of_squares(k, "keys")) * max(1.0, abs(scale))
-    if bound > _LARGEST[dtype.char]:
-        if bound > _LARGEST["d"]:
-            raise ValueError(
-                f"the scores could overflow float64 (|score| up to {bound:.3g}, beyond 1.8e308): scale={scale:g} "
-                f"times the dot products of queries and keys is too large; rescale queries, keys or scale"
-            )
-        q, k, v = (a.astype(np.float64) for a in (q, k, v))
-    return q, k, v, mask, scale, dtype
+    return int(axis)
 
 
 def batch_shape(what: str, **arrays: np.ndarray) -> tuple:
     """Broadcast the leading (batch) axes of several arrays, with a clear error."""
-    shapes = {a.shape[:-2] for a in arrays.values()}
-    if len(shapes) == 1:  # the usual case: nothing to broadcast
-        return shapes.pop()
     try:
-        return np.broadcast_shapes(*shapes)
+        return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
     except ValueError:
         shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
         raise ValueError(f"{what}: the leading (batch) axes do not broadcast: {shapes}") from None
+
+
+def check_weight(name: str, w, d_in: int) -> np.ndarray:
+    """A weight matrix ``(d_in, d_out)`` whose rows match ``d_in`` input features."""
+    w = as_float_array(w, name, min_ndim=2)
+    if w.ndim != 2:
+        raise ValueError(f"{name} must be a matrix of shape (d_in, d_out); got shape {w.shape}")
+    if w.shape[0] != d_in:
+        raise ValueError(f"{name} has shape {w.shape}; expected ({d_in}, d_out) to match the {d_in} input features")
+    return w
+
+
+def check_bias(name: str, b, width: int):
+    """``None``, or a vector of ``width`` numbers (a bias, a gamma or a beta)."""
+    if b is None:
+        return None
+    b = as_float_array(b, name)
+    if b.shape != (width,):
+        raise ValueError(f"{name} has shape {b.shape}; expected ({width},), one number per output feature")
+    return b
+
+
+def check_mask(mask, T_q: int, T_k: int, scores: str = "(..., T_q, T_k)"):
+    """``None``, or a boolean mask whose last two axes broadcast to ``(T_q, T_k)``."""
+    if mask is None:
+        return None
+    shape, mask = np.shape(mask), as_bool_mask(mask)
+    if mask.ndim < 2:
+        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
+    if mask.shape[-2] not in (1, T_q) or mask.shape[-1] not in (1, T_k):
+        raise ValueError(f"mask of shape {shape} does not broadcast to the scores' shape {scores} = "
+                         f"(..., {T_q}, {T_k}); expected its last two axes to be ({T_q} or 1, {T_k} or 1)")
+    return mask
+
+
+def check_same(what: str, a_name: str, a, a_axis: int, b_name: str, b, b_axis: int) -> None:
+    """A ``ValueError`` unless ``a.shape[a_axis] == b.shape[b_axis]``."""
+    if a.shape[a_axis] != b.shape[b_axis]:
+        raise ValueError(f"{what}: {a_name} has shape {a.shape} and {b_name} has shape {b.shape}; "
+                         f"expected {a_name}.shape[{a_axis}] == {b_name}.shape[{b_axis}]")
+
+
+# ---- the inputs of each public function -----------------------------------------------------
+
+def softmax_inputs(x, axis=-1, temperature=1.0):
+    """``(scores, axis, temperature)`` of :func:`~attn_helpers.core.softmax`; ``-inf`` scores are allowed."""
+    temperature = as_positive_number(temperature, "temperature")
+    scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
+    if scores.ndim == 0:
+        raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
+    return scores, check_axis(axis, scores, "x"), temperature
+
+
+def padding_inputs(lengths, T):
+    """``(lengths, T)`` of :func:`~attn_helpers.core.padding_mask`: lengths in ``[0, T]``."""
+    T = as_positive_int(T, "T", allow_zero=True)
+    try:
+        lengths = np.asarray(lengths)
+    except ValueError:  # ragged nested lists
+        raise TypeError(f"lengths must be a 1-D array of integers, one per sequence; got {lengths!r}") from None
+    if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
+        raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
+    if (lengths < 0).any() or (lengths > T).any():
+        raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
+    return lengths, T
+
+
+def cosine_inputs(a, b):
+    """``(a, b)`` of :func:`~attn_helpers.core.cosine_similarity`: the same ``d``, broadcasting batch axes."""
+    a, b = as_float_array(a, "a"), as_float_array(b, "b")
+    check_same("a and b need the same number of features", "a", a, -1, "b", b, -1)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
+    return a, b
+
+
+def entropy_inputs(weights, axis=-1):
+    p = as_float_array(weights, "weights")
+    return p, check_axis(axis, p, "weights")
+
+
+def _queries_and_keys(queries, keys):
+    q = as_float_array(queries, "queries", min_ndim=2)
+    k = as_float_array(keys, "keys", min_ndim=2)
+    check_same("queries and keys need the same d_k", "queries", q, -1, "keys", k, -1)
+    return q, k
+
+
+def scores_inputs(queries, keys):
+    """``(queries, keys)`` of :func:`~attn_helpers.core.attention_scores`."""
+    q, k = _queries_and_keys(queries, keys)
+    batch_shape("attention_scores", queries=q, keys=k)
+    return q, k
+
+
+def sdpa_inputs(queries, keys, values, mask=None, scale=None):
+    """``(queries, keys, values, mask, scale)`` of :func:`~attn_helpers.core.scaled_dot_product_attention`."""
+    q, k = _queries_and_keys(queries, keys)
+    v = as_float_array(values, "values", min_ndim=2)
+    check_same("keys and values need the same T_k (one value per key)", "keys", k, -2, "values", v, -2)
+    mask = check_mask(mask, q.shape[-2], k.shape[-2])
+    batch_shape("scaled_dot_product_attention", queries=q, keys=k, values=v,
+                **({} if mask is None else {"mask": mask}))
+    scale = None if scale is None else as_number(scale, "scale")
+    return q, k, v, mask, scale
+
+
+def check_same_shape(a_name: str, a, b_name: str, b) -> None:
+    if a.shape != b.shape:
+        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
+
+
+def softmax_backward_inputs(weights, grad_weights):
+    p, g = as_float_array(weights, "weights"), as_float_array(grad_weights, "grad_weights")
+    check_same_shape("weights", p, "grad_weights", g)
+    return p, g
+
+
+def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+    """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
+    context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
+    try:
+        ok = grad.shape[-2:] == context[-2:] and np.broadcast_shapes(grad.shape, context) == context
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
+                         f"{context}, from queries {q.shape} and values {v.shape}")
+    if weights is not None:
+        weights = as_float_array(weights, "weights", min_ndim=2)
+        if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
+            raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
+                             f"(..., {q.shape[-2]}, {k.shape[-2]})")
+    return q, k, v, grad, mask, scale, weights
+
+
+def attention_inputs(queries, keys, values, mask=None, scale=None):
+    """``(queries, keys, values, mask, scale, dtype)``: :func:`sdpa_inputs` with the default scale
+    ``1 / sqrt(d_k)`` filled in and the dtype of the results (for the tiled and online kernels)."""
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return q, k, v, mask, scale, np.result_type(q, k, v)
+
+
+def heads_inputs(x, num_heads):
+    """``(x, num_heads)`` of :func:`~attn_helpers.multihead.split_heads`: ``num_heads`` divides ``d_model``."""
+    x = as_float_array(x, "x", min_ndim=2)
+    num_heads = as_positive_int(num_heads, "num_heads")
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model must be divisible by num_heads: x has shape {x.shape} (d_model={x.shape[-1]}) "
+                         f"and num_heads={num_heads}; expected d_model % num_heads == 0")
+    return x, num_heads
+
+
+def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory=None, num_kv_heads=None):
+    """The projections of multi-head attention, checked against ``x`` (and ``memory``, if any)."""
+    x = as_float_array(x, "x", min_ndim=2)
+    source = x if memory is None else as_float_array(memory, "memory", min_ndim=2)
+    num_heads = as_positive_int(num_heads, "num_heads")
+    kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
+    if num_heads % kv_heads:
+        raise ValueError(f"num_kv_heads={kv_heads} must divide num_heads={num_heads}: each key/value head "
+                         f"serves a group of num_heads / num_kv_heads query heads")
+    W_q = check_weight("W_q", W_q, x.shape[-1])
+    W_k, W_v = check_weight("W_k", W_k, source.shape[-1]), check_weight("W_v", W_v, source.shape[-1])
+    for name, w, heads in (("W_q", W_q, num_heads), ("W_k", W_k, kv_heads), ("W_v", W_v, kv_heads)):
+        if w.shape[1] % heads:
+            count = "num_heads" if name == "W_q" or kv_heads == num_heads else "num_kv_heads"
+            raise ValueError(f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by "
+                             f"{count}={heads}")
+    if W_k.shape[1] // kv_heads != W_q.shape[1] // num_heads:
+        raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}; queries and keys need the same "
+                         "head width d_h" + ("" if kv_heads == num_heads else
+                                             f" (W_k of width num_kv_heads * d_h = {kv_heads} * "
+                                             f"{W_q.shape[1] // num_heads})"))
+    W_o = check_weight("W_o", W_o, W_v.shape[1] // kv_heads * num_heads)
+    b_q, b_k = check_bias("b_q", b_q, W_q.shape[1]), check_bias("b_k", b_k, W_k.shape[1])
+    b_v, b_o = check_bias("b_v", b_v, W_v.shape[1]), check_bias("b_o", b_o, W_o.shape[1])
+    return x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, (None if memory is None else source)
+
+
+def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                      memory=None):
+    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention`, in its order."""
+    x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory = attention_weights_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory)
+    T_k = x.shape[-2] if memory is None else memory.shape[-2]
+    mask = check_mask(mask, x.shape[-2], T_k, "(..., T, T)" if memory is None else "(..., T_q, T_k)")
+    return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory
+
+
+def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None,
+                           b_o=None):
+    """The inputs of :func:`~attn_helpers.block.cross_attention`, in its order."""
+    if memory is None:
+        raise TypeError("memory must be an array of shape (..., T_k, d_memory), the sequence that is looked up")
+    x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory = multi_head_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    return x, memory, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o
+
+
+def eps_input(eps) -> float:
+    return as_positive_number(eps, "eps", " (it keeps a constant token from dividing by 0)")
+
+
+def layer_norm_inputs(x, gamma=None, beta=None, eps=1e-5):
+    """``(x, gamma, beta, eps)`` of :func:`~attn_helpers.block.layer_norm`."""
+    x = as_float_array(x, "x")
+    return x, check_bias("gamma", gamma, x.shape[-1]), check_bias("beta", beta, x.shape[-1]), eps_input(eps)
+
+
+#: The activations of the feed-forward network, by name (``block.ACTIVATIONS`` maps them to functions).
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
+
+
+def activation_input(activation):
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}")
+    return activation
+
+
+def gelu_inputs(x, approximate=False):
+    return as_float_array(x, "x", min_ndim=0), as_flag(approximate, "approximate")
+
+
+def feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
+    """``(x, W_1, W_2, b_1, b_2, activation)`` of :func:`~attn_helpers.block.feed_forward`."""
+    x = as_float_array(x, "x")
+    W_1 = check_weight("W_1", W_1, x.shape[-1])
+    W_2 = check_weight("W_2", W_2, W_1.shape[1])
+    b_1, b_2 = check_bias("b_1", b_1, W_1.shape[1]), check_bias("b_2", b_2, W_2.shape[1])
+    return x, W_1, W_2, b_1, b_2, activation_input(activation)
+
+
+def block_inputs(x, params, mask=None, norm_first=True):
+    """``(x, params, mask, norm_first)`` of :func:`~attn_helpers.block.transformer_block` (``params`` a BlockParams)."""
+    if params.num_kv_heads not in (None, params.num_heads):
+        raise ValueError(f"params has num_kv_heads={params.num_kv_heads}: a grouped-query block runs in "
+                         "attn_helpers.kv_cache (decoder_block), not in transformer_block")
+    x = as_float_array(x, "x", min_ndim=2)
+    if x.shape[-1] != params.d_model:
+        raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
+    return x, params, check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)"), as_flag(norm_first, "norm_first")
+
+
+def merge_heads_input(x):
+    return (as_float_array(x, "x", min_ndim=3),)

@@ -14,9 +14,18 @@ computes central finite differences, against which every backward is checked.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, attention_inputs, result_float_dtype
+from ._validate import (
+    as_float_array,
+    as_positive_int,
+    attention_backward_inputs,
+    check_same_shape,
+    checked,
+    softmax_backward_inputs,
+)
 from .core import scaled_dot_product_attention, softmax
 
 __all__ = [
@@ -31,11 +40,7 @@ __all__ = [
 ]
 
 
-def _same_shape(a_name, a, b_name, b):
-    if a.shape != b.shape:
-        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
-
-
+@checked(softmax_backward_inputs)
 def softmax_backward(weights, grad_weights):
     r"""Gradient of the loss with respect to the scores, given the softmax's output.
 
@@ -65,78 +70,40 @@ def softmax_backward(weights, grad_weights):
     >>> softmax_backward(p, np.array([1.0, 0.0]))
     array([ 0.1875, -0.1875])
     """
-    p = as_float_array(weights, "weights")
-    g = as_float_array(grad_weights, "grad_weights")
-    _same_shape("weights", p, "grad_weights", g)
+    p, g = weights, grad_weights
     dot = (g * p).sum(axis=-1, keepdims=True)  # g . p for each row: (..., 1)
-    return (p * (g - dot)).astype(result_float_dtype(p, g), copy=False)
+    return p * (g - dot)  # (..., T_k)
 
 
+@checked(attention_backward_inputs)
 def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
     r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
-    The forward pass (:func:`~attn_helpers.core.scaled_dot_product_attention`) is
-    ``scores = scale Q K^T`` (masked entries ``-inf``), ``P = softmax(scores)``, ``context = P V``.
-    Going backwards, with :math:`G = \partial L / \partial\,\mathrm{context}`:
+    .. math:: \partial V = P^\top G, \quad \partial S = s\, P \odot (G V^\top - \mathrm{rowsum}(G V^\top \odot P)),
+              \quad \partial Q = \partial S\, K, \quad \partial K = \partial S^\top Q
 
-    .. math:: \partial V = P^\top G, \quad \partial P = G V^\top, \quad
-              \partial S = P \odot (\partial P - \mathrm{rowsum}(\partial P \odot P)), \quad
-              \partial Q = \mathrm{scale}\; \partial S\, K, \quad \partial K = \mathrm{scale}\; \partial S^\top Q
+    ``G`` is ``grad_context (..., T_q, d_v)``, the gradient of the loss with respect to the context;
+    the other arguments are those of :func:`~attn_helpers.core.scaled_dot_product_attention` (scale
+    ``s``), and optionally its ``weights`` ``P`` (recomputed when None). Returns the gradients of the
+    queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none.
 
-    A masked entry has ``P = 0``, so no gradient flows through it; a fully masked row gives
-    zero gradients (never NaN).
-
-    Parameters
-    ----------
-    queries : array_like, shape (..., T_q, d_k)
-    keys : array_like, shape (..., T_k, d_k)
-    values : array_like, shape (..., T_k, d_v)
-    grad_context : array_like, shape (..., T_q, d_v)
-        The gradient of the loss with respect to the context vectors.
-    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
-        ``True`` = may attend, as in the forward pass.
-    scale : float, optional
-        As in the forward pass; default ``1 / sqrt(d_k)``.
-    weights : array_like, shape (..., T_q, T_k), optional
-        The forward pass's weights, if kept; recomputed from the queries and keys when None.
-
-    Returns
-    -------
-    grad_queries : ndarray, shape (..., T_q, d_k)
-    grad_keys : ndarray, shape (..., T_k, d_k)
-    grad_values : ndarray, shape (..., T_k, d_v)
-
-    Examples
-    --------
     >>> x = np.eye(2)
     >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
     >>> grad_v  # each value's gradient: the total weight it received, times G's rows
     array([[1., 1.],
            [1., 1.]])
-    >>> grad_q  # the context rows sum to 1 whatever the weights: moving a query changes nothing
-    array([[0., 0.],
-           [0., 0.]])
     """
-    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
-    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
-    expected = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], v.shape[-1])
-    if grad.shape[-2:] != expected[-2:]:
-        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
-                         f"(..., {q.shape[-2]}, {v.shape[-1]})")
-    dtype = result_float_dtype(np.empty(0, dtype), grad)
+    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     if weights is None:
-        _, weights = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)  # (..., T_q, T_k), recomputed
-    weights = as_float_array(weights, "weights", min_ndim=2)
-    if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
-        raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = (..., {q.shape[-2]}, "
-                         f"{k.shape[-2]})")
-    grad_values = np.swapaxes(weights, -1, -2) @ grad  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
-    grad_weights = grad @ np.swapaxes(v, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
-    grad_scores = softmax_backward(weights, grad_weights) * scale  # through the softmax and the scale
-    grad_queries = grad_scores @ k  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
-    grad_keys = np.swapaxes(grad_scores, -1, -2) @ q  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
-    return tuple(_unbroadcast(g, a.shape).astype(dtype, copy=False)
-                 for g, a in ((grad_queries, q), (grad_keys, k), (grad_values, v)))
+        _, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale)  # (..., T_q, T_k)
+    G = grad_context
+    grad_values = np.swapaxes(weights, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
+    grad_weights = G @ np.swapaxes(values, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
+    grad_scores = softmax_backward.unchecked(weights, grad_weights) * scale  # through the softmax and the scale
+    grad_queries = grad_scores @ keys  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
+    grad_keys = np.swapaxes(grad_scores, -1, -2) @ queries  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
+    return tuple(_unbroadcast(g, a.shape) for g, a in ((grad_queries, queries), (grad_keys, keys),
+                                                       (grad_values, values)))
 
 
 def _unbroadcast(grad, shape):
@@ -177,11 +144,10 @@ def linear_backward(x, weight, grad_out):
     if w.ndim != 2 or x.shape[-1] != w.shape[0] or g.shape != (*x.shape[:-1], w.shape[1]):
         raise ValueError(f"x has shape {x.shape}, weight {w.shape} and grad_out {g.shape}; expected "
                          f"(..., d_in), (d_in, d_out) and (..., d_out)")
-    dtype = result_float_dtype(x, w, g)
     grad_x = g @ w.T  # (..., d_out) @ (d_out, d_in) -> (..., d_in)
     rows_x, rows_g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])  # every row: (N, d_in), (N, d_out)
     grad_w = rows_x.T @ rows_g  # (d_in, N) @ (N, d_out) -> (d_in, d_out), summed over the N rows
-    return grad_x.astype(dtype, copy=False), grad_w.astype(dtype, copy=False)
+    return grad_x, grad_w
 
 
 def embedding_backward(token_ids, grad_embedded, vocab_size):
@@ -326,7 +292,7 @@ def relative_error(analytic, numeric):
     """
     a = np.asarray(analytic, dtype=np.float64)
     n = np.asarray(numeric, dtype=np.float64)
-    _same_shape("analytic", a, "numeric", n)
+    check_same_shape("analytic", a, "numeric", n)
     if a.size == 0:
         return 0.0
     return float(np.abs(a - n).max() / max(float((np.abs(a) + np.abs(n)).max()), 1e-30))

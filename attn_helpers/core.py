@@ -8,14 +8,18 @@ serves ``(T, d)``, ``(B, T, d)`` and ``(B, h, T, d_h)``. float32 in, float32 out
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validate import (
-    as_float_array,
     as_positive_int,
-    attention_inputs,
-    batch_shape,
-    check_axis,
+    checked,
+    cosine_inputs,
+    entropy_inputs,
+    padding_inputs,
+    scores_inputs,
+    sdpa_inputs,
     softmax_inputs,
 )
 
@@ -30,147 +34,70 @@ __all__ = [
 ]
 
 
+@checked(softmax_inputs)
 def softmax(x, axis=-1, temperature=1.0):
-    r"""Numerically stable softmax along ``axis``.
+    r"""Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
 
     .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j / \tau}}{\sum_k e^{x_k / \tau}}
 
-    computed as :math:`e^{(x_j - \max x)/\tau}` normalised, which is the same number
-    and never overflows. Entries equal to ``-inf`` (masked scores) get weight 0; a
-    slice that is all ``-inf`` gets all zeros, never NaN.
+    ``x`` of any shape; the result has its shape and dtype and sums to 1 along ``axis``. A
+    ``-inf`` score (masked) gets weight 0; a slice that is all ``-inf`` gets zeros, never NaN.
+    ``temperature`` > 1 flattens, < 1 sharpens.
 
-    Parameters
-    ----------
-    x : array_like, shape (..., n, ...)
-        Scores (logits). NaN and ``+inf`` are rejected.
-    axis : int, default -1
-        The axis that sums to 1 (for attention weights, the key axis ``-1``).
-    temperature : float, default 1.0
-        ``> 1`` flattens the distribution, ``< 1`` sharpens it; must be ``> 0``.
-
-    Returns
-    -------
-    weights : ndarray, shape like ``x``
-        Non-negative, summing to 1 along ``axis``; same float dtype as ``x``.
-
-    Examples
-    --------
-    >>> softmax([1000.0, 1000.0])
-    array([0.5, 0.5])
-    >>> softmax([[0.0, np.log(3.0)]]).round(4)
-    array([[0.25, 0.75]])
-    >>> softmax([1.0, 2.0], temperature=1e-3)
-    array([0., 1.])
+    >>> softmax([[0.0, np.log(3.0)], [1000.0, 1000.0]]).round(4)
+    array([[0.25, 0.75],
+           [0.5 , 0.5 ]])
     """
-    scores, axis, temperature = softmax_inputs(x, axis, temperature)
-    # The largest score of each slice; a fully masked slice (all -inf) gets the lowest finite
-    # number instead, so that its scores stay -inf and its weights 0.
-    peak = scores.max(axis=axis, keepdims=True, initial=np.finfo(scores.dtype).min)
-    with np.errstate(over="ignore"):  # every shifted score is <= 0: an overflow can only give -inf, weight 0
-        shifted = scores - peak
-        if temperature != 1:  # (the default, 1, divides by nothing)
-            shifted = shifted / temperature
-    exps = np.exp(shifted)  # in (0, 1]: never overflows
-    total = exps.sum(axis=axis, keepdims=True)  # >= 1 (the peak gives exp(0) = 1), or 0 if fully masked
-    # Dividing a fully masked slice by the smallest positive number keeps it 0 (never 0 / 0).
-    return (exps / np.maximum(total, np.finfo(exps.dtype).tiny)).astype(scores.dtype, copy=False)
+    # Subtract each slice's largest score: the same weights, and exp never overflows. (A fully
+    # masked slice has no largest score: the lowest float keeps its scores at -inf.)
+    peak = x.max(axis=axis, keepdims=True, initial=np.finfo(x.dtype).min)
+    exps = np.exp((x - peak) / temperature)  # in [0, 1]
+    total = exps.sum(axis=axis, keepdims=True)  # >= 1, or 0 for a fully masked slice
+    return exps / np.where(total > 0, total, 1)  # a fully masked slice stays 0 (never 0 / 0)
 
 
-def _check_last_axis(a_name, a, b_name, b, a_axis, b_axis, what):
-    if a.shape[a_axis] != b.shape[b_axis]:
-        raise ValueError(
-            f"{what}: {a_name} has shape {a.shape} and {b_name} has shape {b.shape}; "
-            f"expected {a_name}.shape[{a_axis}] == {b_name}.shape[{b_axis}]"
-        )
-
-
+@checked(scores_inputs)
 def attention_scores(queries, keys):
     r"""Raw dot-product scores :math:`S = Q K^\top` over the last two axes.
 
-    Parameters
-    ----------
-    queries : array_like, shape (..., T_q, d_k)
-    keys : array_like, shape (..., T_k, d_k)
+    ``queries (..., T_q, d_k)`` and ``keys (..., T_k, d_k)`` give ``scores (..., T_q, T_k)``:
+    ``scores[..., i, j]`` is the dot product of query ``i`` with key ``j``.
 
-    Returns
-    -------
-    scores : ndarray, shape (..., T_q, T_k)
-        ``scores[..., i, j]`` is the dot product of query ``i`` with key ``j``.
-
-    Examples
-    --------
     >>> attention_scores([[1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [3.0, 0.0], [0.0, 1.0]])
     array([[1., 3., 0.],
            [2., 0., 2.]])
     """
-    q = as_float_array(queries, "queries", min_ndim=2)
-    k = as_float_array(keys, "keys", min_ndim=2)
-    _check_last_axis("queries", q, "keys", k, -1, -1, "queries and keys need the same d_k")
-    batch_shape("attention_scores", queries=q, keys=k)
-    return q @ np.swapaxes(k, -1, -2)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    return queries @ np.swapaxes(keys, -1, -2)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
 
 
+@checked(sdpa_inputs)
 def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
-    r"""Scaled dot-product attention, returning the context vectors and the weights.
+    r"""Scaled dot-product attention: the context vectors and the weights.
 
-    .. math:: \mathrm{weights} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right),
-              \qquad \mathrm{context} = \mathrm{weights}\, V
+    .. math:: \mathrm{context} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
 
-    Masked scores are set to :math:`-\infty` before the softmax. A query row whose
-    mask allows no key gets all-zero weights and a zero context row (never NaN).
+    Shapes: queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, a
+    boolean ``mask`` broadcastable to ``(..., T_q, T_k)`` (True = may attend; a row with no key
+    gets zero weights). Returns context ``(..., T_q, d_v)``, weights ``(..., T_q, T_k)``.
+    ``scale`` defaults to ``1 / sqrt(d_k)``.
 
-    Parameters
-    ----------
-    queries : array_like, shape (..., T_q, d_k)
-    keys : array_like, shape (..., T_k, d_k)
-    values : array_like, shape (..., T_k, d_v)
-    mask : array_like of bool, broadcastable to (..., T_q, T_k), optional
-        ``True`` = query ``i`` may attend to key ``j``. ``None`` allows everything.
-    scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d_k)``. ``scale=1`` gives the
-        unscaled attention of notebook 04.
-
-    Returns
-    -------
-    context : ndarray, shape (..., T_q, d_v)
-    weights : ndarray, shape (..., T_q, T_k)
-        Each row sums to 1 (or is all 0 when fully masked).
-
-    Examples
-    --------
-    >>> x = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
-    >>> context, weights = scaled_dot_product_attention(x, x, x, scale=np.log(3.0))
-    >>> weights
+    >>> x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> scaled_dot_product_attention(x, x, x, scale=np.log(3.0))[1]
     array([[0.75, 0.25],
-           [0.25, 0.75]], dtype=float32)
-    >>> context, weights = scaled_dot_product_attention(x, x, x, mask=causal_mask(2))
-    >>> weights.round(4)
-    array([[1.    , 0.    ],
-           [0.3302, 0.6698]], dtype=float32)
+           [0.25, 0.75]])
     """
-    queries, keys, values, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # True = may attend; a masked key gets weight 0
-    weights = softmax(scores, axis=-1)  # each row sums to 1 (a fully masked row is all 0)
+    weights = softmax.unchecked(scores)  # (..., T_q, T_k): each row sums to 1, or is 0 if fully masked
     context = weights @ values  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
-    return context.astype(dtype, copy=False), weights.astype(dtype, copy=False)
+    return context, weights
 
 
 def causal_mask(T):
     """Boolean ``(T, T)`` mask, True on and below the diagonal: query ``i`` may see keys ``j <= i``.
 
-    Parameters
-    ----------
-    T : int
-        Number of tokens.
-
-    Returns
-    -------
-    mask : ndarray of bool, shape (T, T)
-
-    Examples
-    --------
     >>> causal_mask(3)
     array([[ True, False, False],
            [ True,  True, False],
@@ -180,99 +107,47 @@ def causal_mask(T):
     return np.tri(T, T, dtype=bool)
 
 
+@checked(padding_inputs)
 def padding_mask(lengths, T):
-    """Key-padding masks for a batch of sequences padded to length ``T``.
+    """Key-padding masks ``(B, 1, T)`` for ``B`` sequences of ``lengths`` padded to ``T``: True on real tokens.
 
-    Parameters
-    ----------
-    lengths : array_like of int, shape (B,)
-        The true length of each sequence; keys at positions ``>= length`` are padding.
-    T : int
-        The padded length.
+    The mask broadcasts against scores ``(B, T_q, T)``: no query attends to a padding key.
 
-    Returns
-    -------
-    mask : ndarray of bool, shape (B, 1, T)
-        ``True`` where the key is a real token; broadcasts against scores ``(B, T_q, T)``.
-
-    Examples
-    --------
     >>> padding_mask([3, 1], 3)
     array([[[ True,  True,  True]],
     <BLANKLINE>
            [[ True, False, False]]])
     """
-    T = as_positive_int(T, "T", allow_zero=True)
-    try:
-        lengths = np.asarray(lengths)
-    except ValueError:  # ragged nested lists
-        raise TypeError(f"lengths must be a 1-D array of integers, one per sequence; got {lengths!r}") from None
-    if lengths.dtype.kind not in "iu" or lengths.ndim != 1:
-        raise TypeError(f"lengths must be a 1-D array of integers; got {lengths.dtype} with shape {lengths.shape}")
-    if (lengths < 0).any() or (lengths > T).any():
-        raise ValueError(f"lengths must lie in [0, T={T}]; got {lengths.tolist()}")
-    return (np.arange(T) < lengths[:, None])[:, None, :]  # (B, 1, T)
+    return (np.arange(T) < lengths[:, None])[:, None, :]  # (T,) < (B, 1) -> (B, T) -> (B, 1, T)
 
 
+@checked(cosine_inputs)
 def cosine_similarity(a, b):
-    r"""Cosine of the angle between vectors, over the last axis (with broadcasting).
+    r"""Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
 
     .. math:: \cos\theta = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}
 
-    A zero vector has similarity 0 with everything (not NaN).
+    Values in [-1, 1]; a zero vector has similarity 0 with everything (not NaN).
 
-    Parameters
-    ----------
-    a : array_like, shape (..., d)
-    b : array_like, shape (..., d)
-
-    Returns
-    -------
-    similarity : ndarray, shape (...)
-        Values in [-1, 1].
-
-    Examples
-    --------
     >>> cosine_similarity([1.0, 0.0], [[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]])
     array([ 1.,  0., -1.])
     """
-    a = as_float_array(a, "a")
-    b = as_float_array(b, "b")
-    _check_last_axis("a", a, "b", b, -1, -1, "a and b need the same number of features")
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
-    # The angle does not change when a vector is rescaled: divide each by its largest entry
-    # first, so that squares neither overflow (entries of 1e20 in float32) nor underflow (1e-30).
-    a, b = _unit_max(a), _unit_max(b)
-    dot = np.einsum("...d,...d->...", a, b)
+    dot = np.einsum("...d,...d->...", a, b)  # (...,): one dot product per pair
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     out = np.zeros(np.shape(dot), dtype=np.result_type(dot, norms))
-    np.divide(dot, norms, out=out, where=norms > 0)
+    np.divide(dot, norms, out=out, where=norms > 0)  # a zero vector: 0, not 0 / 0
     return np.clip(out, -1.0, 1.0)
 
 
-def _unit_max(x):
-    """``x`` divided by the largest ``|entry|`` of each vector (a zero vector stays zero)."""
-    peak = np.abs(x).max(axis=-1, keepdims=True, initial=0)
-    return np.divide(x, peak, out=np.zeros_like(x), where=peak > 0)
-
-
+@checked(entropy_inputs)
 def entropy(weights, axis=-1):
     r"""Shannon entropy (in nats) of probability distributions along ``axis``.
 
     .. math:: H(p) = -\sum_j p_j \log p_j \quad (0 \log 0 = 0)
 
-    Examples
-    --------
-    >>> float(entropy([0.5, 0.5]).round(4))
-    0.6931
-    >>> float(entropy([1.0, 0.0]))
-    0.0
+    >>> float(entropy([0.5, 0.5]).round(4)), float(entropy([1.0, 0.0]))
+    (0.6931, 0.0)
     """
-    p = as_float_array(weights, "weights")
-    check_axis(axis, p, "weights")
-    logp = np.zeros_like(p)
-    np.log(p, out=logp, where=p > 0)
-    return -(p * logp).sum(axis=axis)
+    logp = np.zeros_like(weights)
+    np.log(weights, out=logp, where=weights > 0)
+    return -(weights * logp).sum(axis=axis)

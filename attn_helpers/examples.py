@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
-from .block import init_block_params, parameter_count, residual_stream
+from .block import init_block_params, residual_stream
+from .config import PRINT_OPTIONS, SEED, setup_printing  # noqa: F401 - re-exported: notebooks import them from here
 from .core import causal_mask, cosine_similarity, padding_mask, softmax
+from .model_size import parameter_count
 from .positions import positional_encoding
 
 __all__ = [
@@ -43,11 +45,6 @@ __all__ = [
     "translation_example",
 ]
 
-#: The seed every notebook passes to ``np.random.default_rng``.
-SEED = 2017  # the year of "Attention Is All You Need"
-
-#: ``np.set_printoptions`` used by every notebook: 4 decimals, no scientific notation.
-PRINT_OPTIONS = {"precision": 4, "suppress": True, "floatmode": "fixed", "linewidth": 100}
 
 #: The six-token running example of notebooks 02-05.
 JOURNEY_TOKENS = ("Your", "journey", "starts", "with", "one", "step")
@@ -272,17 +269,12 @@ def combined_mask(T, causal=True, length=None):
     return np.broadcast_to(mask, (T, T)).copy()
 
 
-def setup_printing():
-    """Apply :data:`PRINT_OPTIONS` (call it in a notebook's first cell)."""
-    np.set_printoptions(**PRINT_OPTIONS)
-
-
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
 DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
 
 #: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
-#: :func:`~attn_helpers.block.parameter_count`: pre-norm, biases, tied embeddings.
+#: :func:`~attn_helpers.model_size.parameter_count`: pre-norm, biases, tied embeddings.
 GPT2_SMALL = {
     "num_layers": 12,
     "d_model": 768,
@@ -442,7 +434,7 @@ def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
 
 
 def parameter_shares(configs=None):
-    """The share of each part in each model's total, from :func:`~attn_helpers.block.parameter_count`.
+    """The share of each part in each model's total, from :func:`~attn_helpers.model_size.parameter_count`.
 
     Returns
     -------

@@ -6,9 +6,10 @@ with a causal mask, a final layer norm, and the token embeddings again as the ou
 
 A causal decoder computes the output of position ``t`` from positions ``0..t`` only
 (notebook 07), so when it generates, the keys and values of the earlier positions never
-change. A :class:`KVCache` per block keeps them: ``transformer_block(x_new, params, mask,
+change. A :class:`KVCache` per block keeps them: ``decoder_block(x_new, params, mask,
 kv_cache=cache)`` runs only the new rows through the layer norms, the projections and the
-feed-forward network, and lets their queries attend to every cached key. The next token
+feed-forward network, and lets their queries attend to every cached key
+(:func:`grouped_query_attention`, which also lets groups of query heads share key/value heads). The next token
 then costs one row against ``T`` keys, O(T), instead of the whole sequence again, O(T^2)
 for the attention alone.
 
@@ -22,13 +23,27 @@ import dataclasses
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int
-from .block import BlockParams, init_block_params, layer_norm, transformer_block
-from .examples import SEED
+from ._validate import (
+    as_flag,
+    as_float_array,
+    as_float_dtype,
+    as_positive_int,
+    as_positive_number,
+    attention_weights_inputs,
+    check_mask,
+    checked,
+)
+from .block import BlockParams, init_block_params, layer_norm
+from .config import SEED
+from .core import scaled_dot_product_attention
+from .multihead import _plus, merge_heads, split_heads
 from .positions import positional_encoding
 
 __all__ = [
     "KVCache",
+    "repeat_kv_heads",
+    "grouped_query_attention",
+    "decoder_block",
     "Decoder",
     "random_decoder",
     "decoder_forward",
@@ -46,8 +61,7 @@ class KVCache:
 
     ``keys`` has shape ``(..., h_kv, T, d_h)``: only the key/value heads are stored, so
     grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
-    :func:`~attn_helpers.block.transformer_block` or
-    :func:`~attn_helpers.multihead.multi_head_attention` as ``kv_cache=``.
+    :func:`grouped_query_attention` or :func:`decoder_block` as ``kv_cache=``.
 
     Examples
     --------
@@ -101,12 +115,111 @@ class KVCache:
             self.keys, self.values = self.keys[..., :length, :], self.values[..., :length, :]
 
 
+def repeat_kv_heads(x, num_heads):
+    """Share key/value heads across groups of query heads: ``(..., h_kv, T, d_h) -> (..., h, T, d_h)``.
+
+    Query head ``i`` uses key/value head ``i // (h / h_kv)`` (``h_kv = 1``: multi-query attention;
+    ``h_kv = h``: ordinary multi-head attention, returned as is).
+
+    >>> repeat_kv_heads(np.arange(4.0).reshape(2, 2, 1), 4)[:, :, 0]   # 4 query heads: 0 and 1 share head 0
+    array([[0., 1.],
+           [0., 1.],
+           [2., 3.],
+           [2., 3.]])
+    """
+    group = num_heads // x.shape[-3]
+    return x if group == 1 else np.repeat(x, group, axis=-3)  # (..., h_kv, T, d_h) -> (..., h, T, d_h)
+
+
+def _cached_length(kv_cache):
+    if kv_cache is None:
+        return 0
+    if not isinstance(kv_cache, KVCache):
+        raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
+    return kv_cache.length
+
+
+def _grouped_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                    num_kv_heads=None, kv_cache=None):
+    x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, _ = attention_weights_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, num_kv_heads=num_kv_heads)
+    T, T_k = x.shape[-2], x.shape[-2] + _cached_length(kv_cache)  # the keys: the cached ones, then those of x
+    mask = check_mask(mask, T, T_k, "(..., T, T)" if T_k == T else "(..., T, T_past + T)")
+    num_kv_heads = num_heads if num_kv_heads is None else int(num_kv_heads)
+    return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, num_kv_heads, kv_cache
+
+
+@checked(_grouped_inputs)
+def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                            num_kv_heads=None, kv_cache=None):
+    r"""Multi-head attention with ``h_kv`` key/value heads, each shared by ``h / h_kv`` query heads, and a KV cache.
+
+    .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(g(i))}, X W_v^{(g(i))}),
+              \quad g(i) = \lfloor i\, h_{kv} / h \rfloor
+
+    ``W_k, W_v (d_model, h_kv d_h)``: ``num_kv_heads=1`` is multi-query attention (Shazeer 2019),
+    ``1 < h_kv < h`` grouped-query attention (Ainslie et al. 2023), the default ``h_kv = h`` notebook
+    08's multi-head attention. With ``kv_cache``, ``x`` holds only the new positions: their keys and
+    values are appended to the cache, and their queries attend to all of them (``T_k = T_past + T``).
+
+    >>> x, W_q, W_o = np.ones((3, 8)), np.eye(8), np.eye(8)
+    >>> out, weights = grouped_query_attention(x, W_q, W_q[:, :4], W_q[:, :4], W_o, 4, num_kv_heads=2)
+    >>> out.shape, weights.shape
+    ((3, 8), (4, 3, 3))
+    """
+    # 1. Project every token: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h).
+    # 2. Split the features into heads: (..., T, h * d_h) -> (..., h, T, d_h).
+    queries = split_heads.unchecked(_plus(x @ W_q, b_q), num_heads)
+    keys = split_heads.unchecked(_plus(x @ W_k, b_k), num_kv_heads)  # (..., h_kv, T, d_h), h_kv = h unless grouped
+    values = split_heads.unchecked(_plus(x @ W_v, b_v), num_kv_heads)  # (..., h_kv, T, d_v)
+    if kv_cache is not None:  # 2a. KV cache: the earlier positions' keys and values, then these
+        keys, values = kv_cache.append(keys, values)  # (..., h_kv, T_past + T, d_h): earlier ones not recomputed
+    # 2b. Grouped-query attention: each key/value head serves h / h_kv query heads.
+    keys, values = repeat_kv_heads(keys, num_heads), repeat_kv_heads(values, num_heads)  # (..., h, T_k, d)
+    if mask is not None:
+        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
+    # 3. Attend, every head at once: the head axis is one more batch axis.
+    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
+    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
+    return _plus(merge_heads.unchecked(context) @ W_o, b_o), weights
+
+
+def _decoder_block_inputs(x, params, mask=None, kv_cache=None):
+    if not isinstance(params, BlockParams):
+        raise TypeError(f"params must be a BlockParams (see init_block_params); got {type(params).__name__}")
+    inputs = _grouped_inputs(x, params.W_q, params.W_k, params.W_v, params.W_o, params.num_heads, mask,
+                             num_kv_heads=params.num_kv_heads, kv_cache=kv_cache)
+    return inputs[0], params, inputs[6], kv_cache  # x and mask checked
+
+
+@checked(_decoder_block_inputs)
+def decoder_block(x, params, mask=None, kv_cache=None):
+    r"""A pre-norm :func:`~attn_helpers.block.transformer_block` that may have grouped-query heads and a KV cache.
+
+    .. math:: x \leftarrow x + \mathrm{GQA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
+
+    With ``kv_cache``, ``x (..., T, d_model)`` is only the new positions: attention reads the cache
+    (which grows by ``T``); layer norms and the feed-forward network work row by row, so ``out`` is
+    what the block gives those rows of the whole sequence. ``mask`` broadcasts to ``(..., T, T_past + T)``.
+
+    >>> params, cache = init_block_params(d_model=8, num_heads=2), KVCache()
+    >>> out, weights = decoder_block(np.ones((3, 8)), params, kv_cache=cache)
+    >>> out.shape, weights.shape, cache.length
+    ((3, 8), (2, 3, 3), 3)
+    """
+    p = params
+    attended, weights = grouped_query_attention.unchecked(p.norm_1(x), p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask,
+                                                          p.b_q, p.b_k, p.b_v, p.b_o, p.kv_heads, kv_cache)
+    x = x + attended  # (..., T, d_model)
+    return x + p.feed_forward(p.norm_2(x)), weights  # (..., T, d_model)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Decoder:
     """A GPT-style decoder made of notebook 10's blocks (untrained, unless you give it trained weights).
 
     ``x = embeddings[ids] + positional_encoding(T)``; each of ``blocks`` is a pre-norm
-    :func:`~attn_helpers.block.transformer_block` with a causal mask; then
+    transformer block (:func:`decoder_block`) with a causal mask; then
     ``layer_norm(x, final_norm_gamma, final_norm_beta) @ embeddings.T`` gives one score per
     token of the vocabulary (the output layer is tied to the embeddings, as in GPT-2).
 
@@ -159,27 +272,14 @@ def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_k
     and the embeddings ``np.random.default_rng(seed).standard_normal((vocab_size, d_model))``:
     with the defaults these are notebook 10's creature sentence and blocks
     (:func:`~attn_helpers.examples.creature_block_example`), one embedding per word.
+    ``num_kv_heads`` gives every block that many key/value heads (grouped-query attention; 1: multi-query).
 
-    Parameters
-    ----------
-    vocab_size, d_model, num_heads, num_layers : int
-    num_kv_heads : int, optional
-        Key/value heads of every block (grouped-query attention; 1: multi-query). Default ``num_heads``.
-    dtype : numpy dtype, default float32
-    seed : int
-
-    Returns
-    -------
-    decoder : Decoder
-
-    Examples
-    --------
     >>> decoder = random_decoder(d_model=8, num_heads=4, num_layers=2, num_kv_heads=2)
-    >>> len(decoder.blocks), decoder.blocks[0].w_q.shape, decoder.blocks[0].w_k.shape
+    >>> len(decoder.blocks), decoder.blocks[0].W_q.shape, decoder.blocks[0].W_k.shape
     (2, (8, 8), (8, 4))
     """
     vocab_size, d_model = as_positive_int(vocab_size, "vocab_size"), as_positive_int(d_model, "d_model")
-    seed = as_positive_int(seed, "seed", allow_zero=True)
+    seed, dtype = as_positive_int(seed, "seed", allow_zero=True), as_float_dtype(dtype)
     embeddings = np.random.default_rng(seed).standard_normal((vocab_size, d_model)).astype(dtype)
     blocks = [init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]), dtype=dtype,
                                 num_kv_heads=num_kv_heads) for n in range(as_positive_int(num_layers, "num_layers"))]
@@ -216,24 +316,11 @@ def decoder_forward(decoder, ids, cache=None):
     Without a cache the whole sequence goes through every block at once, under
     ``causal_mask(T)``. With one, ``ids`` are the tokens that follow the ``T_past`` cached
     positions: only their rows go through the blocks, attending to the cached keys and
-    values and to each other's up to their own position; the cache grows by ``len(ids)``.
+    values and to each other's up to their own position; the cache (``decoder.empty_cache()``,
+    then passed again at every step) grows by ``len(ids)``. Returns logits ``(T, vocab_size)``: row
+    ``i`` scores the token after position ``T_past + i``, equal to row ``T_past + i`` of
+    ``decoder_forward(decoder, all_ids)`` to rounding (notebook 13 says why not bit for bit).
 
-    Parameters
-    ----------
-    decoder : Decoder
-    ids : sequence of int, shape (T,)
-        Token ids (the new ones, with a cache).
-    cache : list of KVCache, optional
-        ``decoder.empty_cache()``, then passed again at every step.
-
-    Returns
-    -------
-    logits : ndarray, shape (T, vocab_size)
-        Row ``i`` scores the token after position ``T_past + i``; it equals row ``T_past + i`` of
-        ``decoder_forward(decoder, all_ids)`` to rounding (see notebook 13 for why not bit for bit).
-
-    Examples
-    --------
     >>> decoder = random_decoder()
     >>> cache = decoder.empty_cache()
     >>> prompt_logits = decoder_forward(decoder, [0, 1, 2], cache)   # the prompt: 3 positions at once
@@ -252,8 +339,8 @@ def decoder_forward(decoder, ids, cache=None):
     # New position i is position T_past + i: it may see keys 0 .. T_past + i (causal_mask(T) when T_past = 0).
     mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T)
     for n, block in enumerate(decoder.blocks):
-        x, _ = transformer_block(x, block, mask, kv_cache=None if cache is None else cache[n])  # (T, d_model)
-    x = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # the final layer norm of GPT-2
+        x, _ = decoder_block.unchecked(x, block, mask, None if cache is None else cache[n])  # (T, d_model)
+    x = layer_norm.unchecked(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # the final layer norm of GPT-2
     return x @ decoder.embeddings.T  # (T, d_model) @ (d_model, vocab_size) -> (T, vocab_size)
 
 
@@ -262,23 +349,9 @@ def generate(decoder, prompt, steps, *, use_cache=True):
 
     With ``use_cache=False`` the whole sequence goes through :func:`decoder_forward` at every
     step; with ``use_cache=True`` the prompt goes through once, filling a cache, and then
-    each step runs only the newest token.
+    each step runs only the newest token. Returns the ids (the prompt, then the ``steps`` new
+    ones) and the logits ``(steps, vocab_size)`` before each choice.
 
-    Parameters
-    ----------
-    decoder : Decoder
-    prompt : sequence of int
-    steps : int
-
-    Returns
-    -------
-    ids : list of int
-        The prompt followed by the ``steps`` generated ids.
-    logits : ndarray, shape (steps, vocab_size)
-        The scores of every token before each choice.
-
-    Examples
-    --------
     >>> decoder = random_decoder()
     >>> ids, _ = generate(decoder, [0, 1, 2], steps=5)
     >>> ids == generate(decoder, [0, 1, 2], steps=5, use_cache=False)[0]
@@ -288,8 +361,7 @@ def generate(decoder, prompt, steps, *, use_cache=True):
         raise TypeError(f"decoder must be a Decoder (see random_decoder); got {type(decoder).__name__}")
     ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
     steps = as_positive_int(steps, "steps", allow_zero=True)
-    if not isinstance(use_cache, (bool, np.bool_)):
-        raise TypeError(f"use_cache must be True or False; got {use_cache!r}")
+    use_cache = as_flag(use_cache, "use_cache")
     cache = decoder.empty_cache() if use_cache else None
     new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
     all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
@@ -309,14 +381,17 @@ def _counts(**counts):
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, T, bytes_per_number=2, batch=1):
     """Bytes of a KV cache: ``layers x 2 (keys and values) x h_kv x d_h x T x bytes x batch``.
 
-    Examples
-    --------
+    ``bytes_per_number`` is 4 for float32, 2 for float16, 1 for 8-bit and 0.5 for a 4-bit cache.
+
     >>> kv_cache_bytes(num_layers=32, num_kv_heads=32, head_dim=128, T=4096) / 2**30   # Llama 2 7B, float16
     2.0
     """
-    num_layers, num_kv_heads, head_dim, T, bytes_per_number, batch = _counts(
-        num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim, T=T, bytes_per_number=bytes_per_number,
-        batch=batch)
+    num_layers, num_kv_heads, head_dim, T, batch = _counts(
+        num_layers=num_layers, num_kv_heads=num_kv_heads, head_dim=head_dim, T=T, batch=batch)
+    if not isinstance(bytes_per_number, int):
+        bytes_per_number = as_positive_number(bytes_per_number, "bytes_per_number", " (0.5 for a 4-bit cache)")
+    else:
+        bytes_per_number = as_positive_int(bytes_per_number, "bytes_per_number")
     return num_layers * 2 * num_kv_heads * head_dim * T * bytes_per_number * batch
 
 
@@ -377,6 +452,7 @@ def cache_table(T=4096, bytes_per_number=2, configs=None):
     >>> row["name"], row["cache_bytes"] / 2**30, row["saving"]
     ('Llama 2 70B', 1.25, 8.0)
     """
+    T = as_positive_int(T, "T")  # (the saving compares two caches: at T = 0 both are empty)
     rows = []
     for name, config in (PUBLISHED_CONFIGS if configs is None else configs).items():
         shape = {key: config[key] for key in _CONFIG_COLUMNS if key in config}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, as_positive_number
+from ._validate import as_float_array, as_float_dtype, as_positive_int, as_positive_number
 
 __all__ = [
     "frequencies",
@@ -37,15 +37,8 @@ def _as_base(base):
     return as_positive_number(base, "base")
 
 
-def _as_float_dtype(dtype):
-    """``dtype`` as a numpy floating dtype, or a ``TypeError`` naming it (``str``, ``int``, ``bool`` are not)."""
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r}") from None
-    if resolved.kind != "f":
-        raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
-    return resolved
+#: The most numbers :func:`positional_encoding` makes (400 MB in float32): a larger table is a slip.
+MAX_TABLE = 10**8
 
 
 def frequencies(d_model, base=10000.0):
@@ -108,8 +101,12 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     array([[0.    , 1.    , 0.    , 1.    ],
            [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
     """
-    T = as_positive_int(T, "T", allow_zero=True)
-    dtype = _as_float_dtype(dtype)
+    T, d_model = as_positive_int(T, "T", allow_zero=True), as_positive_int(d_model, "d_model")
+    dtype = as_float_dtype(dtype)
+    if T * d_model > MAX_TABLE:
+        raise ValueError(f"positional_encoding(T={T}, d_model={d_model}) would make {T * d_model:,} numbers "
+                         f"({T * d_model * dtype.itemsize / 2**30:.1f} GiB); at most {MAX_TABLE:,}: "
+                         "make the table for the positions you use")
     omega = frequencies(d_model, base)  # (ceil(d_model / 2),)
     position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
     angle = position * omega  # (T, 1) * (ceil(d_model / 2),) -> (T, ceil(d_model / 2))
@@ -333,6 +330,17 @@ def inverse_permutation(order):
     return inverse
 
 
+def _outputs(attend, X):
+    out = attend(X)
+    if isinstance(out, tuple):  # (context, weights), as scaled_dot_product_attention returns
+        out = out[0]
+    out = as_float_array(out, "attend(X)")
+    if out.shape[0] != X.shape[0]:
+        raise ValueError(f"attend(X) must give one output row per token: X has shape {X.shape}, "
+                         f"attend(X) has shape {out.shape}")
+    return out
+
+
 def order_sensitivity(attend, X, order):
     """How far each token's output moves when the tokens are reordered.
 
@@ -344,8 +352,8 @@ def order_sensitivity(attend, X, order):
     ----------
     attend : callable
         ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
-        self-attention, with or without positions added inside). A tuple ``(context, weights)``, as
-        :func:`~attn_helpers.core.scaled_dot_product_attention` returns, is read as its context.
+        self-attention, with or without positions added inside). An ``attend`` that returns
+        ``(context, weights)``, as the series' attention functions do, is read by its context.
     X : array_like, shape (T, d)
     order : array_like of int, shape (T,)
 
@@ -367,14 +375,7 @@ def order_sensitivity(attend, X, order):
     order = _as_order(order)
     if order.size != X.shape[-2]:
         raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
-    outputs = []
-    for inputs in (X, X[order]):
-        result = attend(inputs)
-        result = np.asarray(result[0] if isinstance(result, tuple) else result)  # (context, weights): the context
-        if result.shape[:1] != (X.shape[0],):
-            raise ValueError(f"attend must return one output row per token: given X of shape {inputs.shape} it "
-                             f"returned shape {result.shape}")
-        outputs.append(result)
-    original, reordered = outputs  # (T, d_out) each; row i of reordered belongs to token order[i]
+    original = _outputs(attend, X)  # (T, d_out)
+    reordered = _outputs(attend, X[order])  # (T, d_out), row i belongs to token order[i]
     back = reordered[inverse_permutation(order)]  # row t belongs to token t again
     return np.linalg.norm(back - original, axis=-1)

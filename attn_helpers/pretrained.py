@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ._validate import as_float_array, as_positive_int
 from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
-from .efficient import one_blas_thread
 from .multihead import split_heads
 
 __all__ = [
@@ -368,8 +368,8 @@ class MiniLM:
             w_2, b_2 = linear(f"{prefix}.output.dense")
             (g_1, beta_1), (g_2, beta_2) = norm(f"{prefix}.attention.output"), norm(f"{prefix}.output")
             self.blocks.append(BlockParams(
-                w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
-                norm_1_gamma=g_1, norm_1_beta=beta_1, w_1=w_1, b_1=b_1, w_2=w_2, b_2=b_2,
+                W_q=w_q, W_k=w_k, W_v=w_v, W_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
+                norm_1_gamma=g_1, norm_1_beta=beta_1, W_1=w_1, b_1=b_1, W_2=w_2, b_2=b_2,
                 norm_2_gamma=g_2, norm_2_beta=beta_2, num_heads=self.num_heads, eps=eps))
 
     def __repr__(self):
@@ -381,7 +381,7 @@ class MiniLM:
         ids = np.asarray(ids)
         T = len(ids)
         x = self.word_embeddings[ids] + self.position_embeddings[:T] + self.type_embedding  # (T, d_model)
-        return layer_norm(x, *self.embedding_norm, eps=self.eps)
+        return layer_norm.unchecked(x, *self.embedding_norm, self.eps)  # frozen weights, checked when loaded
 
     def run(self, text):
         """Tokenize ``text`` and run it through all blocks (with one BLAS thread, the caller's setting restored after).
@@ -411,15 +411,13 @@ class MiniLM:
         if len(tokens) > MAX_TOKENS:
             raise ValueError(f"text has {len(tokens)} tokens; all-MiniLM-L6-v2 takes at most {MAX_TOKENS} "
                              "(sentence-transformers cuts longer texts): shorten it")
-        # One BLAS thread: the model's matrices are small (at most 256 rows); on a busy or shared
-        # machine (a classroom server, Binder) BLAS threads mostly wait for each other: a 12-token
-        # pass took a median of 1.5 s with the default threads and 47 ms with one, at a load
-        # average of 7 on 2 cores (benchmarks/bench_pretrained.py).
-        with one_blas_thread():
+        # One BLAS thread: the model's matrices are small (at most 256 rows), and on a busy or
+        # shared machine (a classroom server, Binder) extra BLAS threads mostly wait for each other.
+        with _blas().limit(limits=1, user_api="blas"):
             x = self.embed_tokens([self.tokenizer.ids[t] for t in tokens])  # (T, d_model)
             hidden_states, attentions = [x], []
             for params in self.blocks:
-                x, weights = transformer_block(x, params, norm_first=False)  # (T, d_model), (h, T, T)
+                x, weights = transformer_block.unchecked(x, params, None, False)  # post-norm: (T, d_model), (h, T, T)
                 hidden_states.append(x)
                 attentions.append(weights)
         return RunResult(tokens, np.stack(hidden_states), np.stack(attentions))
@@ -442,6 +440,12 @@ class MiniLM:
         hidden = self.run(text).hidden_states[-1]  # (T, d_model)
         mean = hidden.mean(axis=0)  # (d_model,): every token counts, [CLS] and [SEP] included
         return mean / np.linalg.norm(mean)
+
+
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries numpy loaded, found once (looking them up takes about a millisecond)."""
+    return ThreadpoolController()
 
 
 @lru_cache(maxsize=4)
@@ -649,7 +653,7 @@ def weighted_value_norms(model, result, layer):
     params = model.blocks[layer]
     num_heads, head_dim, d_model = model.num_heads, model.d_model // model.num_heads, model.d_model
     x = result.hidden_states[layer]  # (T, d_model): the input of this block
-    values = split_heads(x @ params.w_v + params.b_v, num_heads)  # (T, d_model) @ (d_model, d_model) -> (h, T, d_h)
-    w_o = params.w_o.reshape(num_heads, head_dim, d_model)  # (h, d_h, d_model): head h's rows of W_o
-    moved = values @ w_o  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model)
+    values = split_heads.unchecked(x @ params.W_v + params.b_v, num_heads)  # (T, d) @ (d, d) -> (h, T, d_h)
+    W_o = params.W_o.reshape(num_heads, head_dim, d_model)  # (h, d_h, d_model): head h's rows of W_o
+    moved = values @ W_o  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model)
     return result.attentions[layer] * np.linalg.norm(moved, axis=-1)[:, None, :]  # (h, T, T) * (h, 1, T)

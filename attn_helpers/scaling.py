@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .config import SEED
 from .core import entropy, softmax
-from .examples import SEED
 
 __all__ = ["DK_CHOICES", "NUM_KEYS", "NUM_QUERIES", "jacobian_norm", "score_sample", "scaling_summary",
            "query_at_percentile"]

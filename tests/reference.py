@@ -41,7 +41,7 @@ def attention_ref(queries, keys, values, mask=None, scale=None):
     return np.array(context), np.array(weights)
 
 
-def multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask=None, num_kv_heads=None):
+def multi_head_ref(x, W_q, W_k, W_v, W_o, num_heads, mask=None, num_kv_heads=None):
     """Multi-head attention for one sequence, one head at a time with column slices.
 
     With ``num_kv_heads`` (grouped-query attention), query head ``i`` uses the key/value
@@ -49,15 +49,15 @@ def multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask=None, num_kv_heads=Non
     """
     x = np.asarray(x, dtype=np.float64)
     num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    head_dim = w_q.shape[1] // num_heads
-    value_dim = w_v.shape[1] // num_kv_heads
+    head_dim = W_q.shape[1] // num_heads
+    value_dim = W_v.shape[1] // num_kv_heads
     heads, all_weights = [], []
     for i in range(num_heads):
         kv = i // (num_heads // num_kv_heads)  # the key/value head shared by query head i's group
-        q = x @ w_q[:, i * head_dim : (i + 1) * head_dim]
-        k = x @ w_k[:, kv * head_dim : (kv + 1) * head_dim]
-        v = x @ w_v[:, kv * value_dim : (kv + 1) * value_dim]
+        q = x @ W_q[:, i * head_dim : (i + 1) * head_dim]
+        k = x @ W_k[:, kv * head_dim : (kv + 1) * head_dim]
+        v = x @ W_v[:, kv * value_dim : (kv + 1) * value_dim]
         context, weights = attention_ref(q, k, v, mask=mask)
         heads.append(context)
         all_weights.append(weights)
-    return np.concatenate(heads, axis=-1) @ w_o, np.stack(all_weights)
+    return np.concatenate(heads, axis=-1) @ W_o, np.stack(all_weights)

@@ -49,22 +49,22 @@ def linear_ref(rows, w, b=None):
     ]
 
 
-def feed_forward_ref(x, w_1, w_2, b_1=None, b_2=None, activation="gelu"):
+def feed_forward_ref(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
     """The feed-forward network one token at a time."""
     act = {
         "gelu": gelu_ref,
         "gelu_tanh": lambda v: gelu_ref(v, approximate=True),
         "relu": lambda v: max(v, 0.0),
     }[activation]
-    hidden = [[act(v) for v in row] for row in linear_ref(x, w_1, b_1)]
-    return np.array(linear_ref(hidden, w_2, b_2))
+    hidden = [[act(v) for v in row] for row in linear_ref(x, W_1, b_1)]
+    return np.array(linear_ref(hidden, W_2, b_2))
 
 
-def attention_layer_ref(x, memory, w_q, w_k, w_v, w_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None):
+def attention_layer_ref(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None):
     """Multi-head (cross-)attention for one sequence, one head at a time with column slices."""
-    q_all = np.array(linear_ref(x, w_q, b_q))
-    k_all = np.array(linear_ref(memory, w_k, b_k))
-    v_all = np.array(linear_ref(memory, w_v, b_v))
+    q_all = np.array(linear_ref(x, W_q, b_q))
+    k_all = np.array(linear_ref(memory, W_k, b_k))
+    v_all = np.array(linear_ref(memory, W_v, b_v))
     head_dim, value_dim = q_all.shape[1] // num_heads, v_all.shape[1] // num_heads
     heads, all_weights = [], []
     for i in range(num_heads):
@@ -76,7 +76,7 @@ def attention_layer_ref(x, memory, w_q, w_k, w_v, w_o, num_heads, mask=None, b_q
         )
         heads.append(context)
         all_weights.append(weights)
-    return np.array(linear_ref(np.concatenate(heads, axis=-1), w_o, b_o)), np.stack(all_weights)
+    return np.array(linear_ref(np.concatenate(heads, axis=-1), W_o, b_o)), np.stack(all_weights)
 
 
 def transformer_block_ref(x, p, mask=None, norm_first=True):
@@ -84,10 +84,10 @@ def transformer_block_ref(x, p, mask=None, norm_first=True):
     x = np.asarray(x, dtype=np.float64)
 
     def attend(h):
-        return attention_layer_ref(h, h, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads, mask, p.b_q, p.b_k, p.b_v, p.b_o)
+        return attention_layer_ref(h, h, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.b_q, p.b_k, p.b_v, p.b_o)
 
     def ffn(h):
-        return feed_forward_ref(h, p.w_1, p.w_2, p.b_1, p.b_2, p.activation)
+        return feed_forward_ref(h, p.W_1, p.W_2, p.b_1, p.b_2, p.activation)
 
     def norm(h, which):
         return layer_norm_ref(h, getattr(p, f"norm_{which}_gamma"), getattr(p, f"norm_{which}_beta"), p.eps)

@@ -142,53 +142,53 @@ def test_gelu_bad_approximate():
 @pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu"])
 @pytest.mark.parametrize("bias", [False, True])
 def test_feed_forward_matches_the_loop_reference(activation, bias):
-    x, w_1, w_2 = _random((4, 6), 6), _random((6, 24), 7), _random((24, 6), 8)
+    x, W_1, W_2 = _random((4, 6), 6), _random((6, 24), 7), _random((24, 6), 8)
     b_1, b_2 = (_random(24, 9), _random(6, 10)) if bias else (None, None)
-    np.testing.assert_allclose(A.feed_forward(x, w_1, w_2, b_1, b_2, activation),
-                               feed_forward_ref(x, w_1, w_2, b_1, b_2, activation), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(A.feed_forward(x, W_1, W_2, b_1, b_2, activation),
+                               feed_forward_ref(x, W_1, W_2, b_1, b_2, activation), rtol=1e-6, atol=1e-9)
 
 
 @given(st.data(), st.integers(2, 6))
 def test_feed_forward_is_position_wise(data, T):
     x = data.draw(arrays(np.float32, (T, 4), elements=st.floats(-3, 3, width=32)))
     perm = np.array(data.draw(st.permutations(range(T))))
-    w_1, w_2 = _random((4, 16), 11, np.float32), _random((16, 4), 12, np.float32)
-    np.testing.assert_allclose(A.feed_forward(x[perm], w_1, w_2), A.feed_forward(x, w_1, w_2)[perm], rtol=1e-6)
+    W_1, W_2 = _random((4, 16), 11, np.float32), _random((16, 4), 12, np.float32)
+    np.testing.assert_allclose(A.feed_forward(x[perm], W_1, W_2), A.feed_forward(x, W_1, W_2)[perm], rtol=1e-6)
 
 
 def test_feed_forward_shapes_and_errors():
     x = _random((2, 3, 4), 13, np.float32)
-    w_1, w_2 = _random((4, 16), 14, np.float32), _random((16, 5), 15, np.float32)
-    out = A.feed_forward(x, w_1, w_2)
+    W_1, W_2 = _random((4, 16), 14, np.float32), _random((16, 5), 15, np.float32)
+    out = A.feed_forward(x, W_1, W_2)
     assert out.shape == (2, 3, 5) and out.dtype == np.float32
-    with pytest.raises(ValueError, match=r"w_1 has shape \(5, 16\); expected \(4, d_out\)"):
-        A.feed_forward(x, _random((5, 16)), w_2)
-    with pytest.raises(ValueError, match=r"w_2 has shape \(15, 5\); expected \(16, d_out\)"):
-        A.feed_forward(x, w_1, _random((15, 5)))
+    with pytest.raises(ValueError, match=r"W_1 has shape \(5, 16\); expected \(4, d_out\)"):
+        A.feed_forward(x, _random((5, 16)), W_2)
+    with pytest.raises(ValueError, match=r"W_2 has shape \(15, 5\); expected \(16, d_out\)"):
+        A.feed_forward(x, W_1, _random((15, 5)))
     with pytest.raises(ValueError, match=r"b_1 has shape \(4,\); expected \(16,\)"):
-        A.feed_forward(x, w_1, w_2, b_1=np.zeros(4))
+        A.feed_forward(x, W_1, W_2, b_1=np.zeros(4))
     with pytest.raises(ValueError, match="activation must be one of"):
-        A.feed_forward(x, w_1, w_2, activation="swish")
+        A.feed_forward(x, W_1, W_2, activation="swish")
 
 
 # --- block parameters ------------------------------------------------------------------------
 def test_init_block_params_is_deterministic_and_shaped():
     a, b = A.init_block_params(8, 2), A.init_block_params(8, 2)
-    np.testing.assert_array_equal(a.w_q, b.w_q)
-    assert not np.array_equal(a.w_q, A.init_block_params(8, 2, rng=1).w_q)
+    np.testing.assert_array_equal(a.W_q, b.W_q)
+    assert not np.array_equal(a.W_q, A.init_block_params(8, 2, rng=1).W_q)
     p = A.init_block_params(8, 4, d_ff=20, bias=True, dtype=np.float64)
     assert (p.d_model, p.d_ff, p.num_heads) == (8, 20, 4)
-    assert p.w_2.shape == (20, 8) and p.b_1.shape == (20,) and p.w_o.dtype == np.float64
+    assert p.W_2.shape == (20, 8) and p.b_1.shape == (20,) and p.W_o.dtype == np.float64
     assert p.b_q is not None and A.init_block_params(8, 2).b_q is None
     np.testing.assert_array_equal(p.norm_1_gamma, np.ones(8))
 
 
 def test_block_params_are_checked_when_made():
     p = A.init_block_params(8, 2)
-    with pytest.raises(ValueError, match=r"w_k has shape \(8, 6\); expected \(8, 8\)"):
-        dataclasses.replace(p, w_k=np.zeros((8, 6)))
-    with pytest.raises(ValueError, match=r"w_2 has shape \(32, 6\); expected \(32, 8\)"):
-        dataclasses.replace(p, w_2=np.zeros((32, 6)))
+    with pytest.raises(ValueError, match=r"W_k has shape \(8, 6\); expected \(8, 8\)"):
+        dataclasses.replace(p, W_k=np.zeros((8, 6)))
+    with pytest.raises(ValueError, match=r"W_2 has shape \(32, 6\); expected \(32, 8\)"):
+        dataclasses.replace(p, W_2=np.zeros((32, 6)))
     with pytest.raises(ValueError, match=r"norm_2_beta has shape \(7,\); expected \(8,\)"):
         dataclasses.replace(p, norm_2_beta=np.zeros(7))
     with pytest.raises(ValueError, match="divisible by num_heads=3"):
@@ -263,12 +263,12 @@ def test_block_without_mask_is_permutation_equivariant(data, T, norm_first):
 def test_residual_off_drops_the_skip_connections():
     p = A.init_block_params(8, 2, dtype=np.float64)
     x = _random((5, 8), 9)
-    out, _ = A.transformer_block(x, p, residual=False)
-    attended, _ = A.multi_head_attention(A.layer_norm(x), p.w_q, p.w_k, p.w_v, p.w_o, 2)
-    np.testing.assert_allclose(out, A.feed_forward(A.layer_norm(attended), p.w_1, p.w_2), rtol=1e-12)
-    post, _ = A.transformer_block(x, p, norm_first=False, residual=False)
-    attended, _ = A.multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, 2)
-    np.testing.assert_allclose(post, A.layer_norm(A.feed_forward(A.layer_norm(attended), p.w_1, p.w_2)), rtol=1e-12)
+    out = A.residual_stream(x, [p], residual=False)[-1]
+    attended, _ = A.multi_head_attention(A.layer_norm(x), p.W_q, p.W_k, p.W_v, p.W_o, 2)
+    np.testing.assert_allclose(out, A.feed_forward(A.layer_norm(attended), p.W_1, p.W_2), rtol=1e-12)
+    post = A.residual_stream(x, [p], norm_first=False, residual=False)[-1]
+    attended, _ = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, 2)
+    np.testing.assert_allclose(post, A.layer_norm(A.feed_forward(A.layer_norm(attended), p.W_1, p.W_2)), rtol=1e-12)
 
 
 def test_residual_stream_runs_the_blocks_in_order():
@@ -287,7 +287,7 @@ def test_residual_stream_runs_the_blocks_in_order():
 def test_transformer_block_errors():
     p = A.init_block_params(8, 2)
     with pytest.raises(TypeError, match="params must be a BlockParams"):
-        A.transformer_block(np.zeros((3, 8)), {"w_q": 1})
+        A.transformer_block(np.zeros((3, 8)), {"W_q": 1})
     with pytest.raises(TypeError, match="norm_first must be True or False"):
         A.transformer_block(np.zeros((3, 8)), p, norm_first="pre")
     with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., T, d\); got shape \(8,\)"):
@@ -301,11 +301,11 @@ def test_transformer_block_errors():
 def test_cross_attention_matches_the_loop_reference(bias):
     rng = np.random.default_rng(11)
     target, source = rng.standard_normal((3, 4)), rng.standard_normal((5, 6))
-    w_q, w_k, w_v, w_o = rng.standard_normal((4, 4)), *rng.standard_normal((2, 6, 4)), rng.standard_normal((4, 4))
+    W_q, W_k, W_v, W_o = rng.standard_normal((4, 4)), *rng.standard_normal((2, 6, 4)), rng.standard_normal((4, 4))
     biases = dict(zip(("b_q", "b_k", "b_v", "b_o"), rng.standard_normal((4, 4)))) if bias else {}
     mask = np.array([True, True, True, True, False])  # the source's last token is padding
-    out, weights = A.cross_attention(target, source, w_q, w_k, w_v, w_o, 2, mask=mask, **biases)
-    expected, expected_weights = attention_layer_ref(target, source, w_q, w_k, w_v, w_o, 2,
+    out, weights = A.cross_attention(target, source, W_q, W_k, W_v, W_o, 2, mask=mask, **biases)
+    expected, expected_weights = attention_layer_ref(target, source, W_q, W_k, W_v, W_o, 2,
                                                      np.broadcast_to(mask, (3, 5)), **biases)
     assert weights.shape == (2, 3, 5)
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
@@ -315,9 +315,9 @@ def test_cross_attention_matches_the_loop_reference(bias):
 
 def test_cross_attention_on_itself_is_self_attention():
     x = _random((4, 6), 12, np.float32)
-    w_q, w_k, w_v, w_o = _random((4, 6, 6), 13, np.float32)
-    out, weights = A.cross_attention(x, x, w_q, w_k, w_v, w_o, 3, mask=A.causal_mask(4))
-    expected, expected_weights = multi_head_ref(x, w_q, w_k, w_v, w_o, 3, mask=A.causal_mask(4))
+    W_q, W_k, W_v, W_o = _random((4, 6, 6), 13, np.float32)
+    out, weights = A.cross_attention(x, x, W_q, W_k, W_v, W_o, 3, mask=A.causal_mask(4))
+    expected, expected_weights = multi_head_ref(x, W_q, W_k, W_v, W_o, 3, mask=A.causal_mask(4))
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5, atol=1e-6)
@@ -326,7 +326,7 @@ def test_cross_attention_on_itself_is_self_attention():
 def test_cross_attention_errors():
     target, source = np.zeros((3, 4)), np.zeros((5, 6))
     w = np.zeros((4, 4))
-    with pytest.raises(ValueError, match=r"w_k has shape \(4, 4\); expected \(6, d_out\)"):
+    with pytest.raises(ValueError, match=r"W_k has shape \(4, 4\); expected \(6, d_out\)"):
         A.cross_attention(target, source, w, w, w, w, 2)
     with pytest.raises(ValueError, match="mask of shape"):
         A.cross_attention(target, source, w, np.zeros((6, 4)), np.zeros((6, 4)), w, 2, mask=np.ones((3, 4), bool))
@@ -368,3 +368,47 @@ def test_parameter_count_options_and_errors():
         A.parameter_count([12, 768])
     with pytest.raises(TypeError, match="num_layers must be an integer"):
         A.parameter_count({**base, "num_layers": 12.0})
+
+
+def _validation_entries(call):
+    """How many times ``call()`` enters attn_helpers/_validate.py from another module."""
+    import sys
+
+    from attn_helpers import _validate
+
+    entries = 0
+
+    def profile(frame, event, arg):
+        nonlocal entries
+        if event == "call" and frame.f_code.co_filename == _validate.__file__:
+            if frame.f_back is None or frame.f_back.f_code.co_filename != _validate.__file__:
+                entries += 1
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return entries
+
+
+def test_one_transformer_block_call_validates_its_inputs_once():
+    params = A.init_block_params(16, 4, bias=True)
+    x = _random((6, 16), 11, np.float32)
+    for norm_first in (True, False):
+        count = _validation_entries(lambda nf=norm_first: A.transformer_block(x, params, A.causal_mask(6), nf))
+        assert 1 <= count <= 8, count
+    # the inner calls (layer norms, attention, softmax, feed-forward) go through no checks at all
+    assert _validation_entries(lambda: A.transformer_block.unchecked(x, params, None, True)) == 0
+
+
+def test_a_bad_input_to_a_block_names_the_argument():
+    params = A.init_block_params(8, 2)
+    with pytest.raises(ValueError, match=r"x has shape \(5, 6\); expected \(\.\.\., T, 8\)"):
+        A.transformer_block(np.ones((5, 6)), params)
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast"):
+        A.transformer_block(np.ones((5, 8)), params, mask=A.causal_mask(4))
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        A.transformer_block(np.ones((5, 8)), params, mask=np.tri(5))
+    with pytest.raises(ValueError, match="x contains NaN"):
+        A.transformer_block(np.full((5, 8), np.nan), params)

@@ -1,4 +1,4 @@
-"""The KV cache (attn_helpers.kv_cache, transformer_block(kv_cache=...)) and grouped-query attention.
+"""The KV cache (attn_helpers.kv_cache: decoder_block(kv_cache=...)) and grouped-query attention.
 
 What is exact and what is not. Generated tokens, the cached keys and values once written,
 and the rows of a causal model before a changed token are compared with ``==`` /
@@ -26,12 +26,14 @@ from attn_helpers.kv_cache import (
     KVCache,
     attention_weights_bytes,
     cache_table,
+    decoder_block,
     decoder_forward,
     generate,
+    grouped_query_attention,
     kv_cache_bytes,
     random_decoder,
+    repeat_kv_heads,
 )
-from attn_helpers.multihead import repeat_kv_heads
 from tests.reference import multi_head_ref
 
 ULPS = 16  # allowed difference, in units in the last place of the largest score (4 measured; see the docstring)
@@ -50,19 +52,19 @@ def cached_step_by_step(decoder, ids, prompt_length):
     return np.concatenate(rows), cache
 
 
-# --- grouped-query attention in multi_head_attention ------------------------------------------
+# --- grouped-query attention (kv_cache.grouped_query_attention) ------------------------------------------
 @pytest.mark.parametrize(("num_heads", "num_kv_heads"), [(4, 4), (4, 2), (4, 1), (6, 3), (6, 2), (1, 1)])
 @pytest.mark.parametrize("masked", [False, True])
 def test_grouped_query_attention_equals_the_loop_reference(num_heads, num_kv_heads, masked):
     rng = np.random.default_rng(num_heads * 10 + num_kv_heads)
     T, d_model, head_dim = 5, 12, 2
     x = rng.standard_normal((T, d_model))
-    w_q = rng.standard_normal((d_model, num_heads * head_dim))
-    w_k, w_v = (rng.standard_normal((d_model, num_kv_heads * head_dim)) for _ in range(2))
-    w_o = rng.standard_normal((num_heads * head_dim, d_model))
+    W_q = rng.standard_normal((d_model, num_heads * head_dim))
+    W_k, W_v = (rng.standard_normal((d_model, num_kv_heads * head_dim)) for _ in range(2))
+    W_o = rng.standard_normal((num_heads * head_dim, d_model))
     mask = causal_mask(T) if masked else None
-    out, weights = multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=mask, num_kv_heads=num_kv_heads)
-    expected_out, expected_weights = multi_head_ref(x, w_q, w_k, w_v, w_o, num_heads, mask, num_kv_heads)
+    out, weights = grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=mask, num_kv_heads=num_kv_heads)
+    expected_out, expected_weights = multi_head_ref(x, W_q, W_k, W_v, W_o, num_heads, mask, num_kv_heads)
     np.testing.assert_allclose(out, expected_out, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-10, atol=1e-12)
 
@@ -70,9 +72,9 @@ def test_grouped_query_attention_equals_the_loop_reference(num_heads, num_kv_hea
 def test_grouped_query_attention_with_every_kv_head_is_multi_head_attention():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 6, 8), dtype=np.float32)
-    w_q, w_k, w_v, w_o = rng.standard_normal((4, 8, 8), dtype=np.float32)
-    plain = multi_head_attention(x, w_q, w_k, w_v, w_o, 4)
-    grouped = multi_head_attention(x, w_q, w_k, w_v, w_o, 4, num_kv_heads=4)
+    W_q, W_k, W_v, W_o = rng.standard_normal((4, 8, 8), dtype=np.float32)
+    plain = multi_head_attention(x, W_q, W_k, W_v, W_o, 4)
+    grouped = grouped_query_attention(x, W_q, W_k, W_v, W_o, 4, num_kv_heads=4)
     np.testing.assert_array_equal(plain[0], grouped[0])
     assert grouped[0].dtype == np.float32
 
@@ -90,22 +92,22 @@ def test_grouped_query_attention_bad_head_counts(kwargs, words):
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((3, 8)), rng.standard_normal((8, 8))
     with pytest.raises(ValueError, match=words):
-        multi_head_attention(x, w, w[:, :4], w[:, :4], w, 4, **kwargs)
+        grouped_query_attention(x, w, w[:, :4], w[:, :4], w, 4, **kwargs)
 
 
 def test_grouped_query_attention_names_a_key_projection_of_the_wrong_width():
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((3, 8)), rng.standard_normal((8, 8))
-    with pytest.raises(ValueError, match=r"w_q has shape \(8, 8\) and w_k has shape \(8, 8\).*num_kv_heads \* d_h"):
-        multi_head_attention(x, w, w, w[:, :4], w, 4, num_kv_heads=2)
+    with pytest.raises(ValueError, match=r"W_q has shape \(8, 8\) and W_k has shape \(8, 8\).*num_kv_heads \* d_h"):
+        grouped_query_attention(x, w, w, w[:, :4], w, 4, num_kv_heads=2)
 
 
 def test_a_grouped_query_block_is_a_block_with_tied_key_and_value_heads():
     grouped = init_block_params(12, 6, rng=3, dtype=np.float64, num_kv_heads=2)  # d_h = 2, groups of 3
     columns = np.concatenate([np.arange(g * 2, g * 2 + 2) for g in np.arange(6) // 3])  # head i gets head i // 3
-    tied = dataclasses.replace(grouped, w_k=grouped.w_k[:, columns], w_v=grouped.w_v[:, columns], num_kv_heads=None)
+    tied = dataclasses.replace(grouped, W_k=grouped.W_k[:, columns], W_v=grouped.W_v[:, columns], num_kv_heads=None)
     x = np.random.default_rng(4).standard_normal((7, 12))
-    out, weights = transformer_block(x, grouped, causal_mask(7))
+    out, weights = decoder_block(x, grouped, causal_mask(7))
     expected_out, expected_weights = transformer_block(x, tied, causal_mask(7))
     np.testing.assert_allclose(out, expected_out, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-12, atol=1e-12)
@@ -113,19 +115,20 @@ def test_a_grouped_query_block_is_a_block_with_tied_key_and_value_heads():
 
 
 # --- the cache inside one block ---------------------------------------------------------------
-@pytest.mark.parametrize("norm_first", [True, False])
 @pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
-def test_a_block_with_a_cache_gives_the_rows_of_the_whole_sequence(norm_first, num_kv_heads):
+def test_a_block_with_a_cache_gives_the_rows_of_the_whole_sequence(num_kv_heads):
     params = init_block_params(8, 4, rng=5, bias=True, dtype=np.float64, num_kv_heads=num_kv_heads)
     params = dataclasses.replace(params, **{name: np.random.default_rng(6).normal(0, 0.5, getattr(params, name).shape)
                                             for name in ("b_q", "b_k", "b_v", "b_o", "b_1", "b_2")})
     x = np.random.default_rng(7).standard_normal((9, 8))
-    full, full_weights = transformer_block(x, params, causal_mask(9), norm_first)
+    full, full_weights = decoder_block(x, params, causal_mask(9))
+    if num_kv_heads is None:  # an ordinary block: the same as notebook 10's transformer_block
+        np.testing.assert_array_equal(full, transformer_block(x, params, causal_mask(9))[0])
     cache = KVCache()
-    first, _ = transformer_block(x[:5], params, causal_mask(5), norm_first, kv_cache=cache)  # 5 positions at once
+    first, _ = decoder_block(x[:5], params, causal_mask(5), kv_cache=cache)  # 5 positions at once
     rows = [first]
     for t in range(5, 9):  # then one position at a time: it sees every cached key, nothing to mask
-        out, weights = transformer_block(x[t : t + 1], params, None, norm_first, kv_cache=cache)
+        out, weights = decoder_block(x[t : t + 1], params, None, kv_cache=cache)
         assert weights.shape == (4, 1, t + 1)
         assert_equal_to_rounding(weights[:, 0], full_weights[:, t, : t + 1])
         rows.append(out)
@@ -272,19 +275,19 @@ def test_a_cache_of_the_wrong_shape_or_kind_is_named():
     assert cache.length == 3  # nothing was added by the failed calls
     x, w = np.ones((1, 8)), np.eye(8)
     with pytest.raises(TypeError, match="kv_cache must be a KVCache"):
-        multi_head_attention(x, w, w, w, w, 2, kv_cache=[])
+        grouped_query_attention(x, w, w, w, w, 2, kv_cache=[])
     with pytest.raises(ValueError, match=r"mask of shape \(1, 2\) does not broadcast to the scores' shape "
                                          r"\(\.\.\., T, T_past \+ T\) = \(\.\.\., 1, 4\)"):
-        multi_head_attention(x, w, w, w, w, 2, mask=np.ones((1, 2), bool), kv_cache=cache)  # 3 cached + 1 new
+        grouped_query_attention(x, w, w, w, w, 2, mask=np.ones((1, 2), bool), kv_cache=cache)  # 3 cached + 1 new
 
 
 def test_block_params_check_their_key_value_heads():
     params = init_block_params(8, 4, num_kv_heads=2)
-    assert params.w_k.shape == params.w_v.shape == (8, 4) and params.kv_heads == 2
+    assert params.W_k.shape == params.W_v.shape == (8, 4) and params.kv_heads == 2
     with pytest.raises(ValueError, match="num_kv_heads=3 must divide num_heads=4"):
         init_block_params(8, 4, num_kv_heads=3)
-    with pytest.raises(ValueError, match=r"w_k has shape \(8, 8\); expected \(8, 4\)"):
-        dataclasses.replace(params, w_k=np.zeros((8, 8)))
+    with pytest.raises(ValueError, match=r"W_k has shape \(8, 8\); expected \(8, 4\)"):
+        dataclasses.replace(params, W_k=np.zeros((8, 8)))
     with pytest.raises(ValueError, match="num_kv_heads must be >= 1"):
         dataclasses.replace(params, num_kv_heads=0)
 
@@ -301,5 +304,20 @@ def test_the_default_decoder_is_made_of_notebook_10s_example():
     decoder, example = random_decoder(), creature_block_example(num_blocks=2)
     np.testing.assert_array_equal(decoder.embeddings + positional_encoding(8, 16), example["X"])
     for block, expected in zip(decoder.blocks, example["blocks"]):
-        for name in ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2"):
+        for name in ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2"):
             np.testing.assert_array_equal(getattr(block, name), getattr(expected, name))
+
+
+def test_decoder_forward_is_a_stack_of_causal_transformer_blocks():
+    # Built by hand from notebook 10's pieces: a mask off by one (a token seeing the next one, or
+    # not itself) or a missing final norm changes these numbers.
+    decoder = random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=3, dtype=np.float64)
+    ids = np.array([3, 1, 4, 1, 5, 2, 6, 0])
+    T = len(ids)
+    x = decoder.embeddings[ids] + positional_encoding(T, 16, dtype=np.float64)
+    for block in decoder.blocks:
+        x, _ = transformer_block(x, block, mask=causal_mask(T))
+    from attn_helpers import layer_norm
+
+    expected = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta) @ decoder.embeddings.T
+    np.testing.assert_allclose(decoder_forward(decoder, ids), expected, rtol=1e-12, atol=1e-12)

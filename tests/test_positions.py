@@ -286,3 +286,13 @@ def test_dog_bites_man_every_reordering():
     for order in ([0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]):
         assert A.order_sensitivity(self_attention(example, False), X, order).max() < 1e-5
         assert A.order_sensitivity(self_attention(example, True), X, order).min() > 0.05
+
+
+def test_order_sensitivity_reads_the_context_of_an_attend_that_returns_context_and_weights():
+    X = np.random.default_rng(3).standard_normal((4, 3))
+    with_weights = A.order_sensitivity(lambda X: A.scaled_dot_product_attention(X, X, X), X, [3, 1, 0, 2])
+    context_only = A.order_sensitivity(lambda X: A.scaled_dot_product_attention(X, X, X)[0], X, [3, 1, 0, 2])
+    np.testing.assert_array_equal(with_weights, context_only)
+    assert with_weights.max() < 1e-12  # attention without positions: no order
+    with pytest.raises(ValueError, match=r"attend\(X\) must give one output row per token"):
+        A.order_sensitivity(lambda X: X.sum(axis=0, keepdims=True), X, [3, 1, 0, 2])
