@@ -43,7 +43,7 @@ def head_contexts(model, result, layer, head):
     """Head ``(layer, head)``'s context vectors in ``result = model.run(text)``: ``weights @ values``, ``(T, d_h)``."""
     params = model.blocks[layer]
     x = result.hidden_states[layer]  # (T, d_model): the input of the block
-    values = split_heads(x @ params.w_v + params.b_v, model.num_heads)[head]  # (T, d_model) -> (T, d_h)
+    values = split_heads(x @ params.W_v + params.b_v, model.num_heads)[head]  # (T, d_model) -> (T, d_h)
     return result.attentions[layer, head] @ values  # (T, T) @ (T, d_h) -> (T, d_h)
 
 
@@ -60,13 +60,13 @@ def ablate_head(model, layer, head, mean=None):
     """
     params = model.blocks[layer]
     rows = head_rows(model, head)
-    W_o, b_o = params.w_o.copy(), params.b_o.copy()
+    W_o, b_o = params.W_o.copy(), params.b_o.copy()
     if mean is not None:
         b_o = b_o + np.asarray(mean, dtype=W_o.dtype) @ W_o[rows]  # (d_h,) @ (d_h, d_model) -> (d_model,)
     W_o[rows] = 0
     ablated = copy.copy(model)
     ablated.blocks = list(model.blocks)
-    ablated.blocks[layer] = dataclasses.replace(params, w_o=W_o, b_o=b_o)
+    ablated.blocks[layer] = dataclasses.replace(params, W_o=W_o, b_o=b_o)
     return ablated
 
 

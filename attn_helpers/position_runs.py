@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import as_positive_int
-from .examples import SEED
+from .config import SEED
 from .training import TASKS, TrainingRun, accuracy, held_out_batch, load_runs, predict, train
 
 __all__ = ["TASK", "KINDS", "SEEDS", "TRAIN_LENGTH", "TEST_LENGTHS", "position_run", "load_position_runs",

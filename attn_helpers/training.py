@@ -28,7 +28,7 @@ import numpy as np
 from ._validate import as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
 from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
-from .examples import SEED
+from .config import SEED
 from .multihead import merge_heads, split_heads
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 

@@ -35,7 +35,7 @@ def _block_with_head_replaced(x, p, num_heads, head, context):
     x = x.astype(np.float64)
     T, d = x.shape
     d_h = d // num_heads
-    q, k, v = (x @ w.astype(np.float64) + b for w, b in ((p.w_q, p.b_q), (p.w_k, p.b_k), (p.w_v, p.b_v)))
+    q, k, v = (x @ w.astype(np.float64) + b for w, b in ((p.W_q, p.b_q), (p.W_k, p.b_k), (p.W_v, p.b_v)))
     heads = []
     for h in range(num_heads):
         cols = slice(h * d_h, (h + 1) * d_h)
@@ -43,11 +43,11 @@ def _block_with_head_replaced(x, p, num_heads, head, context):
         weights = np.exp(scores - scores.max(axis=1, keepdims=True))
         weights /= weights.sum(axis=1, keepdims=True)
         heads.append(np.broadcast_to(context, (T, d_h)) if h == head else weights @ v[:, cols])
-    attended = np.concatenate(heads, axis=1) @ p.w_o.astype(np.float64) + p.b_o
+    attended = np.concatenate(heads, axis=1) @ p.W_o.astype(np.float64) + p.b_o
     y = _layer_norm(x + attended, p.norm_1_gamma, p.norm_1_beta, p.eps)
-    hidden = y @ p.w_1.astype(np.float64) + p.b_1
+    hidden = y @ p.W_1.astype(np.float64) + p.b_1
     gelu = hidden * 0.5 * (1 + np.vectorize(math.erf)(hidden / math.sqrt(2)))  # the exact GELU
-    return _layer_norm(y + gelu @ p.w_2.astype(np.float64) + p.b_2, p.norm_2_gamma, p.norm_2_beta, p.eps)
+    return _layer_norm(y + gelu @ p.W_2.astype(np.float64) + p.b_2, p.norm_2_gamma, p.norm_2_beta, p.eps)
 
 
 @pytest.mark.parametrize("layer, head, mode", [(0, 2, "zero"), (4, 5, "mean"), (5, 11, "zero")])
@@ -64,20 +64,20 @@ def test_an_ablated_block_equals_the_block_written_out_with_that_head_replaced(m
 
 
 def test_the_model_is_not_changed_and_the_copy_shares_every_other_block(model):
-    before = model.blocks[0].w_o.copy()
+    before = model.blocks[0].W_o.copy()
     ablated = ablate_head(model, 0, 2, mean=np.ones(model.d_model // model.num_heads))
-    np.testing.assert_array_equal(model.blocks[0].w_o, before)
+    np.testing.assert_array_equal(model.blocks[0].W_o, before)
     rows = head_rows(model, 2)
-    assert not ablated.blocks[0].w_o[rows].any() and model.blocks[0].w_o[rows].any()
+    assert not ablated.blocks[0].W_o[rows].any() and model.blocks[0].W_o[rows].any()
     assert all(a is b for a, b in zip(ablated.blocks[1:], model.blocks[1:], strict=True))
-    np.testing.assert_allclose(ablated.blocks[0].b_o, model.blocks[0].b_o + model.blocks[0].w_o[rows].sum(axis=0),
+    np.testing.assert_allclose(ablated.blocks[0].b_o, model.blocks[0].b_o + model.blocks[0].W_o[rows].sum(axis=0),
                                rtol=1e-5, atol=1e-6)
 
 
 def test_head_contexts_match_a_loop_and_the_helpers_match_the_model(model):
     result = model.run(TEXT)
     p, d_h = model.blocks[3], model.d_model // model.num_heads
-    values = (result.hidden_states[3] @ p.w_v + p.b_v)[:, 7 * d_h: 8 * d_h]
+    values = (result.hidden_states[3] @ p.W_v + p.b_v)[:, 7 * d_h: 8 * d_h]
     loop = np.array([sum(w * values[j] for j, w in enumerate(row)) for row in result.attentions[3, 7]])
     np.testing.assert_allclose(head_contexts(model, result, 3, 7), loop, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sentence_embeddings([result])[0], model.embed(TEXT), atol=1e-6)

@@ -87,7 +87,7 @@ def head_assignment(T, d_model, num_heads, split="right"):
     return owner.reshape(T, d_model)
 
 
-def head_contributions(context, w_o):
+def head_contributions(context, W_o):
     r"""Each head's part of the output: :math:`\mathrm{head}_i\, W_o^{(i)}`, which sum to the output.
 
     :math:`\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_o = \sum_i \mathrm{head}_i W_o^{(i)}`
@@ -97,26 +97,26 @@ def head_contributions(context, w_o):
     ----------
     context : array_like, shape (h, T, d_h)
         The per-head context vectors.
-    w_o : array_like, shape (h * d_h, d_out)
+    W_o : array_like, shape (h * d_h, d_out)
 
     Returns
     -------
     parts : ndarray, shape (h, T, d_out)
-        ``parts.sum(axis=0)`` equals ``merge_heads(context) @ w_o``.
+        ``parts.sum(axis=0)`` equals ``merge_heads(context) @ W_o``.
 
     Examples
     --------
     >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
-    >>> w_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
-    >>> head_contributions(context, w_o)[1]
+    >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
+    >>> head_contributions(context, W_o)[1]
     array([[0., 2.],
            [0., 2.],
            [0., 2.]])
     """
     context = np.asarray(context)
-    w_o = np.asarray(w_o)
+    W_o = np.asarray(W_o)
     num_heads, _, head_dim = context.shape
-    w_o_heads = w_o.reshape(num_heads, head_dim, w_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
     return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
 
 
