@@ -145,3 +145,28 @@ def test_jupyter_settings_of_the_clone():
     assert "cp .jupyter/labconfig/default_setting_overrides.json" in (ROOT / "binder/postBuild").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "jupyter lab --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in readme
+
+
+def _sync_requirements():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_requirements", ROOT / "tools" / "sync_requirements.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_requirement_files_are_generated_from_the_pins_in_pyproject():
+    for name, text in _sync_requirements().rendered().items():
+        assert (ROOT / name).read_text() == text, f"{name} differs: run python tools/sync_requirements.py"
+
+
+def test_a_pin_is_one_line_in_pyproject(tmp_path, monkeypatch):
+    tool = _sync_requirements()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    pins = tool.extras(pyproject)
+    assert set(pins) == {"notebooks", "test"} and "attn-helpers[notebooks]" in pins["test"]
+    assert all(PIN.fullmatch(line) for line in pins["notebooks"] + pins["test"][1:])
+    (tmp_path / "pyproject.toml").write_text(pyproject.replace("    'ruff==", "    'nbgrader==0.9.5',\n    'ruff=="))
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    assert "nbgrader==0.9.5\nruff==" in tool.rendered()["requirements-test.txt"]
