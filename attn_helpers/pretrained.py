@@ -261,21 +261,42 @@ def read_safetensors(data, name="model.safetensors") -> dict:
 # WordPiece: BERT's tokenizer
 
 
+#: The characters whose category changed between Python 3.10's Unicode tables (13.0) and 3.13's (15.1):
+#: marks, punctuation and format characters of new scripts. HF tokenizers' older tables know none of
+#: them, so they count as ordinary characters here too, on every Python (listed by comparing
+#: ``unicodedata.category`` of every code point under Python 3.10 and 3.13).
+NEWER_THAN_UNICODE_13 = (
+    (0x061D, 0x061D), (0x0890, 0x0891), (0x0898, 0x089F), (0x08CA, 0x08D2), (0x0C3C, 0x0C3C), (0x0ECE, 0x0ECE),
+    (0x1734, 0x1734), (0x180F, 0x180F), (0x1AC1, 0x1ACE), (0x1B7D, 0x1B7E), (0x1DFA, 0x1DFA), (0x2E53, 0x2E5D),
+    (0x10EFD, 0x10EFF), (0x10F82, 0x10F89), (0x11070, 0x11070), (0x11073, 0x11074), (0x110C2, 0x110C2),
+    (0x11241, 0x11241), (0x116B9, 0x116B9), (0x11B00, 0x11B09), (0x11F00, 0x11F01), (0x11F36, 0x11F3A),
+    (0x11F40, 0x11F40), (0x11F42, 0x11F4F), (0x12FF1, 0x12FF2), (0x13439, 0x13440), (0x13447, 0x13455),
+    (0x1CF00, 0x1CF2D), (0x1CF30, 0x1CF46), (0x1E08F, 0x1E08F), (0x1E2AE, 0x1E2AE), (0x1E4EC, 0x1E4EF),
+)
+
+
+def _category(char):
+    """``unicodedata.category``, the same on every supported Python: "Cn" for the characters it learnt late."""
+    code = ord(char)
+    if code >= 0x061D and any(lo <= code <= hi for lo, hi in NEWER_THAN_UNICODE_13):
+        return "Cn"
+    return unicodedata.category(char)
+
+
 def _is_control(char):
     # Control, format, private-use and surrogate characters are dropped. Not "Cn" (unassigned): a
     # character newer than this Python's Unicode tables (an emoji of Unicode 15 on Python 3.11) is
     # "Cn" there and "So" on a newer Python; kept, it becomes [UNK] on every Python, as in HF tokenizers.
-    return char not in "\t\n\r" and unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs")
+    return char not in "\t\n\r" and _category(char) in ("Cc", "Cf", "Co", "Cs")
 
 
 def _is_whitespace(char):
-    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+    return char in " \t\n\r" or _category(char) == "Zs"
 
 
 def _is_punctuation(char):
     # BERT counts every ASCII non-letter, non-digit symbol ("$", "+", "^", "`") as punctuation too.
-    return (char.isascii() and not char.isalnum() and 33 <= ord(char) <= 126) or \
-        unicodedata.category(char).startswith("P")
+    return (char.isascii() and not char.isalnum() and 33 <= ord(char) <= 126) or _category(char).startswith("P")
 
 
 def _is_cjk(char):
@@ -303,7 +324,7 @@ def basic_tokenize(text):
         raise TypeError(f"text must be a str; got {type(text).__name__}")
     text = "".join(" " if _is_whitespace(c) else f" {c} " if _is_cjk(c) else c
                    for c in text if c not in "\x00\ufffd" and not _is_control(c))
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if _category(c) != "Mn")
     words = []
     for chunk in text.lower().split():
         word = ""

@@ -483,3 +483,14 @@ def test_unassigned_characters_are_kept_as_unk_but_controls_are_dropped(model):
     # U+0378 is unassigned in every Unicode version; U+200B (format), U+0007 (control) and
     # U+E000 (private use) are dropped.
     assert model.tokenizer.tokenize("a\u0378 b\u200bc\x07d\ue000") == model.tokenizer.tokenize("[UNK] bcd")
+
+
+@pytest.mark.parametrize("text, tokens", [
+    ("ab\u061dcd", ["[UNK]"]),  # ARABIC END OF TEXT MARK: punctuation since Unicode 14, one word in HF tokenizers
+    ("a\u0898b", ["[UNK]"]),  # ARABIC SMALL HIGH WORD AL-JUZ: a mark since Unicode 14, not stripped by HF tokenizers
+    ("hi \u2e5d you", ["hi", "[UNK]", "you"]),  # OBLIQUE HYPHEN (Unicode 14)
+], ids=["new punctuation", "new mark", "new dash"])
+def test_characters_newer_than_unicode_13_are_ordinary_on_every_python(model, text, tokens):
+    # HF tokenizers' output (tokenizers 0.23.3) for these; Python 3.11 and later would otherwise split
+    # at the punctuation or drop the mark, Python 3.10 would not.
+    assert model.tokenizer.tokenize(text) == ["[CLS]", *tokens, "[SEP]"]
