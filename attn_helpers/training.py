@@ -464,6 +464,14 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     Returns
     -------
     TrainingRun
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument of the wrong type or out of range (the message names it).
+    FloatingPointError
+        The training diverged: the loss stopped being finite or grew past :data:`DIVERGED` times its
+        first value (the message gives the step and suggests a smaller learning rate).
     """
     from threadpoolctl import threadpool_limits
 
