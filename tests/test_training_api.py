@@ -29,11 +29,11 @@ def test_a_custom_task_trains_and_scores_itself():
 
 
 def test_a_replaced_task_trains_and_scores_the_replaced_one():
-    longer = dataclasses.replace(TASKS["reverse"], seq_len=5, steps=3)
-    run = train(longer, batch_size=4)
+    shorter = dataclasses.replace(TASKS["reverse"], seq_len=5, steps=3)
+    run = train(shorter, batch_size=4)
     assert run.config.seq_len == 5 and run.probe.shape == (5,) and run.weights().shape == (1, 1, 5, 5)
-    assert run.the_task() is longer
-    tokens, targets = held_out_batch(longer, 2)
+    assert run.the_task() is shorter
+    tokens, targets = held_out_batch(shorter, 2)
     assert tokens.shape == (2, 5)
     accuracy(run, size=10)  # scores on sequences of 5 tokens, not on the built-in task's 8
 
