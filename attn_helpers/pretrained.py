@@ -90,6 +90,9 @@ def model_dir(path=None) -> Path:
         if not isinstance(path, (str, Path)):
             raise TypeError(f"path must be a folder name (str or pathlib.Path); got {type(path).__name__} {path!r}")
         folder = Path(path).expanduser()
+    if folder.is_file():
+        raise NotADirectoryError(f"The model path {str(folder)!r} is a file, not a folder: pass the folder that holds "
+                                 "model.safetensors, vocab.txt and config.json.")
     if not folder.is_dir():
         raise FileNotFoundError(f"The model folder {str(folder)!r} does not exist.")
     for name in MODEL_FILES:
@@ -102,17 +105,81 @@ def model_dir(path=None) -> Path:
 def _verified_weights(file: Path) -> bytes:
     """The bytes of ``file`` if their SHA-256 is :data:`MODEL_SHA256`; else a ``ValueError`` naming the file.
 
+    The size is compared first, so a wrong file (a 1.5 GB model, say) is refused without being read.
     The same bytes are hashed and then parsed: a file that changes after the check cannot slip through.
     """
+    size = file.stat().st_size
+    if size < MODEL_SIZE:
+        raise ValueError(f"The weights file {str(file)!r} is truncated ({size:,} of {MODEL_SIZE:,} bytes): "
+                         f"an interrupted download or copy? Reinstall it (`{INSTALL_COMMAND}`).")
+    if size > MODEL_SIZE:
+        raise ValueError(f"The weights file {str(file)!r} is not all-MiniLM-L6-v2's: it has {size:,} bytes, "
+                         f"expected {MODEL_SIZE:,}. Reinstall it (`{INSTALL_COMMAND}`).")
     data = file.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    if digest == MODEL_SHA256:
-        return data
-    if len(data) < MODEL_SIZE:
-        raise ValueError(f"The weights file {str(file)!r} is truncated ({len(data):,} of {MODEL_SIZE:,} bytes): "
-                         f"an interrupted download or copy? Reinstall it (`{INSTALL_COMMAND}`).")
-    raise ValueError(f"The weights file {str(file)!r} is corrupt or not all-MiniLM-L6-v2's: its SHA-256 is "
-                     f"{digest}, expected {MODEL_SHA256}. Reinstall it (`{INSTALL_COMMAND}`).")
+    if digest != MODEL_SHA256:
+        raise ValueError(f"The weights file {str(file)!r} is corrupt or not all-MiniLM-L6-v2's: its SHA-256 is "
+                         f"{digest}, expected {MODEL_SHA256}. Reinstall it (`{INSTALL_COMMAND}`).")
+    return data
+
+
+#: SHA-256 of the vocabulary the weights were trained with: ``vocab.txt``'s lines joined by ``"\n"``.
+VOCAB_SHA256 = "0f052197aac305fe42f378b5c61554b7bacb34b8be4af83fec2cfdcdffbc9973"
+#: The ``config.json`` values the code reads, as the verified weights need them (any other value runs another model).
+MODEL_CONFIG = {"num_hidden_layers": 6, "num_attention_heads": 12, "hidden_size": 384, "intermediate_size": 1536,
+                "vocab_size": 30522, "max_position_embeddings": 512, "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
+
+
+def _text(file: Path, what: str) -> str:
+    """The UTF-8 text of ``file`` (line endings as ``\n``), or a ``ValueError`` naming it."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"The {what} {str(file)!r} is not UTF-8 text (byte {err.object[err.start]:#04x} at "
+                         f"position {err.start:,}); reinstall it (`{INSTALL_COMMAND}`).") from None
+
+
+def _checked_vocab(file: Path, text: str, rows: int) -> list:
+    """The pieces of ``vocab.txt`` (one per line) if they are the vocabulary of the verified weights."""
+    pieces = text.split("\n")
+    if pieces and pieces[-1] == "":
+        pieces.pop()  # the newline that ends the last line
+    if len(pieces) != rows:
+        raise ValueError(f"The vocabulary file {str(file)!r} has {len(pieces):,} lines but the weights have "
+                         f"{rows:,} token embeddings (one per line): was a line deleted or the file cut? "
+                         f"Reinstall it (`{INSTALL_COMMAND}`).")
+    if hashlib.sha256("\n".join(pieces).encode()).hexdigest() != VOCAB_SHA256:
+        raise ValueError(f"The vocabulary file {str(file)!r} is not the one these weights were trained with (a line "
+                         f"is changed, so token ids would point at the wrong embeddings); reinstall it "
+                         f"(`{INSTALL_COMMAND}`).")
+    return pieces
+
+
+def _checked_config(file: Path, text: str, weights: dict) -> dict:
+    """``config.json`` as a dict, if every value the code reads matches the verified weights."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"The configuration file {str(file)!r} is not valid JSON ({err}); reinstall it "
+                         f"(`{INSTALL_COMMAND}`).") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"The configuration file {str(file)!r} holds a JSON {type(config).__name__}, not an object "
+                         f"of settings; reinstall it (`{INSTALL_COMMAND}`).")
+    layers = {key.split(".")[2] for key in weights if key.startswith("encoder.layer.")}
+    needed = dict(MODEL_CONFIG,  # what the shapes say, where they say it; the rest is the verified model's
+                  num_hidden_layers=len(layers),
+                  hidden_size=weights["embeddings.word_embeddings.weight"].shape[1],
+                  vocab_size=weights["embeddings.word_embeddings.weight"].shape[0],
+                  max_position_embeddings=weights["embeddings.position_embeddings.weight"].shape[0],
+                  intermediate_size=weights["encoder.layer.0.intermediate.dense.weight"].shape[0])
+    for key, value in needed.items():
+        got = config.get(key)
+        if key not in config or type(got) is not type(value) or got != value:  # 384.0 or true is not 384
+            said = f"says {key} = {json.dumps(got)}" if key in config else f"does not give {key}"
+            raise ValueError(f"The configuration file {str(file)!r} {said}, but the verified weights of "
+                             f"all-MiniLM-L6-v2 need {json.dumps(value)}; reinstall it (`{INSTALL_COMMAND}`).")
+    return config
 
 
 #: safetensors' dtype names and the numpy dtypes they are stored as (little-endian).
@@ -148,28 +215,44 @@ def read_safetensors(data, name="model.safetensors") -> dict:
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be the file's bytes; got {type(data).__name__}")
+
+    def invalid(reason):
+        return ValueError(f"{name} is not a valid safetensors file: {reason}")
+
     if len(data) < 8:
-        raise ValueError(f"{name} is not a safetensors file: {len(data)} bytes, too short for its 8-byte header size")
+        raise invalid(f"{len(data)} bytes, too short for its 8-byte header size")
     header_size = int.from_bytes(data[:8], "little")
     start = 8 + header_size  # where the arrays begin
     if start > len(data):
-        raise ValueError(f"{name} is truncated or not a safetensors file: its header says {header_size:,} bytes of "
-                         f"JSON, but the file has {len(data):,} bytes")
+        raise invalid(f"its header says {header_size:,} bytes of JSON, but the file has {len(data):,} bytes "
+                      "(truncated?)")
     try:
         header = json.loads(bytes(data[8:start]))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{name} is not a safetensors file: its header is not JSON ({err})") from None
+        raise invalid(f"its header is not JSON ({err})") from None
+    if not isinstance(header, dict):
+        raise invalid(f"its header is a JSON {type(header).__name__}, not an object")
     arrays = {}
     for key, entry in header.items():
         if key == "__metadata__":
             continue
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            raise invalid(f"array {key!r} should have exactly dtype, shape and data_offsets; got {entry!r}")
+        if entry["dtype"] not in SAFETENSORS_DTYPES:
+            raise invalid(f"array {key!r} has the dtype {entry['dtype']!r}, not one of {sorted(SAFETENSORS_DTYPES)}")
+        shape, offsets = entry["shape"], entry["data_offsets"]
+        if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)
+                and isinstance(offsets, list) and len(offsets) == 2 and all(type(n) is int for n in offsets)):
+            raise invalid(f"array {key!r} needs a shape of sizes >= 0 and two integer offsets; got shape {shape!r}, "
+                          f"data_offsets {offsets!r}")
         dtype = np.dtype(SAFETENSORS_DTYPES[entry["dtype"]])
-        begin, end = entry["data_offsets"]
-        count = int(np.prod(entry["shape"], dtype=np.int64))
-        if end - begin != count * dtype.itemsize or start + end > len(data):
-            raise ValueError(f"{name} is truncated or corrupt: array {key!r} should fill bytes {begin:,}..{end:,} "
-                             f"after the header, but the file has {len(data) - start:,}")
-        array = np.frombuffer(data, dtype=dtype, count=count, offset=start + begin).reshape(entry["shape"])
+        begin, end = offsets
+        count = int(np.prod(shape, dtype=np.int64))
+        if not 0 <= begin <= end <= len(data) - start or end - begin != count * dtype.itemsize:
+            raise invalid(f"array {key!r} of shape {tuple(shape)} should fill {count * dtype.itemsize:,} bytes, but "
+                          f"its offsets are {begin:,}..{end:,} and the file has {len(data) - start:,} after the "
+                          "header (truncated or corrupt)")
+        array = np.frombuffer(data, dtype=dtype, count=count, offset=start + begin).reshape(shape)
         arrays[key] = array.astype(dtype.newbyteorder("="), copy=False)  # native order (a no-op on x86 and ARM)
     return arrays
 
@@ -178,18 +261,42 @@ def read_safetensors(data, name="model.safetensors") -> dict:
 # WordPiece: BERT's tokenizer
 
 
+#: The characters whose category changed between Python 3.10's Unicode tables (13.0) and 3.13's (15.1):
+#: marks, punctuation and format characters of new scripts. HF tokenizers' older tables know none of
+#: them, so they count as ordinary characters here too, on every Python (listed by comparing
+#: ``unicodedata.category`` of every code point under Python 3.10 and 3.13).
+NEWER_THAN_UNICODE_13 = (
+    (0x061D, 0x061D), (0x0890, 0x0891), (0x0898, 0x089F), (0x08CA, 0x08D2), (0x0C3C, 0x0C3C), (0x0ECE, 0x0ECE),
+    (0x1734, 0x1734), (0x180F, 0x180F), (0x1AC1, 0x1ACE), (0x1B7D, 0x1B7E), (0x1DFA, 0x1DFA), (0x2E53, 0x2E5D),
+    (0x10EFD, 0x10EFF), (0x10F82, 0x10F89), (0x11070, 0x11070), (0x11073, 0x11074), (0x110C2, 0x110C2),
+    (0x11241, 0x11241), (0x116B9, 0x116B9), (0x11B00, 0x11B09), (0x11F00, 0x11F01), (0x11F36, 0x11F3A),
+    (0x11F40, 0x11F40), (0x11F42, 0x11F4F), (0x12FF1, 0x12FF2), (0x13439, 0x13440), (0x13447, 0x13455),
+    (0x1CF00, 0x1CF2D), (0x1CF30, 0x1CF46), (0x1E08F, 0x1E08F), (0x1E2AE, 0x1E2AE), (0x1E4EC, 0x1E4EF),
+)
+
+
+def _category(char):
+    """``unicodedata.category``, the same on every supported Python: "Cn" for the characters it learnt late."""
+    code = ord(char)
+    if code >= 0x061D and any(lo <= code <= hi for lo, hi in NEWER_THAN_UNICODE_13):
+        return "Cn"
+    return unicodedata.category(char)
+
+
 def _is_control(char):
-    return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
+    # Control, format, private-use and surrogate characters are dropped. Not "Cn" (unassigned): a
+    # character newer than this Python's Unicode tables (an emoji of Unicode 15 on Python 3.11) is
+    # "Cn" there and "So" on a newer Python; kept, it becomes [UNK] on every Python, as in HF tokenizers.
+    return char not in "\t\n\r" and _category(char) in ("Cc", "Cf", "Co", "Cs")
 
 
 def _is_whitespace(char):
-    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+    return char in " \t\n\r" or _category(char) == "Zs"
 
 
 def _is_punctuation(char):
     # BERT counts every ASCII non-letter, non-digit symbol ("$", "+", "^", "`") as punctuation too.
-    return (char.isascii() and not char.isalnum() and 33 <= ord(char) <= 126) or \
-        unicodedata.category(char).startswith("P")
+    return (char.isascii() and not char.isalnum() and 33 <= ord(char) <= 126) or _category(char).startswith("P")
 
 
 def _is_cjk(char):
@@ -217,7 +324,7 @@ def basic_tokenize(text):
         raise TypeError(f"text must be a str; got {type(text).__name__}")
     text = "".join(" " if _is_whitespace(c) else f" {c} " if _is_cjk(c) else c
                    for c in text if c not in "\x00\ufffd" and not _is_control(c))
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if _category(c) != "Mn")
     words = []
     for chunk in text.lower().split():
         word = ""
@@ -449,19 +556,22 @@ def _blas() -> ThreadpoolController:
 
 
 @lru_cache(maxsize=4)
-def _load(folder: Path, size: int, modified: int) -> MiniLM:
+def _load(folder: Path, weights_stat: tuple, vocab_text: str, config_text: str) -> MiniLM:
+    # Cached by the weights file's size, time and inode and by the text of the two small files, so an
+    # edited file is read again (and checked again), never served from an earlier load.
     weights = read_safetensors(_verified_weights(folder / "model.safetensors"), str(folder / "model.safetensors"))
-    with open(folder / "vocab.txt", encoding="utf-8") as handle:
-        vocab = [line.rstrip("\n") for line in handle]
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    vocab = _checked_vocab(folder / "vocab.txt", vocab_text, len(weights["embeddings.word_embeddings.weight"]))
+    config = _checked_config(folder / "config.json", config_text, weights)
     return MiniLM(weights, vocab, config)
 
 
 def load_minilm(path=None) -> MiniLM:
     """Load all-MiniLM-L6-v2 from the installed package, or from the folder ``path``.
 
-    The weights' SHA-256 is checked before they are used. Loaded once per folder and cached,
-    so calling it again (a re-run cell) costs nothing.
+    The weights' size and SHA-256 are checked before they are used, then ``vocab.txt`` and
+    ``config.json`` against them (the vocabulary's lines, the settings the weights' shapes fix).
+    Loaded once per folder and cached, so calling it again (a re-run cell) costs nothing; a
+    file edited since is read and checked again.
 
     Parameters
     ----------
@@ -473,10 +583,11 @@ def load_minilm(path=None) -> MiniLM:
     ------
     ModuleNotFoundError
         No ``path`` given and the package is not installed (the message says how to install it).
-    FileNotFoundError
-        The folder or one of the files is missing.
+    FileNotFoundError, NotADirectoryError
+        The folder or one of the files is missing, or ``path`` is a file.
     ValueError
-        ``model.safetensors`` is truncated, corrupt or another model's (its SHA-256 differs).
+        ``model.safetensors`` is truncated, corrupt or another model's (its size or SHA-256 differs), or
+        ``vocab.txt`` or ``config.json`` does not match it (the message names the file).
 
     Examples
     --------
@@ -488,7 +599,9 @@ def load_minilm(path=None) -> MiniLM:
     """
     folder = model_dir(path).resolve()
     stat = (folder / "model.safetensors").stat()
-    return _load(folder, stat.st_size, stat.st_mtime_ns)
+    vocab_text, config_text = _text(folder / "vocab.txt", "vocabulary file"), _text(folder / "config.json",
+                                                                                      "configuration file")
+    return _load(folder, (stat.st_size, stat.st_mtime_ns, stat.st_ino), vocab_text, config_text)
 
 
 #: PyTorch's numbers for a few sentences, shipped with the package (``tools/make_minilm_reference.py``).

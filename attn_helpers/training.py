@@ -12,8 +12,12 @@ The model of notebook 11, in the series' notation (row vectors, one token per ro
 trained with cross-entropy on synthetic sequences (:data:`TASKS`) whose right attention
 pattern is known in advance. :func:`forward` keeps what :func:`backward` needs; the
 backward pass chains the functions of :mod:`attn_helpers.backprop`. :func:`train` is
-seeded and runs single-threaded (``threadpoolctl``, scoped), so the same seed gives the
-same numbers on any machine with the same numpy.
+seeded and runs single-threaded (``threadpoolctl``, scoped): the same seed gives the same
+numbers, bit for bit, on the same machine with the same numpy. Another CPU (AVX-512 rather
+than AVX2, or ARM) may round the last bits differently, and training amplifies such
+differences over hundreds of steps: there the same seed gives the same outcome (the loss
+falls below the same thresholds, the same accuracy and attention patterns, within the
+tolerances the tests hold), not the same last digits.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_positive_int
+from ._validate import as_number, as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
 from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from .config import SEED
@@ -76,6 +80,10 @@ def _induction(rng, batch_size, seq_len, vocab_size):
     distance to the earlier copy varies and position alone cannot find it; the noise in front uses
     only tokens outside the segment.
     """
+    if seq_len < 6 or vocab_size <= seq_len // 2:
+        raise ValueError(f"the induction task needs seq_len >= 6 (a segment of at least 3 tokens and its repeat) "
+                         f"and vocab_size > seq_len // 2 (noise outside the segment); got seq_len={seq_len}, "
+                         f"vocab_size={vocab_size}")
     n = rng.integers(3, seq_len // 2 + 1, size=(batch_size, 1))  # (B, 1): the segment length of each sequence
     order = rng.permuted(np.tile(np.arange(vocab_size), (batch_size, 1)), axis=1)  # (B, V): a shuffle per row
     noise = n + (rng.random((batch_size, seq_len)) * (vocab_size - n)).astype(np.int64)  # indices after the segment
@@ -128,17 +136,43 @@ class Task:
         return causal_mask(self.seq_len) if self.causal else None
 
 
+def _as_task(task) -> Task:
+    """``task`` itself if it is a :class:`Task`, else the task of :data:`TASKS` with that name."""
+    if isinstance(task, Task):
+        return task
+    if not isinstance(task, str):
+        raise TypeError(f"task must be a task name or a Task; got {type(task).__name__} {task!r}")
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)} or a Task; got {task!r}")
+    return TASKS[task]
+
+
+def _as_tokens(tokens, vocab_size, name="tokens"):
+    """``tokens`` as an int64 array, or an error naming the first id outside ``0 .. vocab_size - 1``."""
+    array = np.asarray(tokens)
+    if array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f"):
+        raise TypeError(f"{name} must hold integer token ids; got dtype {array.dtype}")
+    array = array.astype(np.int64)
+    outside = (array < 0) | (array >= vocab_size)
+    if outside.any():
+        raise ValueError(f"{name} must be token ids in 0..{vocab_size - 1}; got {array[outside][0]}")
+    return array
+
+
 def token_labels(task, tokens):
-    """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ...
+    """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ... (at most 26).
 
     Examples
     --------
     >>> token_labels("induction", [0, 1, 15])
     ['A', 'B', 'P']
     """
-    task = TASKS[task] if isinstance(task, str) else task
+    task = _as_task(task)
+    if task.vocab_size > 26:
+        raise ValueError(f"token_labels names at most 26 tokens (A to Z); task {task.name!r} has vocab_size="
+                         f"{task.vocab_size}: print the ids themselves")
     alphabet = "0123456789" if task.vocab_size <= 10 else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    return [alphabet[int(t)] for t in np.asarray(tokens).reshape(-1)]
+    return [alphabet[t] for t in _as_tokens(tokens, task.vocab_size).reshape(-1)]
 
 
 #: The tasks of notebook 11, by name.
@@ -390,7 +424,7 @@ OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
 class TrainingRun:
     """What :func:`train` returns: the trained parameters and the history of the run."""
 
-    task: str
+    task: str  # the task's name
     config: ModelConfig
     params: dict
     steps: int
@@ -400,11 +434,27 @@ class TrainingRun:
     probe: np.ndarray | None = None  # (T,): the held-out sequence whose weights the snapshots show
     seconds: float = 0.0
     held_out_accuracy: float | None = None  # filled in by :func:`accuracy` (and stored with shipped runs)
+    #: The task trained on, when it is not the one of :data:`TASKS` named ``task`` (a custom or changed Task).
+    task_object: Task | None = field(default=None, repr=False)
+
+    def the_task(self) -> Task:
+        """The :class:`Task` this run was trained on."""
+        return self.task_object if self.task_object is not None else TASKS[self.task]
 
     def weights(self, tokens=None):
-        """Attention weights ``(layers, h, T, T)`` of the trained model on ``tokens`` (default: the probe)."""
-        tokens = self.probe if tokens is None else np.asarray(tokens)
-        _, cache = forward(self.params, tokens[None], self.config, TASKS[self.task].mask())
+        """Attention weights ``(layers, h, T, T)`` of the trained model on ``tokens`` (default: the probe).
+
+        ``tokens``: one sequence of 1 to ``seq_len`` token ids, each in ``0 .. vocab_size - 1``.
+        """
+        if not self.params:
+            raise ValueError(f"this run ({self.task!r}) was shipped without its parameters: only its snapshots "
+                             "are there")
+        tokens = self.probe if tokens is None else _as_tokens(tokens, self.config.vocab_size)
+        if tokens.ndim != 1 or not 1 <= len(tokens) <= self.config.seq_len:
+            raise ValueError(f"tokens must be one sequence of 1 to {self.config.seq_len} token ids; got shape "
+                             f"{tokens.shape}")
+        mask = causal_mask(len(tokens)) if self.the_task().causal else None
+        _, cache = forward(self.params, tokens[None], self.config, mask)
         return np.stack([w[0] for w in cache["weights"]])
 
     def smoothed_losses(self, width=10):
@@ -426,7 +476,8 @@ class TrainingRun:
 
 def held_out_batch(task: Task, size=1000, seed=SEED + 1):
     """Sequences the training never draws from: a separate generator (``seed + 1``; training uses ``seed``)."""
-    return task.batch(np.random.default_rng(seed), size)
+    size = as_positive_int(size, "size")
+    return _as_task(task).batch(np.random.default_rng(as_positive_int(seed, "seed", allow_zero=True)), size)
 
 
 def predict(params, tokens, config, mask=None):
@@ -441,13 +492,17 @@ def accuracy(run_or_params, task=None, config=None, size=1000, seed=SEED + 1):
     Pass a :class:`TrainingRun`, or ``params`` with a task (name or :class:`Task`) and a config.
     """
     run = run_or_params if isinstance(run_or_params, TrainingRun) else None
+    size = as_positive_int(size, "size")
     if run is not None:
         if not run.params:  # a shipped run without its parameters: the accuracy measured when it was built
             return run.held_out_accuracy
-        params, task, config = run.params, run.task, run.config
+        params, task, config = run.params, run.the_task(), run.config
     else:
         params = run_or_params
-    task = TASKS[task] if isinstance(task, str) else task
+        if task is None or config is None:
+            raise TypeError("accuracy(params, task, config): give the task and the model's config with params "
+                            "(or pass the TrainingRun)")
+    task = _as_task(task)
     tokens, targets = held_out_batch(task, size, seed)
     scored = targets >= 0
     right = predict(params, tokens, config, task.mask()) == targets
@@ -484,37 +539,70 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     Returns
     -------
     TrainingRun
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument of the wrong type or out of range (the message names it).
+    FloatingPointError
+        The training diverged: the loss stopped being finite or grew past :data:`DIVERGED` times its
+        first value (the message gives the step and suggests a smaller learning rate).
     """
     from threadpoolctl import threadpool_limits
 
-    task = TASKS[task] if isinstance(task, str) else task
-    steps = as_positive_int(task.steps if steps is None else steps, "steps", allow_zero=True)
-    learning_rate = task.learning_rate if learning_rate is None else learning_rate
+    task = _as_task(task)
+    steps = as_positive_int(task.steps if steps is None else steps, "steps")
+    seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
+    batch_size = as_positive_int(batch_size, "batch_size")
+    learning_rate = as_number(task.learning_rate if learning_rate is None else learning_rate, "learning_rate")
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be > 0 (a step down the gradient); got {learning_rate}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
     step_fn = OPTIMIZERS[optimizer]
+    fixed = sorted({"vocab_size", "seq_len"} & set(config_changes))
+    if fixed:
+        raise ValueError(f"{', '.join(fixed)} come(s) from the task: change the task instead, for example "
+                         f"dataclasses.replace(task, {fixed[0]}=...)")
+    for name in ("d_model", "num_layers", "num_heads"):
+        if name in config_changes:
+            as_positive_int(config_changes[name], name)
     config = ModelConfig.for_task(task, **config_changes)
     rng = np.random.default_rng(seed)
     params = init_params(config, rng)
     mask = task.mask()
     probe = held_out_batch(task, 1, seed=seed + 2)[0][0]  # (T,): one sequence to watch
-    run = TrainingRun(task.name, config, params, steps, seed, np.zeros(steps), probe=probe)
+    run = TrainingRun(task.name, config, params, steps, seed, np.zeros(steps), probe=probe,
+                      task_object=None if TASKS.get(task.name) is task else task)
     state = {}
     start = time.perf_counter()
-    with threadpool_limits(limits=1):  # one BLAS thread: the same sums in the same order on every machine
+    with threadpool_limits(limits=1):  # one BLAS thread: the same sums in the same order on every run
         for step in range(steps + 1):
             if step in snapshot_steps or step == steps:
                 run.snapshots[step] = run.weights()
             if step == steps:
                 break
             tokens, targets = task.batch(rng, batch_size)
-            loss, grads, _ = loss_and_grads(params, tokens, targets, config, mask)
-            step_fn(params, grads, state, learning_rate)
+            try:
+                with np.errstate(over="raise", invalid="raise", divide="raise"):
+                    loss, grads, _ = loss_and_grads(params, tokens, targets, config, mask)
+                    step_fn(params, grads, state, learning_rate)
+            except FloatingPointError:
+                loss = np.inf  # the numbers overflowed: reported below as divergence
             run.losses[step] = loss
+            if not np.isfinite(loss) or loss > DIVERGED * run.losses[0]:
+                raise FloatingPointError(
+                    f"training diverged at step {step + 1}: the loss went from {run.losses[0]:.3g} to {loss:.3g} "
+                    f"with {optimizer} at learning_rate={learning_rate:g}; try a smaller learning rate "
+                    f"(for example {learning_rate / 10:g})")
             if progress is not None and ((step + 1) % progress_every == 0 or step + 1 == steps):
                 progress(step + 1, loss)
     run.seconds = time.perf_counter() - start
     return run
+
+
+#: :func:`train` stops when the loss grows past this many times its first value (or stops being finite).
+DIVERGED = 10
 
 
 # ---------------------------------------------------------------------------------------------- shipped runs

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from quiet import WaitForQuiet  # noqa: E402
 # The browser tests record one latency line per notebook as a user property
 # ("browser_latency"). Reports travel from pytest-xdist workers to the controller with
 # their user properties, so collecting them here prints the summary in serial and
-# parallel runs alike.
+# parallel runs alike. Maintainers see it with ATTN_LATENCY=1; a learner's run stays quiet.
 _LATENCY_LINES: list[str] = []
+SHOW_LATENCY = os.environ.get("ATTN_LATENCY", "") not in ("", "0")
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +34,29 @@ def pytest_configure(config):
     config.pluginmanager.register(WaitForQuiet(), "attn-wait-for-quiet")
 
 
+def pytest_collection_modifyitems(config, items):
+    """``-k`` without ``-m`` picks tests by name (``-k softmax``): leave out the browser tests, which would
+    start JupyterLab and Chromium (a minute or two), unless the ``-k`` expression names them."""
+    keyword, marks = config.getoption("keyword"), config.getoption("markexpr")
+    if not keyword or marks or "browser" in keyword:
+        return
+    browser = [item for item in items if item.get_closest_marker("browser")]
+    if browser:
+        config.hook.pytest_deselected(items=browser)
+        items[:] = [item for item in items if not item.get_closest_marker("browser")]
+
+
 def pytest_runtest_logreport(report):
     if report.when == "call":
         _LATENCY_LINES.extend(value for key, value in report.user_properties if key == "browser_latency")
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _LATENCY_LINES:
+    if _LATENCY_LINES and SHOW_LATENCY:
         terminalreporter.section("browser: widget latency (control change -> new figure, in Chromium)")
         for line in sorted(_LATENCY_LINES):
             terminalreporter.write_line(line)
+    skipped = terminalreporter.stats.get("skipped", [])
+    if any("test_pytorch_bridge" in str(report.location[0]) for report in skipped):
+        terminalreporter.write_line("(tests/test_pytorch_bridge.py is skipped as expected: PyTorch is not a "
+                                    "dependency of the series; install torch to compare with it)")

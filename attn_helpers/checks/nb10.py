@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import numbers
 
@@ -76,7 +77,39 @@ _LN_WRONGS = [
     Wrong(lambda x, g, b, eps=1e-5: g * ((x - x.mean(-1)) / np.sqrt(x.var(-1) + eps)) + b,
           "without keepdims=True the mean has shape (T,), which numpy lines up with the FEATURE axis: "
           "use x.mean(axis=-1, keepdims=True), shape (T, 1), one number per token"),
+    Wrong(lambda x, g, b, eps=1e-5: g * (x - x.mean()) / np.sqrt(x.var() + eps) + b,
+          "without axis, x.mean() and x.var() take ONE mean and variance over the whole array, every token "
+          "together: give each token its own, x.mean(axis=-1, keepdims=True)"),
 ]
+
+#: The slip that hides best: eps left out (or BERT's 1e-12 typed in), visible only in the 6th digit.
+_TINY_EPS = 1e-12
+
+
+def _eps_slip(fn):
+    """A verdict when ``fn`` matches layer norm with no eps or eps = 1e-12 on the first case, else None."""
+    case = _ln_cases()[0]
+    got, err = call_quietly(fn, *(np.array(a, copy=True) for a in case.args))
+    if err is not None:
+        return None
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    expected = my_layer_norm(*case.args)
+    if got.shape != expected.shape or np.allclose(got, expected, rtol=1e-6, atol=1e-7):
+        return None
+    if not np.allclose(got, my_layer_norm(*case.args, eps=_TINY_EPS), rtol=1e-9, atol=1e-12):
+        return None
+    worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape)
+    gap = float(got[worst] - expected[worst])
+    digits = max(4, int(np.ceil(-np.log10(abs(gap) / max(abs(expected[worst]), 1e-300)))) + 1)  # shows the gap
+    return Verdict(
+        False, f"on {case.label}, the values differ by {gap:.1e} (at index {tuple(int(j) for j in worst)}: "
+               f"got {got[worst]:.{digits}g}, expected {expected[worst]:.{digits}g})",
+        "eps is missing, or far smaller than the eps argument (BERT's 1e-12 belongs to another model): divide by "
+        "np.sqrt(variance + eps) with the function's own eps (default 1e-5). The gap is tiny here, but a token "
+        "whose variance is near or below eps (a nearly constant one) is blown up, or gives 0/0")
 
 
 def check_layer_norm(fn):
@@ -87,6 +120,9 @@ def check_layer_norm(fn):
             return Verdict(False, f"on x of shape (5, 4), your function raised ValueError: {err}",
                            "x.mean(axis=-1) has shape (5,), which does not line up with x of shape (5, 4): keep "
                            "the axis with keepdims=True (shape (5, 1)), one mean per token")
+        slip = _eps_slip(fn)
+        if slip is not None:
+            return slip
     return grade_function(fn, my_layer_norm, _ln_cases(), what="my_layer_norm", wrongs=_LN_WRONGS, rtol=1e-6,
                           atol=1e-7, shape_hint="layer norm keeps the shape of x",
                           success="each token gets mean 0 and variance 1 over its features, then gamma and beta.")
@@ -161,19 +197,50 @@ _BLOCK_WRONGS = [
           "and norm_2_beta"),
     Wrong(lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)),
           "the order is attention first (tokens exchange information), then the feed-forward network"),
+    Wrong(lambda x, p: (lambda y: y + feed_forward(_ln(y, p, 2), p.w_1, p.w_2, activation="relu"))(
+              x + _mha(_ln(x, p, 1), p)),
+          "your feed-forward network uses ReLU: this block's (GPT-2's) uses GELU, feed_forward's default; "
+          "call feed_forward(h, p.w_1, p.w_2) without choosing another activation"),
+    Wrong(lambda x, p: transformer_block(x, p, mask=causal_mask(x.shape[-2]))[0],
+          "you applied a causal mask: this exercise's block is an encoder block in which every token sees every "
+          "other, so call multi_head_attention without a mask"),
+    Wrong(lambda x, p: x + _ffn(_ln(x, p, 2), p),
+          "there is no attention in your block: first x = x + MHA(LN_1(x)), where the tokens exchange "
+          "information, then x + FFN(LN_2(x))"),
 ]
+
+
+def _copy_params_and_watch(fn, changed):
+    """``fn`` called with a deep copy of the parameters; the names of the fields it changed go to ``changed``."""
+    def on_a_copy(x, p):
+        mine = copy.deepcopy(p)
+        try:
+            return fn(x, mine)
+        finally:
+            for field in dataclasses.fields(p):
+                before, after = getattr(p, field.name), getattr(mine, field.name)
+                if not np.array_equal(np.asarray(before), np.asarray(after)) and field.name not in changed:
+                    changed.append(field.name)
+    return on_a_copy
 
 
 def check_pre_norm_block(fn):
     """Grade ``fn(x, p)``: one pre-norm block (no biases), returning the block's output only."""
     if not callable(fn):
         return grade_function(fn, my_pre_norm_block, [], what="my_pre_norm_block")
-    return grade_function(
-        fn, my_pre_norm_block, _block_cases(), what="my_pre_norm_block", wrongs=_BLOCK_WRONGS, rtol=1e-5, atol=1e-6,
-        shape_hint="a block returns the same shape as its input x",
+    changed = []  # the learner's function gets a copy of p: the reference and the known slips use the original
+    verdict = grade_function(
+        _copy_params_and_watch(fn, changed), my_pre_norm_block, _block_cases(), what="my_pre_norm_block",
+        wrongs=_BLOCK_WRONGS, rtol=1e-5, atol=1e-6, shape_hint="a block returns the same shape as its input x",
         hints={"tuple": "multi_head_attention returns (out, weights): unpack it, attended, _ = ...; the block "
                         "returns the output only"},
         success="pre-norm: each sub-layer reads a normalised copy and adds its result to the raw stream.")
+    if changed:
+        return Verdict(False, f"your function changed the parameters it was given (p.{', p.'.join(changed)}) "
+                              "in place",
+                       "a block reads its parameters and never writes to them: compute new arrays (h = ...) "
+                       "instead of assigning into p's arrays")
+    return verdict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,6 +378,11 @@ _COUNT_WRONGS = [
           "positions"),
     Wrong(lambda c: _count(c, d_ff=c["d_model"]),
           "the feed-forward network widens to d_ff = 4 * d_model in between: W_1 is (d_model, 4 d_model)"),
+    Wrong(lambda c: _count(c, d_ff=3 * c["d_model"]),
+          "GPT-2's feed-forward width is d_ff = 4 * d_model (3072 for d_model 768), not 3 * d_model"),
+    Wrong(lambda c: _count(c) - c["num_layers"] * (c["d_model"] ** 2 + c["d_model"]),
+          "W_o is missing: attention has four projections, W_q, W_k, W_v and the output projection W_o, "
+          "each (d_model, d_model) with a bias"),
     Wrong(lambda c: _count(c) + (c["num_heads"] - 1) * _counts(c)["attention"],
           "the heads share W_q, W_k, W_v, W_o (each head owns d_model / h of their columns): do not multiply by "
           "num_heads"),

@@ -8,13 +8,16 @@ from :mod:`attn_helpers.pretrained` (``model.run`` and ``head_fingerprints``); t
 
 from __future__ import annotations
 
+from functools import cache, lru_cache
+
 import ipywidgets as widgets
 import matplotlib as mpl
 import numpy as np
+from matplotlib import font_manager, ft2font
 from matplotlib.patches import Rectangle
 
 from ..plotting import OKABE_ITO
-from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
+from ..pretrained import FINGERPRINT_SENTENCES, MAX_TOKENS, head_fingerprints, load_minilm
 from . import LABEL_STYLE, Explorer, slider
 
 __all__ = ["EXAMPLE_TEXT", "head_mosaic", "head_summary", "draw_head_view", "update_head_view", "head_view",
@@ -72,6 +75,73 @@ def head_summary(result, layer, head):
                         ("previous", "next", "self", "[CLS]", "[SEP]"))
     return (f"layer {layer}, head {head}, mean weight on: {numbers}; entropy {fingerprint['entropy'][layer, head]:.2f} "
             f"nats (uniform: {np.log(len(result.tokens)):.2f})")
+
+
+def fit_text(model, text):
+    """``(text, note)``: ``text`` itself, or its longest beginning that the model takes (at most 256 tokens).
+
+    A longer text is cut (at a space where one is near), as sentence-transformers cuts it, and the
+    note says so; the model itself refuses it rather than cut it silently.
+    """
+    total = len(model.tokenizer.tokenize(text))
+    if total <= MAX_TOKENS:
+        return text, ""
+    fits, too_long = 0, len(text)  # characters: text[:fits] fits, text[:too_long] does not
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if len(model.tokenizer.tokenize(text[:middle])) <= MAX_TOKENS:
+            fits = middle
+        else:
+            too_long = middle
+    space = text.rfind(" ", 0, fits)
+    cut = text[:space] if space > fits // 2 else text[:fits]  # whole words: never more tokens than text[:fits]
+    shown = len(model.tokenizer.tokenize(cut))
+    return cut, (f"<b>This text has {total} tokens; the model takes at most {MAX_TOKENS}, so the view shows its "
+                 f"first {shown}.</b><br>")
+
+
+#: Names of installed fonts worth trying for characters the default font lacks (CJK, for a start).
+FALLBACK_FONTS = ("CJK", "Source Han", "WenQuanYi", "Droid Sans Fallback", "YaHei", "SimHei", "SimSun", "PingFang",
+                  "Hiragino", "Gothic", "Arial Unicode", "Noto Sans")
+#: What stands in for a character that no installed font can draw.
+NO_GLYPH = "\u25a1"
+
+
+@cache
+def _charmap(path):
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+@lru_cache(maxsize=64)
+def _fonts_for(characters):
+    """``(families, missing)``: the fonts to draw ``characters`` with, and those no installed font has.
+
+    ``families`` is None when the default font has them all; else the default font then the first
+    installed :data:`FALLBACK_FONTS` font with the most of the missing ones (matplotlib's fallback).
+    """
+    default = font_manager.FontProperties(family=mpl.rcParams["font.family"])
+    missing = {c for c in characters if ord(c) not in _charmap(font_manager.findfont(default))}
+    if not missing:
+        return None, frozenset()
+    best, best_has = None, set()
+    for font in font_manager.fontManager.ttflist:
+        if any(name in font.name for name in FALLBACK_FONTS) and font.fname.lower().endswith((".ttf", ".otf")):
+            has = {c for c in missing if ord(c) in _charmap(font.fname)}
+            if len(has) > len(best_has):
+                best, best_has = font.name, has
+    families = None if best is None else [*default.get_family(), best]
+    return families, frozenset(missing - best_has)
+
+
+def _drawable(tokens):
+    """``(labels, families, note)``: the token labels as the figure's fonts can draw them."""
+    families, missing = _fonts_for(frozenset("".join(tokens)))
+    if not missing:
+        return list(tokens), families, ""
+    labels = ["".join(NO_GLYPH if c in missing else c for c in token) for token in tokens]
+    shown = " ".join(sorted(missing)[:8]) + (" ..." if len(missing) > 8 else "")
+    return labels, families, (f"<br>The figure's fonts have no glyph for {shown}: its labels show them as "
+                              f"{NO_GLYPH} (the tokens above are exact; a font such as Noto Sans CJK would draw them).")
 
 
 def _choice(layer, head, result):
@@ -149,12 +219,15 @@ def _token_label_pool(ax):
     return rows + columns
 
 
-def _show_tokens(labels, tokens):
+def _show_tokens(labels, tokens, families=None):
     """The tokens along both edges of the enlarged map (every k-th one beyond MAX_LABELS tokens).
 
-    Returns the width of the longest label, in characters of the 11-point labels.
+    ``families``: the fonts to draw them with (None: the default). Returns the width of the longest
+    label, in characters of the 11-point labels.
     """
     T = len(tokens)
+    for label in labels:
+        label.set_family(families or mpl.rcParams["font.family"])
     every = max(1, -(-T // MAX_LABELS))
     size = 11 if every == 1 else 9
     shown = range(0, T, every)
@@ -179,25 +252,28 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
     """
     h = fig.handles
     if text != h["text"]:  # a new sentence: run the model, refill the grid, relabel (the middle layer)
-        result = h["model"].run(text)
+        shown, cut_note = fit_text(h["model"], text)
+        result = h["model"].run(shown)
         T = len(result.tokens)
         h["grid"].set_data(head_mosaic(result.attentions))
         h["big"].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         h["big_ax"].set_xlim(-0.5, T - 0.5)
         h["big_ax"].set_ylim(T - 0.5, -0.5)
-        longest = _show_tokens(h["labels"], result.tokens)  # the axis titles go just outside the longest label
+        labels, families, font_note = _drawable(result.tokens)
+        longest = _show_tokens(h["labels"], labels, families)  # the axis titles go just outside the longest label
         xlabel, ylabel = h["axis_titles"]
         xlabel.set_y(-0.05 - 0.028 * longest)
         ylabel.set_x(-0.06 - 0.036 * longest)
         fig.middle_changed = True
-        h.update(text=text, result=result)
+        h.update(text=text, result=result, notes=(cut_note, font_note))
     result = h["result"]
     layer, head = _choice(layer, head, result)
     h["frame"].set_xy((head, layer))
     h["big"].set_data(result.attentions[layer, head])
     h["big_ax"].set_title(f"layer {layer}, head {head}", fontsize=13)
     tokens = " ".join(result.tokens)
-    return f"<b>{len(result.tokens)} tokens:</b> {tokens}<br>{head_summary(result, layer, head)}"
+    cut_note, font_note = h["notes"]
+    return f"{cut_note}<b>{len(result.tokens)} tokens:</b> {tokens}<br>{head_summary(result, layer, head)}{font_note}"
 
 
 def head_view(text=EXAMPLE_TEXT, layer=0, head=0, model=None):
