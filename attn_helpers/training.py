@@ -31,8 +31,8 @@ import numpy as np
 
 from ._validate import as_number, as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
-from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from .config import SEED
+from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from .multihead import merge_heads, split_heads
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 

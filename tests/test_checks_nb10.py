@@ -102,11 +102,11 @@ def _ln(x, p, k):
 
 
 def _mha(x, p):
-    return A.multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)[0]
+    return A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads)[0]
 
 
 def _ffn(x, p):
-    return A.feed_forward(x, p.w_1, p.w_2)
+    return A.feed_forward(x, p.W_1, p.W_2)
 
 
 def _normalised_stream(x, p):
@@ -118,14 +118,14 @@ def _normalised_stream(x, p):
 
 @pytest.mark.parametrize("wrong, hint", [
     (lambda x, p: A.transformer_block(x, p, norm_first=False)[0], "post-norm"),
-    (lambda x, p: A.transformer_block(x, p, residual=False)[0], "no residual connections"),
+    (lambda x, p: A.residual_stream(x, [p], residual=False)[-1], "no residual connections"),
     (lambda x, p: _ffn(_ln(x + _mha(_ln(x, p, 1), p), p, 2), p), "second residual is missing"),
     (lambda x, p: x + _mha(_ln(x, p, 1), p) + _ffn(_ln(x, p, 2), p), "AFTER attention"),
     (_normalised_stream, "overwrote the stream"),
     (lambda x, p: (lambda y: y + _ffn(_ln(y, p, 1), p))(x + _mha(_ln(x, p, 1), p)), "norm_2_gamma"),
     (lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)), "attention first"),
     (lambda x, p: A.transformer_block(x, p), "unpack it"),
-    (lambda x, p: (lambda y: y + A.feed_forward(_ln(y, p, 2), p.w_1, p.w_2, activation="relu"))(
+    (lambda x, p: (lambda y: y + A.feed_forward(_ln(y, p, 2), p.W_1, p.W_2, activation="relu"))(
         x + _mha(_ln(x, p, 1), p)), "uses ReLU"),
     (lambda x, p: A.transformer_block(x, p, mask=A.causal_mask(x.shape[-2]))[0], "causal mask"),
     (lambda x, p: x + _ffn(_ln(x, p, 2), p), "no attention in your block"),
@@ -137,20 +137,20 @@ def test_pre_norm_block_wrong_answers_get_specific_hints(wrong, hint):
 
 
 def _zero_w_o_then_block(x, p):
-    p.w_o[...] = 0  # the slip: writing into the parameters it was given
+    p.W_o[...] = 0  # the slip: writing into the parameters it was given
     return checks.my_pre_norm_block(x, p)
 
 
 def _block_then_zero_w_o(x, p):
     out = checks.my_pre_norm_block(x, p)
-    p.w_o[...] = 0
+    p.W_o[...] = 0
     return out
 
 
 @pytest.mark.parametrize("block", [_zero_w_o_then_block, _block_then_zero_w_o])
 def test_pre_norm_block_that_changes_its_parameters_fails(block):
     verdict = check_pre_norm_block(block)
-    assert not verdict.passed and "changed the parameters it was given (p.w_o) in place" in verdict.message
+    assert not verdict.passed and "changed the parameters it was given (p.W_o) in place" in verdict.message
     assert check_pre_norm_block(checks.my_pre_norm_block).passed  # the checker's own parameters are untouched
 
 

@@ -338,8 +338,8 @@ def test_weighted_value_norms_is_weight_times_value_length(model):
     x = result.hidden_states[2]
     for head in (0, 7):
         cols = slice(head * 32, (head + 1) * 32)
-        values = x @ params.w_v[:, cols] + params.b_v[cols]  # (T, 32): this head's values, by columns
-        lengths = np.linalg.norm(values @ params.w_o[cols], axis=-1)  # (T,): |v_j W_o^(h)|
+        values = x @ params.W_v[:, cols] + params.b_v[cols]  # (T, 32): this head's values, by columns
+        lengths = np.linalg.norm(values @ params.W_o[cols], axis=-1)  # (T,): |v_j W_o^(h)|
         np.testing.assert_allclose(moved[head], result.attentions[2, head] * lengths[None, :], rtol=1e-4, atol=1e-6)
     assert moved.shape == (12, T, T)
 

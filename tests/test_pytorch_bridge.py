@@ -47,9 +47,9 @@ def _mha_module(params, batch_first=True):
     mha = nn.MultiheadAttention(D, H, batch_first=batch_first, dtype=torch.float64)
     with torch.no_grad():
         # PyTorch stores (d_out, d_in) and computes x @ W.T: the transpose of our (d_in, d_out)
-        mha.in_proj_weight.copy_(_tensor(np.concatenate([p.w_q.T, p.w_k.T, p.w_v.T])))
+        mha.in_proj_weight.copy_(_tensor(np.concatenate([p.W_q.T, p.W_k.T, p.W_v.T])))
         mha.in_proj_bias.copy_(_tensor(np.concatenate([p.b_q, p.b_k, p.b_v])))
-        mha.out_proj.weight.copy_(_tensor(p.w_o.T))
+        mha.out_proj.weight.copy_(_tensor(p.W_o.T))
         mha.out_proj.bias.copy_(_tensor(p.b_o))
     return mha
 
@@ -66,7 +66,7 @@ def test_multihead_attention_boolean_mask_true_means_not_allowed(rng):
     p = _random_params(rng)
     x = rng.standard_normal((T, D))
     mask = A.causal_mask(T)
-    ours, weights = A.multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, H, mask, b_q=p.b_q, b_k=p.b_k,
+    ours, weights = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, mask, b_q=p.b_q, b_k=p.b_k,
                                            b_v=p.b_v, b_o=p.b_o)
     mha = _mha_module(p)
     xt = _tensor(x[None])
@@ -85,7 +85,7 @@ def test_multihead_attention_defaults_batch_first_false_and_biases_on(rng):
     assert mha.in_proj_bias is not None and mha.out_proj.bias is not None
     p = _random_params(rng)
     x = rng.standard_normal((T, D))
-    ours, _ = A.multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, H, b_q=p.b_q, b_k=p.b_k, b_v=p.b_v, b_o=p.b_o)
+    ours, _ = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, b_q=p.b_q, b_k=p.b_k, b_v=p.b_v, b_o=p.b_o)
     xt = _tensor(x[:, None])  # (T, B, d): the sequence axis first
     out, _ = _mha_module(p, batch_first=False)(xt, xt, xt)
     np.testing.assert_allclose(_numpy(out[:, 0]), ours, rtol=1e-10, atol=1e-12)
@@ -122,9 +122,9 @@ def _encoder_layer(p, norm_first):
     mha = _mha_module(p)
     with torch.no_grad():
         layer.self_attn.load_state_dict(mha.state_dict())
-        layer.linear1.weight.copy_(_tensor(p.w_1.T))
+        layer.linear1.weight.copy_(_tensor(p.W_1.T))
         layer.linear1.bias.copy_(_tensor(p.b_1))
-        layer.linear2.weight.copy_(_tensor(p.w_2.T))
+        layer.linear2.weight.copy_(_tensor(p.W_2.T))
         layer.linear2.bias.copy_(_tensor(p.b_2))
         for which, norm in ((1, layer.norm1), (2, layer.norm2)):
             norm.weight.copy_(_tensor(getattr(p, f"norm_{which}_gamma")))

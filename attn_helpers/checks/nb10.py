@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..block import feed_forward, init_block_params, layer_norm, parameter_count, transformer_block
+from ..block import feed_forward, init_block_params, layer_norm, parameter_count, residual_stream, transformer_block
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
@@ -136,10 +136,10 @@ def check_layer_norm(fn):
 def my_pre_norm_block(x, p):
     """x + MHA(LN_1(x)), then x + FFN(LN_2(x)): the sub-layers read a normalised copy, the stream stays raw."""
     h = layer_norm(x, p.norm_1_gamma, p.norm_1_beta, p.eps)
-    attended, _ = multi_head_attention(h, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)
+    attended, _ = multi_head_attention(h, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads)
     x = x + attended                                   # residual: add to the stream
     h = layer_norm(x, p.norm_2_gamma, p.norm_2_beta, p.eps)
-    return x + feed_forward(h, p.w_1, p.w_2)           # residual again
+    return x + feed_forward(h, p.W_1, p.W_2)           # residual again
 
 
 def _block_params(seed, d_model=8, num_heads=2):
@@ -164,11 +164,11 @@ def _ln(x, p, which):
 
 
 def _mha(x, p):
-    return multi_head_attention(x, p.w_q, p.w_k, p.w_v, p.w_o, p.num_heads)[0]
+    return multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads)[0]
 
 
 def _ffn(x, p):
-    return feed_forward(x, p.w_1, p.w_2)
+    return feed_forward(x, p.W_1, p.W_2)
 
 
 def _normalised_stream(x, p):
@@ -182,7 +182,7 @@ _BLOCK_WRONGS = [
     Wrong(lambda x, p: transformer_block(x, p, norm_first=False)[0],
           "that is the post-norm block, LN(x + MHA(x)): in a pre-norm block the sub-layer reads LN(x) and its "
           "output is added to the raw x, which is never normalised"),
-    Wrong(lambda x, p: transformer_block(x, p, residual=False)[0],
+    Wrong(lambda x, p: residual_stream(x, [p], residual=False)[-1],
           "no residual connections: add each sub-layer's output to its input, x = x + MHA(LN(x))"),
     Wrong(lambda x, p: _ffn(_ln(x + _mha(_ln(x, p, 1), p), p, 2), p),
           "the second residual is missing: x + FFN(LN_2(x)), not FFN(LN_2(x)) alone"),
@@ -197,10 +197,10 @@ _BLOCK_WRONGS = [
           "and norm_2_beta"),
     Wrong(lambda x, p: (lambda y: y + _mha(_ln(y, p, 2), p))(x + _ffn(_ln(x, p, 1), p)),
           "the order is attention first (tokens exchange information), then the feed-forward network"),
-    Wrong(lambda x, p: (lambda y: y + feed_forward(_ln(y, p, 2), p.w_1, p.w_2, activation="relu"))(
+    Wrong(lambda x, p: (lambda y: y + feed_forward(_ln(y, p, 2), p.W_1, p.W_2, activation="relu"))(
               x + _mha(_ln(x, p, 1), p)),
           "your feed-forward network uses ReLU: this block's (GPT-2's) uses GELU, feed_forward's default; "
-          "call feed_forward(h, p.w_1, p.w_2) without choosing another activation"),
+          "call feed_forward(h, p.W_1, p.W_2) without choosing another activation"),
     Wrong(lambda x, p: transformer_block(x, p, mask=causal_mask(x.shape[-2]))[0],
           "you applied a causal mask: this exercise's block is an encoder block in which every token sees every "
           "other, so call multi_head_attention without a mask"),

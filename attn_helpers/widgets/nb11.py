@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..plotting import OKABE_ITO, SERIES_COLOURS, heatmap
-from ..training import SHIPPED_SNAPSHOTS, TASKS, load_runs, token_labels
+from ..training import SHIPPED_SNAPSHOTS, load_runs, token_labels
 from . import Explorer, FullRedraw, dropdown
 
 __all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves", "draw_training",
@@ -67,7 +67,7 @@ def masked_weights(run, weights):
 
     (Faster to draw than ``heatmap(..., mask=...)``'s hatching, which a figure of many panels cannot afford.)
     """
-    mask = TASKS[run.task].mask()
+    mask = run.the_task().mask()
     return weights if mask is None else np.where(mask, weights, np.nan)
 
 
@@ -197,7 +197,7 @@ def update_training(fig, task="reverse", step=20, **_):
     h["marker"].set_xdata([step, step])
     h["curve"].set_title(f"step {step} of {run.steps}")
     labels = token_labels(run.task, run.probe)
-    return (f"<b>{task}</b> ({TASKS[run.task].description}), probe {' '.join(labels)}: "
+    return (f"<b>{task}</b> ({run.the_task().description}), probe {' '.join(labels)}: "
             f"step {step}, {recent_loss(run, step)[1]}")
 
 
