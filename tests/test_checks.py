@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import signal
 import sys
 import threading
 import time
@@ -279,15 +280,13 @@ def test_checker_gives_up_on_code_that_never_returns(name, monkeypatch):
     answers = _right_answers(name)
     takes_a_function = bool(answers) and all(callable(answer) for answer in answers)
     monkeypatch.setattr(_grader, "TIME_LIMIT", 0.25)
+    threads_before = threading.active_count()
     for probe in HANGING:
         verdict = _grade(CHECKERS[name], probe, limit_s=5.0)
         assert not verdict.passed
         if probe is _forever and takes_a_function:
             assert "did not return within 0.25 s: is there a loop that never ends?" in verdict.message
-    deadline = time.monotonic() + 5.0  # the checker also stopped the endless loops, so no core stays busy
-    while any(t.name == "attn-helpers-checker" for t in threading.enumerate()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(t.name == "attn-helpers-checker" for t in threading.enumerate())
+    assert threading.active_count() == threads_before  # the learner's code ran in this thread: none is left running
 
 
 # ---------------------------------------------------------------- right answers, and right answers made wrong
@@ -377,6 +376,84 @@ def test_call_quietly_returns_errors_as_values(monkeypatch):
     start = time.perf_counter()
     result, error = _grader.call_quietly(_forever)
     assert isinstance(error, _grader.TimeLimit) and time.perf_counter() - start < 3
+
+
+def _sleeps_a_minute(*args, **kwargs):
+    time.sleep(60)
+
+
+def test_a_function_that_sleeps_a_minute_gets_a_timeout_verdict_within_6_s():
+    start = time.perf_counter()
+    verdict = checks.check_mean_embedding(_sleeps_a_minute)  # the real TIME_LIMIT, 5 s
+    assert time.perf_counter() - start < 6.5
+    assert not verdict.passed and "did not return within 5 s" in verdict.message and "■" in verdict.hint
+
+
+def _bare_except_loop(*args, **kwargs):
+    x = 0
+    while True:
+        try:
+            x += 1
+        except:  # noqa: E722 - the learner's bare except, which would swallow one TimeLimit
+            pass
+
+
+def _bare_except_sleep_loop(*args, **kwargs):
+    while True:
+        try:
+            time.sleep(0.05)  # the alarm lands inside the try, every time
+        except:  # noqa: E722
+            pass
+
+
+def _except_base_exception_continue(*args, **kwargs):
+    while True:
+        try:
+            sum(range(1000))
+        except BaseException:
+            continue
+
+
+@pytest.mark.parametrize("loop", [_bare_except_loop, _bare_except_sleep_loop, _except_base_exception_continue])
+def test_a_bare_except_in_the_learners_loop_does_not_keep_it_running(monkeypatch, loop):
+    monkeypatch.setattr(_grader, "TIME_LIMIT", 0.3)
+    start = time.perf_counter()
+    result, error = _grader.call_quietly(loop)
+    assert isinstance(error, _grader.TimeLimit) and time.perf_counter() - start < 3
+    assert sys.gettrace() is None or sys.gettrace() is not _grader._stop_at_each_line
+
+
+def test_the_previous_alarm_handler_and_timer_are_restored(monkeypatch):
+    monkeypatch.setattr(_grader, "TIME_LIMIT", 0.2)
+    calls = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: calls.append(a))
+    try:
+        mine = signal.getsignal(signal.SIGALRM)
+        assert _grader.call_quietly(_forever)[1].__class__ is _grader.TimeLimit
+        assert _grader.call_quietly(divmod, 7, 2) == ((3, 1), None)
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # no alarm left armed
+        time.sleep(0.3)
+        assert not calls  # and none fired late
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _interrupted(*args, **kwargs):
+    raise KeyboardInterrupt  # what the ■ button raises in a running cell
+
+
+def test_the_interrupt_button_becomes_a_verdict():
+    verdict = checks.check_mean_embedding(_interrupted)
+    assert not verdict.passed and "you stopped your function" in verdict.message
+
+
+def test_off_the_main_thread_there_is_no_time_limit_but_checkers_still_answer():
+    verdicts = []
+    worker = threading.Thread(target=lambda: verdicts.append(checks.check_mean_embedding(_exit)))
+    worker.start()
+    worker.join(20)
+    assert len(verdicts) == 1 and not verdicts[0].passed and "sys.exit()" in verdicts[0].message
 
 
 # ---------------------------------------------------------------- solutions and verdicts

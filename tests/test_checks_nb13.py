@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from attn_helpers import softmax  # noqa: E402
 from attn_helpers.checks import (  # noqa: E402
     check_cache_prediction,
     check_online_attention,
@@ -22,7 +23,7 @@ from attn_helpers.checks.nb13 import (  # noqa: E402
     online_softmax_row,
 )
 from attn_helpers.examples import CREATURE_TOKENS  # noqa: E402
-from attn_helpers.widgets.nb13 import EXPLORERS, draw_tiles, tiling_example  # noqa: E402
+from attn_helpers.widgets.nb13 import EXPLORERS, draw_tiles, tile_count, tiling_example  # noqa: E402
 
 
 def stub(*args):
@@ -53,8 +54,6 @@ def test_online_softmax_solution_and_typical_mistakes():
 
 
 def test_online_softmax_solution_is_one_pass_and_equals_softmax():
-    from attn_helpers import softmax
-
     row = np.array([0.3, -2.0, 5.0, 4.9, -np.inf])
     np.testing.assert_allclose(online_softmax_row(row), softmax(row), rtol=1e-14)
 
@@ -112,3 +111,79 @@ def test_explorer_renders_and_never_raises():
     explorer.controls["block_size"].value = 1
     explorer.controls["step"].value = 40
     assert "Could not draw" not in explorer.text.value
+
+
+def _prescribed_without_skip(scores):
+    """The algorithm as a learner writes it from the text, without skipping masked scores."""
+    m, l = -np.inf, 0.0
+    for s in scores:
+        new_m = max(m, s)
+        l = l * np.exp(m - new_m) + np.exp(s - new_m)
+        m = new_m
+    return np.exp(np.asarray(scores, dtype=float) - m) / l
+
+
+def test_a_masked_first_score_is_checked_and_the_solution_handles_it():
+    row = np.array([-np.inf, 2.0, 0.5])
+    with np.errstate(all="raise"):
+        np.testing.assert_allclose(online_softmax_row(row), softmax(row), rtol=1e-14)
+    verdict = check_online_softmax(_prescribed_without_skip)  # right on every row but this one
+    assert not verdict.passed and "FIRST score is masked" in verdict.message
+    assert "if s == -np.inf: continue" in verdict.hint
+    assert "if s == -np.inf" in solution("online_softmax_row").source
+
+
+def test_the_online_softmax_helper_is_quiet_on_extreme_scores():
+    import warnings
+
+    from attn_helpers.online import online_softmax
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(online_softmax([1e308, -1e308]), [1.0, 0.0])
+        np.testing.assert_array_equal(online_softmax([-np.inf, 1e308, -1e308], block_size=2), [0.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize(("slip", "words"), [("d_k", "divided the scores by d_k"),
+                                             ("sqrt(T)", "number of keys T")])
+def test_online_attention_scaled_by_the_wrong_size(slip, words):
+    verdict = check_online_attention(_attention_variant(scale=slip))
+    assert not verdict.passed and words in verdict.hint
+
+
+@pytest.mark.parametrize("call", [
+    lambda: check_cache_prediction(2.0, model="llama 2 7b"),
+    lambda: check_cache_prediction(2.0, model="LLAMA-2-7B"),
+])
+def test_cache_prediction_reads_the_model_name_loosely(call):
+    assert call().passed
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: check_cache_prediction(2.0, model=None), "not one of the published"),
+    (lambda: check_cache_prediction(2.0, model="GPT-5"), "not one of the published"),
+    (lambda: check_cache_prediction(2.0, T=-1), "T must be a whole number >= 1"),
+    (lambda: check_cache_prediction(2.0, T=4096.5), "T must be a whole number >= 1"),
+    (lambda: check_cache_prediction(2.0, bytes_per_number=0), "bytes_per_number must be a positive number"),
+    (lambda: check_skipped_tiles(6, block_size=0), "block_size must be a whole number >= 1"),
+    (lambda: check_skipped_tiles(6, T="8"), "T must be a whole number >= 1"),
+])
+def test_bad_checker_arguments_give_a_verdict(call, words):
+    verdict = call()
+    assert not verdict.passed and words in verdict.message
+
+
+@pytest.mark.parametrize(("answer", "words"), [(2 * 2**30 / 1e9, "GB (10^9 bytes)"), (2 * 2**30, "number of bytes"),
+                                               (2048, "MiB")])
+def test_cache_answered_in_other_units(answer, words):
+    verdict = check_cache_prediction(answer)
+    assert not verdict.passed and words in verdict.hint
+
+
+def test_the_tile_slider_runs_over_the_tiles_of_the_tile_size():
+    explorer = EXPLORERS["tile_explorer"](tiling_example(), CREATURE_TOKENS)
+    step, block_size = explorer.controls["step"], explorer.controls["block_size"]
+    for size, tiles in ((2, 16), (4, 4), (1, 64), (2, 16)):
+        block_size.value = size
+        assert step.max == tiles == tile_count(len(CREATURE_TOKENS), size)
+        assert 1 <= step.value <= tiles

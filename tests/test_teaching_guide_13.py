@@ -79,3 +79,31 @@ def test_grouped_query_cache_fractions_in_the_discussion():
         assert kv_cache_bytes(2, 8, 8, 100, 4) // held == int(fraction[2:])
         assert f"{held:>6} bytes (= kv_cache_bytes: True), {fraction} of the cache with 8" in printed
     assert "with 2 key/value heads is 1/4 of the one with 8, with 1 head 1/8" in section()
+
+
+def cells():
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+
+
+def test_widget_paragraph_names_a_row_the_notebook_shows():
+    text = section()
+    assert 'pick "pos 3"' in text and "jump at tile 5" in text
+    assert "After tile 6, 'pos 3' has running max" in stored_output("13-022")
+
+
+def test_optional_cells_are_the_ones_the_guide_names_and_say_so_first():
+    optional = [cell for cell in cells() if "optional" in cell.get("metadata", {}).get("tags", [])]
+    sources = ["".join(cell["source"]) for cell in optional]
+    assert any("inspect.getsource(tiled_attention)" in source for source in sources)
+    assert any("PUBLISHED_CONFIGS" in source for source in sources)
+    assert "source of the package's `tiled_attention` and the sources of the published configurations" in section()
+    for source in sources:
+        first = source.lstrip("#").strip().splitlines()[0].lower()
+        assert first.startswith("optional"), first
+
+
+def test_the_cache_prediction_is_asked_before_the_table_prints_it():
+    ids = [cell.get("id") for cell in cells()]
+    assert ids.index("13-039") < ids.index("13-036")  # check_cache_prediction, then the table
+    assert "check_cache_prediction" in "".join(cells()[ids.index("13-039")]["source"])
+    assert "asked before the table prints the answer" in section()

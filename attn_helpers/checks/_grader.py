@@ -6,9 +6,12 @@ that says what is right or gives a hint about what is wrong (wrong shape, wrong
 axis, forgot to scale, NaN, ...).
 
 Everything that touches the learner's code or answer goes through :func:`call_quietly`:
-it runs in a worker thread with warnings and floating-point errors silenced, any
-exception (even ``SystemExit``) comes back as a value, and after ``TIME_LIMIT`` seconds
-the checker stops waiting (a loop that never ends). Answers become numbers only through
+it runs in the calling thread with warnings and floating-point errors silenced, and any
+exception (even ``SystemExit``, or ``KeyboardInterrupt`` from the ■ button) comes back as a
+value. Where ``signal.setitimer`` exists (Linux, macOS) and the call is on the main thread (a
+notebook cell), an alarm stops code still running after ``TIME_LIMIT`` seconds (a loop that
+never ends, ``time.sleep``); elsewhere (Windows, another thread, Pyodide) there is no time
+limit, and the ■ button stops it. A numpy call that runs long stops when it returns. Answers become numbers only through
 :func:`as_numbers`, which refuses what is not real numbers (text, complex numbers,
 integers too large for a float) instead of converting it silently.
 """
@@ -16,11 +19,11 @@ integers too large for a float) instead of converting it silently.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import html
 import inspect
-import threading
+import signal
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,8 +78,10 @@ class Wrong:
     hint: str
 
 
-class TimeLimit(Exception):
-    """The learner's code was still running after ``TIME_LIMIT`` seconds."""
+class TimeLimit(BaseException):
+    """The learner's code was still running after ``TIME_LIMIT`` seconds.
+
+    A ``BaseException``, so that ``except Exception:`` in the learner's loop does not catch it."""
 
 
 class NotNumbers(ValueError):
@@ -91,48 +96,62 @@ def _silenced():
         yield
 
 
-def _stop(thread: threading.Thread) -> None:
-    """Ask a worker thread still running the learner's code to stop (a pure-Python loop stops at once)."""
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(TimeLimit))
+def _on_alarm(signum, frame):
+    """SIGALRM after ``TIME_LIMIT``: raise :class:`TimeLimit` in the learner's code, and from now on at each of
+    its lines too (a bare ``except:`` that swallows the first one then raises it in its own body).
+
+    The alarm fires again every 0.1 s until the call ends. Never raised in :func:`call_quietly`'s own
+    frame, where the call is already over."""
+    if frame is not None and frame.f_code in _OWN_CODE:
+        return
+    sys.settrace(_stop_at_each_line)
+    while frame is not None and frame.f_code not in _OWN_CODE:  # the frames already running
+        frame.f_trace = _stop_at_each_line
+        frame = frame.f_back
+    raise TimeLimit
+
+
+def _stop_at_each_line(frame, event, arg):
+    if frame.f_code in _OWN_CODE:
+        return None
+    if event == "line":
+        raise TimeLimit
+    return _stop_at_each_line
 
 
 def call_quietly(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` that never raises and never hangs: returns ``(result, error)``.
 
     ``error`` is ``None`` on success, else the exception the call raised (any
-    ``BaseException``, ``SystemExit`` included), or a :class:`TimeLimit` when it was
-    still running after ``TIME_LIMIT`` seconds. Warnings and numpy floating-point
-    errors are silenced during the call.
+    ``BaseException``, ``SystemExit`` and ``KeyboardInterrupt`` included), or a :class:`TimeLimit`
+    when it was still running after ``TIME_LIMIT`` seconds (see the module's docstring for
+    where). Warnings and numpy floating-point errors are silenced during the call.
 
     >>> call_quietly(divmod, 7, 2)
     ((3, 1), None)
     >>> call_quietly(int, "seven")[1]
     ValueError("invalid literal for int() with base 10: 'seven'")
     """
-    outcome: list = [None, TimeLimit()]
-
-    def run():
-        try:
-            with np.errstate(all="ignore"):  # the worker thread has numpy's defaults, not the caller's
-                try:
-                    outcome[:] = [fn(*args, **kwargs), None]
-                except BaseException as err:  # noqa: BLE001 - a learner's bug must become a hint, never a traceback
-                    outcome[:] = [None, err]
-        except TimeLimit:  # the stop arrived just as the call returned: its outcome stands
-            pass
-
-    worker = threading.Thread(target=run, name="attn-helpers-checker", daemon=True)
     with _silenced():
-        worker.start()
         try:
-            worker.join(TIME_LIMIT)
-        finally:  # also when the learner interrupts the kernel while the checker waits
-            _stop(worker)
-        if worker.is_alive():
-            worker.join(0.1)  # let the stop land, so the loop does not keep a core busy
-    result, error = outcome
-    return result, error
+            previous_handler = signal.signal(signal.SIGALRM, _on_alarm) if hasattr(signal, "setitimer") else None
+        except ValueError:  # not the main thread: no alarm can reach this call
+            previous_handler = None
+        previous_trace = sys.gettrace()
+        if previous_handler is not None:
+            signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT, 0.1)  # after TIME_LIMIT s, then every 0.1 s
+        try:
+            return fn(*args, **kwargs), None
+        except BaseException as err:  # noqa: BLE001 - a learner's bug (or interrupt) must become a verdict
+            return None, err
+        finally:
+            if previous_handler is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                sys.settrace(previous_trace)
+                signal.signal(signal.SIGALRM, previous_handler)
+
+
+_OWN_CODE = {call_quietly.__code__}
 
 
 def describe_error(error: BaseException) -> str:
@@ -145,6 +164,8 @@ def describe_error(error: BaseException) -> str:
         return f"your function did not return within {TIME_LIMIT:g} s: is there a loop that never ends?"
     if isinstance(error, NotImplementedError):
         return "not implemented yet: replace the `raise NotImplementedError` line with your code"
+    if isinstance(error, KeyboardInterrupt):
+        return "you stopped your function (the ■ button, or Ctrl+C) before it returned"
     if isinstance(error, SystemExit):
         return ("your function called sys.exit() (or exit()), which stops Python instead of returning: "
                 "return the result instead")
@@ -290,7 +311,8 @@ def grade_function(
 
     ``hints`` replaces the generic hint for a kind of failure with one in the
     lesson's own terms: ``"matmul"`` (a matrix product whose inner sizes do not
-    agree) and ``"tuple"`` (the function returned a tuple, not one array).
+    agree), ``"tuple"`` (the function returned a tuple, not one array) and ``"nan"``
+    (NaN or inf in the result).
     """
     hints = dict(hints or {})
     if not callable(learner_fn):
@@ -309,9 +331,9 @@ def grade_function(
         if got.shape == expected.shape and _close(got, expected, rtol, atol):
             continue
         if np.isnan(got).any() or np.isinf(got).any():
-            return Verdict(False, f"on {where}, your result contains NaN or inf",
-                           "an exp() of large numbers overflows (subtract the maximum first), "
-                           "or 0/0 happened (a row with nothing to sum)")
+            return Verdict(False, f"on {where}, your result contains NaN or inf", hints.get("nan") or (
+                "an exp() of large numbers overflows (subtract the maximum first), "
+                "or 0/0 happened (a row with nothing to sum)"))
         for wrong in wrongs:
             try:
                 alt = np.asarray(wrong.fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
@@ -343,7 +365,7 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
 def _raised_hint(problem: str, hints: Mapping[str, str]) -> str:
     if "not implemented" in problem:
         return "write the body of the function, then run this cell again"
-    if "did not return within" in problem:
+    if "did not return within" in problem or "you stopped your function" in problem:
         return ("check that each loop ends (a `while` condition that becomes False, a counter that grows); "
                 "if a cell keeps running, stop it with the ■ (interrupt) button")
     if "sys.exit()" in problem:

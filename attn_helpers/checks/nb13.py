@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..core import scaled_dot_product_attention, softmax
 from ..kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
-from ._grader import Case, Wrong, grade_function, grade_value, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, never_raises, register_solution
 
 __all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction"]
 
@@ -20,6 +22,8 @@ def online_softmax_row(scores):
     """Softmax of a 1-D row, its max and sum found in ONE pass (a loop over the entries)."""
     m, l = -np.inf, 0.0  # running max, running sum of exp(score - m)
     for s in scores:
+        if s == -np.inf:
+            continue  # a masked score adds exp(-inf) = 0 (and m - new_m would be -inf - (-inf) = NaN)
         new_m = max(m, s)
         l = l * np.exp(m - new_m) + np.exp(s - new_m)  # rescale the old sum to the new max, add the new term
         m = new_m
@@ -65,10 +69,17 @@ def check_online_softmax(fn):
         Case((np.array([2.0, -np.inf, 0.5, -np.inf]),), label="a row with masked (-inf) scores"),
         Case((np.array([-3.0]),), label="a row of one score"),
     ]
-    return grade_function(fn, lambda scores: softmax(scores), cases, what="online_softmax_row",
-                          wrongs=_ONLINE_SOFTMAX_WRONGS,
-                          shape_hint="return one weight per score: an array of the same shape as scores",
-                          success="one pass for the max and the sum, rescaled whenever the max grew: the softmax.")
+    common = dict(what="online_softmax_row", wrongs=_ONLINE_SOFTMAX_WRONGS,
+                  shape_hint="return one weight per score: an array of the same shape as scores")
+    verdict = grade_function(fn, softmax, cases, **common)
+    if not verdict.passed:
+        return verdict
+    masked_first = [Case((np.array([-np.inf, 2.0, 0.5]),), label="the row [-inf, 2, 0.5], whose FIRST score is masked")]
+    return grade_function(fn, softmax, masked_first, **common, hints={"nan": (
+        "while m is still -inf, a masked score gives exp(m - new_m) = exp(-inf - (-inf)) = exp(NaN): skip a "
+        "masked score (if s == -np.inf: continue), it adds exp(-inf) = 0 to the sum anyway")},
+        success="one pass for the max and the sum, rescaled whenever the max grew, masked scores skipped: "
+                "the softmax.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,10 +102,12 @@ def online_attention_row(query, keys, values):
 
 
 def _attention_variant(rescale_sum=True, rescale_acc=True, divide=True, scale=True):
+    """A version of the solution with one slip; ``scale``: True (sqrt(d_k)), False (none), "d_k" or "sqrt(T)"."""
     def variant(query, keys, values):
         m, l, acc = -np.inf, 0.0, np.zeros(values.shape[1])
+        divisor = {True: np.sqrt(len(query)), False: 1.0, "d_k": len(query), "sqrt(T)": np.sqrt(len(keys))}[scale]
         for key, value in zip(keys, values):
-            s = query @ key / (np.sqrt(len(query)) if scale else 1.0)
+            s = query @ key / divisor
             new_m = max(m, s)
             correction = np.exp(m - new_m)
             l = (l * correction if rescale_sum else l) + np.exp(s - new_m)
@@ -133,6 +146,11 @@ def check_online_attention(fn):
               "denominator)"),
         Wrong(_attention_variant(scale=False),
               "the scores are not scaled: divide query @ key by sqrt(d_k)"),
+        Wrong(_attention_variant(scale="d_k"),
+              "you divided the scores by d_k: divide by its square root, np.sqrt(d_k) (notebook 06)"),
+        Wrong(_attention_variant(scale="sqrt(T)"),
+              "you divided by the square root of the number of keys T: the scale is 1 / sqrt(d_k), with d_k the "
+              "length of the query (len(query)), whatever the number of keys"),
     ]
     return grade_function(fn, reference, cases, what="online_attention_row", wrongs=wrongs,
                           shape_hint="the context of one query has one number per value feature: shape (d_v,)",
@@ -144,8 +162,20 @@ def check_online_attention(fn):
 # Predict, then run
 
 
+def _positive_ints(**values):
+    """A verdict naming the first of ``values`` that is not a whole number >= 1, or None."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            return Verdict(False, f"{name} must be a whole number >= 1; got {value!r:.40}", f"for example {name}=8")
+    return None
+
+
+@never_raises("could not grade this prediction", "give a whole number, for example my_skipped_tiles = 3")
 def check_skipped_tiles(prediction, T=8, block_size=2):
     """Grade a prediction of how many tiles a causal mask lets tiled attention skip."""
+    problem = _positive_ints(T=T, block_size=block_size)
+    if problem is not None:
+        return problem
     tiles = -(-T // block_size)
     skipped = tiles * (tiles - 1) // 2  # the tiles strictly above the diagonal of tiles
     return grade_value(prediction, skipped, name="prediction", success=(
@@ -158,15 +188,38 @@ def check_skipped_tiles(prediction, T=8, block_size=2):
     ])
 
 
+def _published(model):
+    """The name in PUBLISHED_CONFIGS that ``model`` spells (case, spaces, dashes ignored), or None."""
+    def key(name):
+        return "".join(ch for ch in name.lower() if ch.isalnum())
+
+    return {key(name): name for name in PUBLISHED_CONFIGS}.get(key(model)) if isinstance(model, str) else None
+
+
+@never_raises("could not grade this prediction", "give a number of GiB, for example my_cache_gib = 1.5")
 def check_cache_prediction(prediction_gib, model="Llama 2 7B", T=4096, bytes_per_number=2):
     """Grade a prediction, in GiB, of a published model's KV cache at ``T`` tokens in float16."""
-    config = PUBLISHED_CONFIGS[model]
+    name = _published(model)
+    if name is None:
+        return Verdict(False, f"model {model!r:.40} is not one of the published configurations",
+                       "use one of " + ", ".join(repr(known) for known in PUBLISHED_CONFIGS))
+    problem = _positive_ints(T=T)
+    if problem is not None:
+        return problem
+    if isinstance(bytes_per_number, bool) or not isinstance(bytes_per_number, numbers.Real) or bytes_per_number <= 0:
+        return Verdict(False, f"bytes_per_number must be a positive number; got {bytes_per_number!r:.40}",
+                       "2 for float16, 4 for float32")
+    config = PUBLISHED_CONFIGS[name]
     layers, kv_heads, head_dim = config["num_layers"], config["num_kv_heads"], config["head_dim"]
-    gib = kv_cache_bytes(layers, kv_heads, head_dim, T, bytes_per_number) / 2**30
+    size = kv_cache_bytes(layers, kv_heads, head_dim, T, bytes_per_number)
+    gib = size / 2**30
     return grade_value(prediction_gib, gib, name="prediction", rtol=0.02, atol=0.0, success=(
         f"{layers} layers x 2 (K and V) x {kv_heads} heads x {head_dim} x {T} tokens x {bytes_per_number} bytes "
         f"= {gib:g} GiB, for ONE sequence."), wrongs=[
         (gib / 2, "you counted the keys or the values, not both: the cache holds 2 arrays per layer"),
         (gib * 2, "float16 is 2 bytes per number, not 4"),
         (gib / layers, "that is one layer; every layer has its own keys and values"),
+        (size / 1e9, "that is in GB (10^9 bytes); a GiB is 2^30 bytes: divide the bytes by 2**30"),
+        (float(size), "that is the number of bytes: divide it by 2**30 for GiB"),
+        (size / 2**20, "that is in MiB: divide by 1024 for GiB"),
     ])

@@ -19,7 +19,7 @@ from ..online import tiled_attention_steps
 from ..plotting import MASKED_COLOUR, OKABE_ITO
 from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider, toggle
 
-__all__ = ["tiling_example", "draw_tiles", "update_tiles", "tile_explorer", "EXPLORERS"]
+__all__ = ["tiling_example", "draw_tiles", "update_tiles", "tile_count", "tile_explorer", "EXPLORERS"]
 
 _LIVE = OKABE_ITO["vermillion"]
 _DONE = OKABE_ITO["blue"]
@@ -173,13 +173,26 @@ def update_tiles(fig, step=1, query="creature", block_size=2, causal=True, **_):
     return f"After tile {step}, {tokens[row]!r} has running max m = {m:.3f} and running sum l = {l:.3f}.{grew}"
 
 
+def tile_count(T, block_size):
+    """How many tiles a T x T grid of scores has in tiles of ``block_size`` x ``block_size``."""
+    return (-(-int(T) // int(block_size))) ** 2
+
+
 def tile_explorer(example=None, tokens=CREATURE_TOKENS):
     """Step through the tiles; pick the query row whose running max and sum are plotted."""
     draw = partial(draw_tiles, example=tiling_example(len(tokens)) if example is None else example, tokens=tokens)
+    step = slider("tile", 6, 1, tile_count(len(tokens), 1), 1, integer=True)
+    block_size = dropdown("tile size", [1, 2, 4], 2)
+    step.max = tile_count(len(tokens), block_size.value)
+
+    def follow(change):  # the tile slider runs over the tiles of this tile size
+        step.max = tile_count(len(tokens), change["new"])
+
+    block_size.observe(follow, names="value")
     controls = {
-        "step": slider("tile", 6, 1, len(tokens) ** 2, 1, integer=True),
-        "query": dropdown("query row", tokens, "creature"),
-        "block_size": dropdown("tile size", [1, 2, 4], 2),
+        "step": step,
+        "query": dropdown("query row", tokens, "creature" if "creature" in tokens else tokens[min(3, len(tokens) - 1)]),
+        "block_size": block_size,
         "causal": toggle("causal mask (skip tiles in the future)", True),
     }
     return Explorer(draw, controls, figsize=(11, 5.2), update=update_tiles)
