@@ -140,4 +140,3 @@ def one_core():
     return threadpool_limits(limits=1)
 
 
-one_blas_thread = one_core  # pretrained.py's name: it should call threadpool_limits(limits=1) itself, then delete this
