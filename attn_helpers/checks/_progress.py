@@ -4,7 +4,7 @@ Every verdict a ``check_*`` function gives is recorded in a small JSON file: for
 and exercise, whether it has passed (once passed, it stays passed), how many attempts were made
 and when the last one was. Nothing is sent anywhere. The file is ``attn_helpers/progress.json``
 under Jupyter's data directory (``jupyter --data-dir``), or the file that the environment variable
-``ATTN_HELPERS_PROGRESS`` names.
+``ATTN_HELPERS_PROGRESS`` names (``off`` records nothing).
 
 >>> import attn_helpers
 >>> attn_helpers.progress()                          # doctest: +SKIP
@@ -97,6 +97,8 @@ def record(verdict) -> None:
     counts, as one attempt. Verdicts made outside a notebook's checker, and the answers to an
     untouched exercise (``...`` or ``raise NotImplementedError``), are not recorded.
     """
+    if os.environ.get(ENV) == "off":  # e.g. nbgrader grading learners' work: their progress is not the teacher's
+        return
     try:
         frame = _checker_frame()
         if frame is None or any(text in verdict.message for text in _NOT_AN_ATTEMPT):
