@@ -11,22 +11,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import core_path  # noqa: E402 - finds the predictions, a sibling script
+
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "teaching-guide.md"
 ANSWERS = ROOT / "docs" / "answers"
-
-
-def _core_path():
-    spec = importlib.util.spec_from_file_location("core_path", ROOT / "tools" / "core_path.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def discussion_questions(guide_text: str, number: str) -> list[str]:
@@ -46,7 +41,7 @@ def discussion_questions(guide_text: str, number: str) -> list[str]:
 
 def prediction_variables(path: Path) -> list[str]:
     """The ``my_...`` variables of a notebook's predict-then-run cells."""
-    tool = _core_path()
+    tool = core_path
     names = []
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         source = "".join(cell["source"])

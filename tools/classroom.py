@@ -22,7 +22,6 @@ Everything else (predictions, demonstrations, figures) stays as it is. Nothing i
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import copy
@@ -34,8 +33,10 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import core_path  # noqa: E402 - the series' notebooks, a sibling script
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
 OUT = ROOT / "classroom"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
@@ -216,29 +217,23 @@ def source_notebook(path: Path, registered: dict):
     return nb, graded
 
 
-def build(out: Path = OUT, numbers=None, folder: Path = NOTEBOOKS) -> dict:
-    """Write the course folder ``out``; returns ``{assignment: [grade ids]}``."""
+def build(out: Path = OUT, numbers=None) -> dict:
+    """Write the course folder ``out`` (every notebook, or those numbered in ``numbers``);
+    returns ``{assignment: [grade ids]}``."""
     registered = solutions()
     (out / "source").mkdir(parents=True, exist_ok=True)
     (out / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
     written = {}
-    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
-        if numbers and path.name[:2] not in numbers:
-            continue
-        nb, graded = source_notebook(path, registered)
-        target = out / "source" / path.stem / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target)
-        written[path.stem] = graded
+    for path in core_path.notebooks(ROOT, numbers).values():
+        nb, written[path.stem] = source_notebook(path, registered)
+        (out / "source" / path.stem).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out / "source" / path.stem / path.name)
     return written
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=OUT, help="the course folder to write (default: classroom/)")
-    parser.add_argument("numbers", nargs="*", help="only these notebooks, by number (e.g. 02 08)")
-    args = parser.parse_args(argv)
-    written = build(args.out, set(args.numbers))
+    args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
+    written = build(args.out, args.numbers)
     for assignment, graded in written.items():
         print(f"{assignment}: {len(graded)} graded test{'s' * (len(graded) != 1)}")
     print(f"wrote {args.out / 'source'} and {args.out / 'nbgrader_config.py'}. Next, in {args.out}:\n"

@@ -160,9 +160,20 @@ PLANS = {
 }
 
 
-def notebooks(root=ROOT) -> dict:
-    """The series' notebooks by their two-digit number."""
-    return {path.name[:2]: path for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+def selection(argv, description: str, out: Path) -> argparse.Namespace:
+    """The command line of a tool that writes something per notebook: ``[--out DIR] [NN ...]``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=out, help=f"output folder (default: {out.name}/)")
+    parser.add_argument("numbers", nargs="*", help="only these notebooks, by number (e.g. 02 08)")
+    args = parser.parse_args(argv)
+    args.out, args.numbers = args.out.resolve(), set(args.numbers)
+    return args
+
+
+def notebooks(root=ROOT, numbers=None) -> dict:
+    """The series' notebooks by their two-digit number (only those in ``numbers``, if given)."""
+    return {path.name[:2]: path for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+            if not numbers or path.name[:2] in numbers}
 
 
 def titles(guide_text: str) -> dict:
