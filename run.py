@@ -6,6 +6,8 @@ Sets up everything the series needs (a virtual environment in .venv), then:
   lab    open JupyterLab on notebook 00 (stop it with Ctrl+C)
   test   run the test suite; extra arguments go to pytest, e.g. run.py test -k softmax
   site   build a static website (site/index.html) from the notebooks, no internet needed
+  classroom  write an nbgrader course folder (classroom/) with graded assignments
+  slides     write one offline slide deck per notebook (slides/NN_topic.html)
 
 Needs Python 3.10 to 3.13. The first run installs the packages (a few minutes, with
 progress); later runs start at once, and reinstall only when a requirements file or
@@ -339,7 +341,17 @@ def site(args):
     return subprocess.call([python, str(ROOT / "tools" / "build_site.py"), *args])
 
 
-COMMANDS = {"lab": lab, "test": test, "site": site}
+def classroom(args):
+    python = ensure_env("requirements-test.txt")  # nbgrader is a teacher's dependency, not a learner's
+    return subprocess.call([python, str(ROOT / "tools" / "classroom.py"), *args])
+
+
+def slides(args):
+    python = ensure_env("requirements-test.txt")  # the site's renderer: nbconvert and latex2mathml
+    return subprocess.call([python, str(ROOT / "tools" / "slides.py"), *args])
+
+
+COMMANDS = {"lab": lab, "test": test, "site": site, "classroom": classroom, "slides": slides}
 
 
 def main(argv):

@@ -56,3 +56,10 @@ __all__ = [
     "split_heads",
 ]
 __all__ += block.__all__  # layer_norm, gelu, feed_forward, the block and its parameter counts
+
+
+def __getattr__(name):  # attn_helpers.progress(): imported on first use, since it reads the checkers' exercise lists
+    if name == "progress":
+        from .checks._progress import progress
+        return progress
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,8 +29,8 @@ def rendered() -> dict[str, str]:
     """Each requirements file as it should read."""
     pins = extras((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     runtime = "".join(line + "\n" for line in pins["notebooks"])
-    test = "".join("-r requirements.txt\n" if line == "attn-helpers[notebooks]" else line + "\n"
-                   for line in pins["test"])
+    own = {"attn-helpers[notebooks]": ["-r requirements.txt"], "attn-helpers[teacher]": pins["teacher"]}
+    test = "".join(line + "\n" for pin in pins["test"] for line in own.get(pin, [pin]))
     return {
         "requirements.txt": GENERATED + "# What a learner needs to run the series.\n" + runtime,
         "binder/requirements.txt": GENERATED + "# What Binder installs: the same lines as ../requirements.txt.\n"

@@ -1,0 +1,124 @@
+"""The nbgrader course folder that `run.py classroom` writes (tools/classroom.py).
+
+The fast tests read the generated source notebooks: every solution a notebook reveals becomes a solution
+region with an autograder test after it, and no notebook keeps a `solution(...)` call. The slow test runs
+the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two assignments:
+the source notebook as a submission gets full marks, an untouched released notebook gets 0 without an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from tool_loader import ROOT, load_tool
+
+classroom = load_tool("classroom")
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CYCLE = ["02_dot_product_scores", "08_multi_head_attention"]  # small and fast; 08 has a two-check exercise
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    out = tmp_path_factory.mktemp("classroom")
+    return out, classroom.build(out)
+
+
+def cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def revealed(path):
+    return [name for cell in cells(path) if cell["cell_type"] == "code"
+            for name in re.findall(r"""solution\(["'](\w+)["']\)""", "".join(cell["source"]))]
+
+
+def test_every_notebook_becomes_an_assignment(course):
+    out, written = course
+    assert sorted(written) == [path.stem for path in NOTEBOOKS]
+    assert (out / "nbgrader_config.py").is_file()
+    for path in NOTEBOOKS:
+        assert (out / "source" / path.stem / path.name).is_file()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_each_revealed_solution_is_a_solution_region_followed_by_its_tests(course, path):
+    out, written = course
+    source = cells(out / "source" / path.stem / path.name)
+    code = "\n".join("".join(cell["source"]) for cell in source if cell["cell_type"] == "code")
+    assert "solution(" not in code.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")
+    regions = [cell for cell in source if cell["metadata"].get("nbgrader", {}).get("solution")]
+    graded = {cell["metadata"]["nbgrader"]["grade_id"] for cell in regions}
+    assert graded <= set(revealed(path))
+    for name in revealed(path):  # graded itself, or solved in the same region as another (08's two counts)
+        assert name in graded or any(f"def {name}(" in "".join(cell["source"]) for cell in regions), name
+    for cell in regions:
+        body = "".join(cell["source"])
+        assert body.count("### BEGIN SOLUTION") == 1 and body.count("### END SOLUTION") == 1
+        assert "raise NotImplementedError" in body or re.search(r"^\w+ = \.\.\.", body, re.MULTILINE), \
+            "the learner's stub stays, outside the region"
+        following = source[source.index(cell) + 1]
+        meta = following["metadata"].get("nbgrader", {})
+        assert meta.get("grade") and meta.get("locked") and meta.get("points") == 1
+        assert "assert verdict.passed" in "".join(following["source"])
+    tests = [cell for cell in source if cell["metadata"].get("nbgrader", {}).get("grade")]
+    assert len(tests) == len(written[path.stem]) >= len(regions)
+    if revealed(path):
+        assert regions, f"{path.name} reveals solutions but has no graded exercise"
+
+
+def test_progress_is_not_recorded_while_grading(course):
+    out, _ = course
+    assert 'os.environ["ATTN_HELPERS_PROGRESS"] = "off"' in (out / "nbgrader_config.py").read_text()
+
+
+def nbgrader(out, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # four notebook runs and five nbgrader commands; minutes on a loaded machine
+def test_the_nbgrader_cycle_full_marks_for_the_solutions_zero_for_an_untouched_notebook(tmp_path):
+    out = tmp_path / "classroom"
+    written = classroom.build(out, {name[:2] for name in CYCLE})
+    for assignment in CYCLE:
+        nbgrader(out, "generate_assignment", assignment, "--force")
+        released = out / "release" / assignment / f"{assignment}.ipynb"
+        source = out / "source" / assignment / f"{assignment}.ipynb"
+        text = released.read_text(encoding="utf-8")
+        assert "BEGIN SOLUTION" not in text and not re.search(r"\bsolution\(", text.replace("`solution(", ""))
+        solved = [cell for cell in cells(source) if "### BEGIN SOLUTION" in "".join(cell["source"])]
+        handed_out = {cell["metadata"]["nbgrader"]["grade_id"]: "".join(cell["source"]) for cell in cells(released)
+                      if cell["metadata"].get("nbgrader", {}).get("solution")}
+        assert len(handed_out) == len(solved) >= 2
+        for cell in solved:
+            region = "".join(cell["source"]).split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            stub = handed_out[cell["metadata"]["nbgrader"]["grade_id"]]
+            assert not [line for line in region.splitlines() if line.strip() and line in stub.splitlines()]
+        for student, notebook in (("full_marks", source), ("untouched", released)):
+            target = out / "submitted" / student / assignment
+            target.mkdir(parents=True)
+            shutil.copy(notebook, target / notebook.name)
+        nbgrader(out, "autograde", assignment, "--force")
+        nbgrader(out, "generate_feedback", assignment, "--force")
+        feedback = (out / "feedback" / "untouched" / assignment / f"{assignment}.html").read_text(encoding="utf-8")
+        assert "Hint:" in feedback  # the checker's hint is the feedback
+        assert (out / "feedback" / "full_marks" / assignment / f"{assignment}.html").is_file()
+    nbgrader(out, "export")
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        grades = {(row["assignment"], row["student_id"]): row for row in csv.DictReader(handle)}
+    for assignment in CYCLE:
+        full, untouched = grades[assignment, "full_marks"], grades[assignment, "untouched"]
+        assert float(full["max_score"]) == len(written[assignment]) >= 2
+        assert float(full["score"]) == float(full["max_score"])
+        assert float(untouched["score"]) == 0.0

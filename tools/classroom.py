@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Write an nbgrader course folder from the notebooks: graded assignments a teacher can collect.
+
+    python3 run.py classroom                       # the usual way: writes classroom/
+    python tools/classroom.py [--out DIR] [NN ...]
+
+For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
+and ``nbgrader_config.py`` once. In each source notebook:
+
+- every exercise with a registered solution becomes an nbgrader solution cell: the solution's code,
+  between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, goes just before the learner's stub (a
+  ``raise NotImplementedError``) or just after it (``name = ...`` lines), so that the source notebook
+  computes the answer and the released one, whose regions ``nbgrader generate_assignment`` strips,
+  is the learner's notebook as before;
+- after it, one autograder test cell (one point) per ``check_*`` call of the exercise: it asserts that
+  the series' own checker passes, so the checker's message and hint are the learner's feedback;
+- the cells that reveal a solution (``solution("name")``) are removed, and so is ``solution`` from imports.
+
+Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here:
+``nbgrader autograde`` runs the notebooks.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import inspect
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import core_path  # noqa: E402 - the series' notebooks, a sibling script
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "classroom"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+CONFIG = '''"""nbgrader configuration of the attention series' course folder (written by tools/classroom.py)."""
+
+import os
+
+c = get_config()  # noqa: F821 - provided by nbgrader
+c.CourseDirectory.course_id = "attention-from-first-principles"
+c.CourseDirectory.assignment_id = ""
+c.ExecutePreprocessor.timeout = 120  # seconds per cell; the series' notebooks run in seconds
+# The released notebook keeps the learner's own stub (``raise NotImplementedError`` or ``name = ...``), which
+# sits outside the solution region; the region itself leaves this line behind.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
+# The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
+os.environ["ATTN_HELPERS_PROGRESS"] = "off"
+'''
+
+
+def solutions() -> dict:
+    """The registered solutions by name (the functions ``solution(name)`` reveals)."""
+    sys.path.insert(0, str(ROOT))
+    from attn_helpers import checks  # noqa: F401 - registers every notebook's solutions
+    from attn_helpers.checks._grader import SOLUTIONS
+
+    return dict(SOLUTIONS)
+
+
+def _function_node(fn) -> ast.FunctionDef:
+    return ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+
+
+def _body_source(fn) -> str:
+    """The statements of ``fn``'s body without its docstring, dedented."""
+    lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
+    body = _function_node(fn).body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    return textwrap.dedent("\n".join(lines[body[0].lineno - 1:body[-1].end_lineno]))
+
+
+def _imports_for(fn) -> str:
+    """An import line for the module-level names ``fn`` reads (``np`` aside): the notebook may not have them."""
+    module, node = sys.modules[fn.__module__], _function_node(fn)
+    inside = [n for part in [*node.body, node.args] for n in ast.walk(part)]  # not the decorator
+    loads = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local = {n.id for n in inside if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    local |= {n.arg for n in inside if isinstance(n, ast.arg)}
+    used = sorted((loads - local) & set(vars(module)) - set(dir(builtins)) - {"np"})
+    return f"from {fn.__module__} import {', '.join(used)}\n" if used else ""
+
+
+def _solution_def(fn) -> str:
+    """The solution's source without its decorator, with the imports it needs inside its body."""
+    lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
+    body = _function_node(fn).body
+    documented = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
+    first = body[documented].lineno - 1  # after the docstring (``inspect.getsource``'s lines are the node's)
+    indent = re.match(r"\s*", lines[first]).group(0)
+    imports = [indent + line for line in _imports_for(fn).splitlines()]
+    return "\n".join(line for line in lines[:first] + imports + lines[first:] if not line.startswith("@"))
+
+
+def _solved_function(stub: str, fn) -> str:
+    """The learner's ``def`` of cell source ``stub`` with its ``raise NotImplementedError`` replaced by the
+    solution region (the stub's comments stay: they are the learner's hints)."""
+    node = next(n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef))
+    lines = stub.splitlines()
+    own = [a.arg for a in node.args.args]
+    theirs = [a.arg for a in _function_node(fn).args.args]
+    if own[:len(theirs)] == theirs:
+        code = _imports_for(fn) + _body_source(fn)
+    else:  # other argument names: the solution as it is, called with the learner's arguments
+        code = f"{_solution_def(fn)}\n\nreturn {fn.__name__}({', '.join(own[:len(theirs)])})"
+    (stop,) = [n for n in node.body if isinstance(n, ast.Raise)][-1:]
+    region = textwrap.indent(f"{BEGIN}\n{code}\n{END}", " " * stop.col_offset)
+    return "\n".join(lines[:stop.lineno - 1] + [region] + lines[stop.lineno - 1:])  # the stub stays after it
+
+
+ASKED = re.compile(r"^(\w+) = \.\.\.[^\n]*$", re.MULTILINE)
+
+
+def _solved_values(stub: str, fns: list, defined: set) -> str:
+    """Cell source ``stub`` with its ``name = ...`` lines replaced by a region that computes them."""
+    names = ASKED.findall(stub)
+    code = "\n\n".join(_solution_def(fn) for fn in fns) + "\n\n"
+    if len(fns) == len(names):
+        code += "".join(f"{name} = {fn.__name__}({_arguments(fn, defined)})\n" for name, fn in zip(names, fns))
+    else:
+        code += f"{', '.join(names)} = {fns[0].__name__}({_arguments(fns[0], defined)})\n"
+    lines = stub.splitlines()
+    last = max(i for i, line in enumerate(lines) if ASKED.match(line)) + 1  # after the learner's ``... `` lines
+    return "\n".join(lines[:last] + [BEGIN] + code.rstrip("\n").splitlines() + [END] + lines[last:])
+
+
+def _arguments(fn, defined: set) -> str:
+    """The solution's required arguments, passed by the names the notebook gives them."""
+    required = [p.name for p in inspect.signature(fn).parameters.values() if p.default is inspect.Parameter.empty]
+    missing = [name for name in required if name not in defined]
+    if missing:
+        raise ValueError(f"solution {fn.__name__} needs {missing}, which the notebook does not define")
+    return ", ".join(required)
+
+
+def _defined_names(cells) -> set:
+    names = set()
+    for cell in cells:
+        if cell.cell_type == "code":
+            names |= set(re.findall(r"^(\w+)\s*=", cell.source, flags=re.MULTILINE))
+    return names
+
+
+def _is_exercise(cell) -> bool:
+    return cell.cell_type == "code" and bool(re.search(r"\bcheck_\w+\(", cell.source)) and (
+        "raise NotImplementedError" in cell.source or bool(ASKED.search(cell.source)))
+
+
+def _checker_calls(source: str) -> list[str]:
+    """The source of each ``check_*(...)`` call of a cell, in order."""
+    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")]
+    return [ast.get_source_segment(source, node) for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def _nbgrader(kind: str, grade_id: str) -> dict:
+    meta = {"grade_id": grade_id, "schema_version": 3, "task": False, "grade": kind == "test",
+            "solution": kind == "solution", "locked": kind == "test"}
+    if kind == "test":
+        meta["points"] = 1
+    return meta
+
+
+def _test_cell(call: str, grade_id: str):
+    source = (f"# Autograder test (1 point): the series' own checker must say ✅.\n"
+              f"verdict = {call}\n"
+              f"assert verdict.passed, repr(verdict)   # the checker's message and hint are the feedback")
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = _nbgrader("test", grade_id)
+    cell.metadata["editable"], cell.metadata["deletable"] = False, False
+    return cell
+
+
+def source_notebook(path: Path, registered: dict):
+    """The nbgrader source version of the notebook at ``path`` and the grade ids of its tests."""
+    nb = nbformat.read(path, as_version=4)
+    cells, graded = [], []
+    revealed = [re.findall(r"""solution\(["'](\w+)["']\)""", c.source) if c.cell_type == "code" else []
+                for c in nb.cells]
+    defined = _defined_names(nb.cells)
+    for index, cell in enumerate(nb.cells):
+        if revealed[index]:
+            continue  # a cell that reveals a solution: not in a graded notebook
+        cell = copy.deepcopy(cell)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.source = re.sub(r",\s*solution\b(?=[^\n]*$)", "", cell.source, flags=re.MULTILINE)
+        names = []
+        if _is_exercise(cell):  # its solutions: those revealed after it and before the next exercise
+            following = next((k for k in range(index + 1, len(nb.cells)) if _is_exercise(nb.cells[k])),
+                             len(nb.cells))
+            names = [name for found in revealed[index + 1:following] for name in found]
+        fns = [registered[name] for name in names if name in registered]
+        if not fns:
+            cells.append(cell)
+            continue
+        if "raise NotImplementedError" in cell.source:
+            cell.source = _solved_function(cell.source, fns[0])
+        else:
+            cell.source = _solved_values(cell.source, fns, defined)
+        exercise = names[0]
+        cell.metadata["nbgrader"] = _nbgrader("solution", exercise)
+        cells.append(cell)
+        for k, call in enumerate(_checker_calls(cell.source)):
+            grade_id = f"test_{exercise}" + (f"_{k + 1}" if k else "")
+            cells.append(_test_cell(call, grade_id))
+            graded.append(grade_id)
+    nb.cells = cells
+    return nb, graded
+
+
+def build(out: Path = OUT, numbers=None) -> dict:
+    """Write the course folder ``out`` (every notebook, or those numbered in ``numbers``);
+    returns ``{assignment: [grade ids]}``."""
+    registered = solutions()
+    (out / "source").mkdir(parents=True, exist_ok=True)
+    (out / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
+    written = {}
+    for path in core_path.notebooks(ROOT, numbers).values():
+        nb, written[path.stem] = source_notebook(path, registered)
+        (out / "source" / path.stem).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out / "source" / path.stem / path.name)
+    return written
+
+
+def main(argv=None) -> int:
+    args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
+    written = build(args.out, args.numbers)
+    for assignment, graded in written.items():
+        print(f"{assignment}: {len(graded)} graded test{'s' * (len(graded) != 1)}")
+    print(f"wrote {args.out / 'source'} and {args.out / 'nbgrader_config.py'}. Next, in {args.out}:\n"
+          "  nbgrader generate_assignment NN_topic     # release/: the notebook without solutions\n"
+          "  nbgrader autograde NN_topic               # grades submitted/<student>/NN_topic/\n"
+          "  nbgrader generate_feedback NN_topic       # feedback/<student>/NN_topic/*.html")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
