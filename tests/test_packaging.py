@@ -165,8 +165,10 @@ def test_a_pin_is_one_line_in_pyproject(tmp_path, monkeypatch):
     tool = _sync_requirements()
     pyproject = (ROOT / "pyproject.toml").read_text()
     pins = tool.extras(pyproject)
-    assert set(pins) == {"notebooks", "test"} and "attn-helpers[notebooks]" in pins["test"]
-    assert all(PIN.fullmatch(line) for line in pins["notebooks"] + pins["test"][1:])
-    (tmp_path / "pyproject.toml").write_text(pyproject.replace("    'ruff==", "    'nbgrader==0.9.5',\n    'ruff=="))
+    assert set(pins) == {"notebooks", "test", "teacher"} and "attn-helpers[notebooks]" in pins["test"]
+    own = [line for line in pins["test"] if line.startswith("attn-helpers[")]  # the extras above, by name
+    assert own == ["attn-helpers[notebooks]", "attn-helpers[teacher]"]
+    assert all(PIN.fullmatch(line) for line in pins["notebooks"] + pins["teacher"] + pins["test"] if line not in own)
+    (tmp_path / "pyproject.toml").write_text(pyproject.replace("    'ruff==", "    'pyyaml==6.0.2',\n    'ruff=="))
     monkeypatch.setattr(tool, "ROOT", tmp_path)
-    assert "nbgrader==0.9.5\nruff==" in tool.rendered()["requirements-test.txt"]
+    assert "pyyaml==6.0.2\nruff==" in tool.rendered()["requirements-test.txt"]

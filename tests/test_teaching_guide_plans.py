@@ -83,7 +83,11 @@ def test_each_plan_adds_up_to_its_stated_length(title, length, text):
         stated = re.search(r"\((\d+) min\)", what)
         assert stated is None or int(stated.group(1)) == duration, what
         number = what.strip()[:2]
-        if number in MINUTES and "recap" not in what:
+        part = next((label for label in TOOL.PARTS if what.strip().startswith(label + " ")), None)
+        if part:  # a part of a notebook, up to a heading
+            notebook, until = TOOL.PARTS[part]
+            assert duration == TOOL.core_path(TOOL.notebooks()[notebook], until)["walkthrough_minutes"], what
+        elif number in MINUTES and "recap" not in what:
             assert duration == MINUTES[number]["walkthrough_minutes"], what
     before = re.search(r"\*\*Before the \w+\*\* \(self-paced, (\d+) min\): (.*)", text)
     if before:
@@ -98,4 +102,4 @@ def test_a_notebook_that_does_not_fit_moves_to_the_homework():
     names = TOOL.titles(GUIDE)
     assert f"{moved[-1]} {names[moved[-1]]}" in TOOL.render_plan("day2-180", minutes, names).split("**After")[-1]
     with pytest.raises(ValueError, match="more than its"):
-        TOOL.plan_rows("day2-90", {n: dict(m, walkthrough_minutes=80) for n, m in MINUTES.items()})
+        TOOL.plan_rows("day2-90", {n: {"walkthrough_minutes": 80} for n in [*MINUTES, *TOOL.PARTS]})

@@ -145,7 +145,7 @@ PLANS = {
                          "KV cache and grouped-query attention."),
             ("wrap-up", "rest", "Questions; which of the series' claims would you now test on a model of your own?"),
         ],
-        "flex": ["13", "12"],
+        "flex": ["13", "12", "11"],
         "after": [], "after_note": " and the exercises of 09 to 13",
     },
     "day2-90": {
@@ -155,8 +155,8 @@ PLANS = {
             ("10 recap", 5, "One pre-norm block on the board: attention, feed-forward, two residuals, two layer "
                             "norms."),
             ("11 §1-6", None, "The chain rule on three numbers; the softmax's backward pass from its Jacobian; the "
-                              "gradient-check table; train *copy previous* live; predict the reverse task's pattern; the "
-                              "induction head."),
+                              "gradient-check table; train *copy previous* live; predict the reverse task's "
+                              "pattern; the induction head."),
             ("12 §1-6", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; "
                               "weight is not influence."),
             ("wrap-up", "rest", "Questions; what would convince you that a head does what its weights suggest?"),
@@ -259,14 +259,14 @@ def guide_values(text: str, root=ROOT) -> dict:
     paths = notebooks(root)
     minutes = {number: core_path(path) for number, path in paths.items()}
     names = titles(text)
-    for label, (number, until) in PARTS.items():
-        minutes[label], names[label] = core_path(paths[number], until), names.get(number, "")
     values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}",
               "total walk": str(sum(m["walkthrough_minutes"] for m in minutes.values()))}
     for number, m in minutes.items():
         values[number] = (f"**Core path:** {m['self_paced_minutes']} min self-paced, {m['walkthrough_minutes']} min "
                           "walk-through.")
         values[f"{number} walk"], values[f"{number} self"] = str(m["walkthrough_minutes"]), str(m["self_paced_minutes"])
+    for label, (number, until) in PARTS.items():  # for the plans only: not notebooks of their own
+        minutes[label], names[label] = core_path(paths[number], until), names.get(number, "")
     for name in PLANS:
         values[f"plan {name}"] = "\n" + render_plan(name, minutes, names) + "\n"
     return values
