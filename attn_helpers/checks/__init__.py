@@ -38,6 +38,7 @@ from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_
 from .nb11 import check_attention_prediction, check_softmax_backward
 from .nb12 import check_previous_token_head, check_previous_token_weight, check_sink_prediction
 from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
+from .nb14 import check_layer_norm_backward, check_merge_pair, check_top_p
 
 __all__ = [
     # the grading machinery
@@ -103,4 +104,5 @@ __all__ = [
     "check_online_attention",
     "check_online_softmax",
     "check_skipped_tiles",
+    "check_layer_norm_backward", "check_merge_pair", "check_top_p",  # 14 A tiny GPT of your own
 ]
