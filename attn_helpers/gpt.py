@@ -14,6 +14,7 @@ the token embeddings again as the output layer. Its forward pass is
   ``embedding_backward``;
 * :func:`train` (notebook 11's Adam), :func:`mean_loss` and the :func:`ngram_losses` baselines;
 * sampling: :func:`filter_logits` (top-k, top-p) and :func:`sample_next` (temperature);
+* the step to Llama: :func:`rms_norm`, :func:`swiglu_ffn`, :func:`llama_parameter_count`;
 * :func:`load_tiny_gpt`: the model that ``tools/train_tiny_gpt.py`` trained on *Pride and
   Prejudice*, with its tokenizer, ``logits``, ``generate`` and ``corpus_split``.
 
@@ -24,12 +25,14 @@ Parameters travel as one flat dict of arrays (``"embeddings"``, ``"blocks.0.W_q"
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
 import pathlib
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._validate import as_float_array, as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
@@ -53,6 +56,7 @@ __all__ = [
     "gelu_backward",
     "feed_forward_backward",
     "attention_layer_backward",
+    "block_forward",
     "block_backward",
     "loss_and_grads",
     "train",
@@ -65,6 +69,11 @@ __all__ = [
     "generate_ids",
     "TinyGPT",
     "load_tiny_gpt",
+    "LLAMA2_7B",
+    "rms_norm",
+    "silu",
+    "swiglu_ffn",
+    "llama_parameter_count",
 ]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
@@ -72,6 +81,16 @@ CORPUS_PATH = DATA / "pride_and_prejudice.txt"
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = None
+
+
+def _one_thread(f):
+    """Run ``f`` with BLAS limited to one thread: the products here are small, and several threads
+    fighting over a busy machine's cores make them several times slower, not faster."""
+    @functools.wraps(f)
+    def limited(*args, **kwargs):
+        with threadpool_limits(1):
+            return f(*args, **kwargs)
+    return limited
 
 
 def corpus_split(split):
@@ -187,9 +206,9 @@ def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
 
     Examples
     --------
-    >>> grad_x, grad_gamma, grad_beta = layer_norm_backward(np.array([[1.0, 0.0]]), np.array([[1.0, 3.0]]))
-    >>> grad_x.round(6), grad_gamma.round(6), grad_beta
-    (array([[0., 0.]]), array([-1., -0.]), array([1., 0.]))
+    >>> grad_x, grad_gamma, grad_beta = layer_norm_backward(np.array([[1.0, 0.0, 0.0]]), np.array([[1.0, 2.0, 4.0]]))
+    >>> grad_x.shape, bool(abs(grad_x.sum()) < 1e-9), grad_beta   # each row of grad_x sums to 0
+    ((1, 3), True, array([1., 0., 0.]))
     """
     g_out = as_float_array(grad_out, "grad_out")
     x = as_float_array(x, "x")
@@ -301,9 +320,16 @@ def attention_layer_backward(grad_out, x, a, num_heads, mask=None):
     return grad_x, grads
 
 
-def _block_forward(x, a, num_heads, mask, eps=1e-5):
-    """One pre-norm block, as :func:`~attn_helpers.block.transformer_block` computes it, with the
-    intermediate values the backward pass needs."""
+def block_forward(x, a, num_heads, mask=None, eps=1e-5):
+    """One pre-norm block as :func:`~attn_helpers.block.transformer_block` computes it, keeping what backward needs.
+
+    Returns
+    -------
+    out : ndarray, shape (..., T, d_model)
+    saved : dict
+        ``x``, ``normed_1``, ``middle`` (the stream after attention), ``normed_2``, ``weights``:
+        what :func:`block_backward` reads.
+    """
     normed_1 = layer_norm(x, a["norm_1_gamma"], a["norm_1_beta"], eps)
     *_, weights, merged = _heads(normed_1, a, num_heads, mask)
     middle = x + merged @ a["W_o"] + a["b_o"]  # the residual stream after attention: (..., T, d)
@@ -352,7 +378,7 @@ def _forward(params, ids, num_heads):
     x = embeddings[ids] + positional_encoding(T, d_model, dtype=embeddings.dtype)  # (B, T, d_model)
     saved = []
     for n in range(_num_layers(params)):
-        x, block_saved = _block_forward(x, _block_dict(params, n), num_heads, mask)
+        x, block_saved = block_forward(x, _block_dict(params, n), num_heads, mask)
         saved.append(block_saved)
     final = layer_norm(x, params["final_norm_gamma"], params["final_norm_beta"])  # (B, T, d_model)
     logits = final @ embeddings.T  # (B, T, d_model) @ (d_model, vocab) -> (B, T, vocab): the tied output layer
@@ -413,6 +439,7 @@ def windows(ids, context_length, starts):
     return ids[offsets], ids[offsets + 1]
 
 
+@_one_thread
 def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
           warmup=50, decay=True, callback=None):
     """Train ``decoder`` with Adam on random windows of ``train_ids``; return the trained decoder and the losses.
@@ -454,6 +481,7 @@ def _eval_windows(ids, context_length):
     return windows(ids, context_length, np.arange(count) * context_length)
 
 
+@_one_thread
 def mean_loss(decoder, ids, context_length=64, batch_size=64):
     """Mean cross-entropy, nats per token, of the decoder's predictions on ``ids``.
 
@@ -523,7 +551,7 @@ def filter_logits(logits, top_k=None, top_p=None):
     >>> logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
     >>> filter_logits(logits, top_k=2).round(3)
     array([-0.693, -1.204,   -inf,   -inf])
-    >>> filter_logits(logits, top_p=0.8).round(3)   # 0.5 < 0.8, 0.5 + 0.3 = 0.8: two tokens
+    >>> filter_logits(logits, top_p=0.75).round(3)   # 0.5 < 0.75, then 0.5 + 0.3 >= 0.75: two tokens
     array([-0.693, -1.204,   -inf,   -inf])
     """
     z = as_float_array(logits, "logits", min_ndim=1, check_finite=False)
@@ -612,6 +640,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(probs) - 1))
 
 
+@_one_thread
 def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=64, temperature=1.0, top_k=None,
                  top_p=None, rng=None, use_cache=True):
     """Append ``max_new_tokens`` sampled tokens to ``prompt_ids``; return all the ids.
@@ -677,6 +706,7 @@ class TinyGPT:
 
     @staticmethod
     def corpus_split(split):
+        """The training or validation text (see :func:`corpus_split`)."""
         return corpus_split(split)
 
 
@@ -711,3 +741,83 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
     decoder = decoder_from_params(arrays, record["num_heads"])
     return TinyGPT(decoder, tokenizer, record["context_length"], record)
 
+
+
+# --- from GPT-2 to Llama ------------------------------------------------------------------------
+
+#: Llama 2 7B's published configuration (Touvron et al. 2023, Table 1; meta-llama/Llama-2-7b-hf
+#: config.json: vocab_size 32000, hidden_size 4096, intermediate_size 11008, num_hidden_layers 32,
+#: num_attention_heads 32, num_key_value_heads 32, rms_norm_eps 1e-5 (1e-6 in the first release),
+#: tie_word_embeddings false, no biases).
+LLAMA2_7B = {"num_layers": 32, "d_model": 4096, "num_heads": 32, "num_kv_heads": 32, "d_ff": 11008,
+             "vocab_size": 32000, "context_length": 4096}
+
+
+def rms_norm(x, gamma=None, eps=1e-6):
+    r"""RMSNorm (Zhang & Sennrich 2019, used by Llama): divide each token by its root mean square.
+
+    .. math:: \mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac1d \sum_c x_c^2 + \varepsilon}}
+
+    Layer norm without the mean: nothing is subtracted and there is no ``beta``.
+
+    Examples
+    --------
+    >>> rms_norm(np.array([[3.0, -4.0]])).round(4)   # the root mean square of (3, -4) is sqrt(12.5)
+    array([[ 0.8485, -1.1314]])
+    """
+    x = as_float_array(x, "x")
+    out = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)  # (..., d): root mean square 1 per token
+    return out if gamma is None else out * gamma
+
+
+def silu(x):
+    r"""SiLU (swish): :math:`x\,\sigma(x)`, a smooth ReLU like GELU.
+
+    Examples
+    --------
+    >>> silu(np.array([-1.0, 0.0, 1.0])).round(4)
+    array([-0.2689,  0.    ,  0.7311])
+    """
+    x = as_float_array(x, "x", min_ndim=0)
+    return x / (1.0 + np.exp(-x))
+
+
+def swiglu_ffn(x, W_gate, W_up, W_down):
+    r"""Llama's feed-forward network (Shazeer 2020): a SiLU-gated product of two projections, then down.
+
+    .. math:: \mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}
+
+    Three matrices instead of two and no biases; Llama keeps the parameter count of a
+    ``4 d_model`` GELU network by making ``d_ff`` about ``8/3 d_model`` (11008 for 4096).
+
+    Examples
+    --------
+    >>> x = np.ones((2, 4))
+    >>> swiglu_ffn(x, np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4))).shape
+    (2, 4)
+    """
+    gate = silu(x @ W_gate)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
+    up = x @ W_up  # (..., T, d_ff)
+    return (gate * up) @ W_down  # (..., T, d_ff) @ (d_ff, d_model) -> (..., T, d_model)
+
+
+def llama_parameter_count(config):
+    """Parameters of a Llama-style model from its configuration: no biases, RMSNorm, SwiGLU, untied output.
+
+    Per layer: ``W_q, W_o`` (``d x d``), ``W_k, W_v`` (``d x h_kv d_h``), three SwiGLU matrices
+    (``d x d_ff``) and two RMSNorm gains; then the token embeddings, one final RMSNorm and
+    an output layer of its own. RoPE has no parameters.
+
+    Examples
+    --------
+    >>> llama_parameter_count(LLAMA2_7B)["total"]
+    6738415616
+    """
+    d, layers, vocab = config["d_model"], config["num_layers"], config["vocab_size"]
+    kv_width = d // config["num_heads"] * config["num_kv_heads"]
+    attention = 2 * d * d + 2 * d * kv_width  # W_q, W_o; W_k, W_v (narrower with grouped-query attention)
+    feed_forward_ = 3 * d * config["d_ff"]  # W_gate, W_up, W_down
+    counts = {"token_embeddings": vocab * d, "attention": layers * attention, "feed_forward": layers * feed_forward_,
+              "norms": layers * 2 * d + d, "output_head": vocab * d}
+    counts["total"] = sum(counts.values())
+    return counts

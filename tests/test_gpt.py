@@ -10,11 +10,11 @@ from attn_helpers.bpe import train_bpe
 from attn_helpers.core import causal_mask
 from attn_helpers.gpt import (
     WEIGHTS_PATH,
-    _block_forward,
     _forward,
     attention_layer_backward,
     block_arrays,
     block_backward,
+    block_forward,
     corpus_split,
     decoder_from_params,
     decoder_params,
@@ -112,7 +112,7 @@ def test_the_training_forward_pass_is_decoder_forward_and_transformer_block():
     for row in range(3):
         np.testing.assert_allclose(logits[row], decoder_forward(decoder, ids[row]), rtol=1e-12, atol=1e-12)
     x, mask = RNG.standard_normal((7, 8)), causal_mask(7)
-    out, _ = _block_forward(x, block_arrays(decoder.blocks[0]), 2, mask)
+    out, _ = block_forward(x, block_arrays(decoder.blocks[0]), 2, mask)
     np.testing.assert_allclose(out, transformer_block(x, decoder.blocks[0], mask)[0], rtol=1e-12, atol=1e-12)
 
 
@@ -120,7 +120,7 @@ def test_block_backward_matches_finite_differences():
     decoder = decoder_from_params(_perturbed_decoder(), num_heads=2)
     block, a = decoder.blocks[0], block_arrays(decoder.blocks[0])
     x, weights, mask = RNG.standard_normal((4, 8)), RNG.standard_normal((4, 8)), causal_mask(4)
-    _, saved = _block_forward(x, a, 2, mask)
+    _, saved = block_forward(x, a, 2, mask)
     grad_x, grads = block_backward(weights, saved, a, 2, mask)
     numeric = numerical_gradient(lambda v: (transformer_block(v, block, mask)[0] * weights).sum(), x)
     _check(grad_x, numeric)
@@ -239,3 +239,22 @@ def test_the_corpus_splits_do_not_overlap_and_cover_the_novel():
     assert 0.08 < len(val_text) / len(train_text + val_text) < 0.12
     with pytest.raises(ValueError, match="split"):
         corpus_split("test")
+
+
+# ---------------------------------------------------------------------------------------------- GPT-2 to Llama
+
+def test_llama_pieces_and_parameter_counts():
+    from attn_helpers.block import parameter_count
+    from attn_helpers.examples import GPT2_SMALL
+    from attn_helpers.gpt import LLAMA2_7B, llama_parameter_count, rms_norm, silu, swiglu_ffn
+
+    assert llama_parameter_count(LLAMA2_7B)["total"] == 6_738_415_616
+    assert parameter_count(GPT2_SMALL)["total"] == 124_439_808
+    x = RNG.standard_normal((3, 8))
+    out = rms_norm(x)
+    np.testing.assert_allclose(np.sqrt((out**2).mean(axis=-1)), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(silu(x), x * (0.5 + 0.5 * np.tanh(x / 2)), rtol=1e-12)  # sigmoid via tanh
+    W_gate, W_up, W_down = RNG.standard_normal((8, 12)), RNG.standard_normal((8, 12)), RNG.standard_normal((12, 8))
+    loop = np.array([[sum(silu(row @ W_gate)[j] * (row @ W_up)[j] * W_down[j, c] for j in range(12))
+                      for c in range(8)] for row in x])
+    np.testing.assert_allclose(swiglu_ffn(x, W_gate, W_up, W_down), loop, rtol=1e-10)
