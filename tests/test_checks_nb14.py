@@ -154,3 +154,22 @@ def test_the_sampling_explorer_draws_every_combination_and_never_raises():
     logits = model.logits(model.tokenizer.encode("Elizabeth"))[-1]
     np.testing.assert_allclose(view["raw"], np.sort(next_token_probs(logits))[::-1][:15])
     assert "seeded sample" in explorer.figure().note
+
+
+@pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
+def test_a_slider_move_updates_the_bars_in_place_as_a_fresh_drawing_would():
+    from attn_helpers.gpt import load_tiny_gpt
+    from attn_helpers.widgets import nb14
+
+    explorer = nb14.sampling_explorer(load_tiny_gpt())
+    explorer.render()
+    axes = list(explorer._live.axes)
+    for settings in ({"temperature": 0.5}, {"top_k": 3}, {"top_p": 0.3}, {"temperature": 0.0}):
+        _, note = explorer.render(**settings)
+        assert explorer._live.axes == axes  # the fast path: no new axes
+        fresh = explorer.figure(**settings)
+        assert note == fresh.note
+        assert [b.get_height() for b in explorer._live.handles["bars"]] == [b.get_height()
+                                                                          for b in fresh.handles["bars"]]
+    explorer.render(prompt="Mr. Darcy")
+    assert explorer._live.axes != axes  # a new prompt has other favourite tokens: a full redraw

@@ -16,9 +16,9 @@ from matplotlib.ft2font import FT2Font
 from ..examples import SEED
 from ..gpt import generate_ids, load_tiny_gpt, next_token_probs
 from ..plotting import OKABE_ITO
-from . import LABEL_STYLE, Explorer, slider
+from . import LABEL_STYLE, Explorer, FullRedraw, slider
 
-__all__ = ["drawable", "sampling_view", "draw_sampling", "sampling_explorer", "EXPLORERS"]
+__all__ = ["drawable", "sampling_view", "draw_sampling", "update_sampling", "sampling_explorer", "EXPLORERS"]
 
 _KEPT = OKABE_ITO["blue"]
 _REMOVED = "#bdbdbd"
@@ -37,7 +37,7 @@ def drawable(text):
     return "".join(c if ord(c) in _drawable() or c in "\n\t" else "□" for c in text)
 
 
-def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens=15, sample_tokens=20, seed=SEED):
+def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens=15, sample_tokens=12, seed=SEED):
     """What the figure shows, as numbers: the most probable next tokens before and after the filters, and a sample.
 
     ``top_k = 0`` and ``top_p = 1`` switch the filters off. Returns a dict with ``tokens``
@@ -49,30 +49,48 @@ def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens
     raw = next_token_probs(logits)
     shaped = next_token_probs(logits, temperature, top_k or None, None if top_p >= 1 else top_p)
     order = np.argsort(-raw, kind="stable")[:num_tokens]  # the model's own favourites
-    new = generate_ids(model.decoder, ids, sample_tokens, context_length=model.context_length,
-                       temperature=temperature, top_k=top_k or None, top_p=None if top_p >= 1 else top_p,
-                       rng=np.random.default_rng(seed))[len(ids):]
+    filters = {"top_k": top_k or None, "top_p": None if top_p >= 1 else top_p}
+    new = generate_ids(model.decoder, ids, sample_tokens, context_length=model.context_length, temperature=temperature,
+                       rng=np.random.default_rng(seed), **filters)[len(ids):]
     return {"tokens": [drawable(model.tokenizer.token_str(int(i))) for i in order], "raw": raw[order],
             "shaped": shaped[order], "kept": int((shaped > 0).sum()), "sample": model.tokenizer.decode(new)}
 
 
 def draw_sampling(fig, model, prompt, temperature, top_k, top_p):
-    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue)."""
-    view = sampling_view(model, prompt, temperature, top_k, top_p)
+    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue).
+
+    Draws the axes, the token labels and the orange bars once per prompt; :func:`update_sampling`
+    sets the blue bars, their colours and the title (the live widget's fast path).
+    """
+    view = sampling_view(model, prompt, sample_tokens=0)
     ax = fig.add_subplot()
     x = np.arange(len(view["tokens"]))
     ax.bar(x - 0.2, view["raw"], width=0.4, color=_RAW, label="the model (temperature 1, no filter)")
-    colours = [_KEPT if p > 0 else _REMOVED for p in view["shaped"]]
-    ax.bar(x + 0.2, view["shaped"], width=0.4, color=colours, label="what sampling draws from")
+    shaped = ax.bar(x + 0.2, np.zeros(len(x)), width=0.4, color=_KEPT, label="what sampling draws from")
     ax.bar([], [], color=_REMOVED, label="removed by top-k / top-p")
-    ax.set_xticks(x, [f"{t!s}" for t in view["tokens"]], rotation=45, ha="right", fontsize=11)
+    ax.set_xticks(x, view["tokens"], rotation=45, ha="right", fontsize=11)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("probability of the next token")
     ax.set_xlabel("the 15 tokens the model finds most probable after the prompt")
     ax.legend(loc="upper right", fontsize=10)
-    ax.set_title(f"after {drawable(prompt[-40:])!r}: temperature {temperature:g}, top-k {top_k or 'off'}, "
-                 f"top-p {top_p if top_p < 1 else 'off'}  ({view['kept']} tokens left)", fontsize=11)
-    return f"A seeded sample of 20 tokens: <b>{prompt[-40:]}</b>{view['sample']!r}"
+    ax.set_title(" ", fontsize=11)
+    fig.handles = {"model": model, "prompt": prompt, "bars": shaped, "ax": ax}
+    fig.dynamic = [*shaped, ax.title]
+    return update_sampling(fig, prompt, temperature, top_k, top_p)
+
+
+def update_sampling(fig, prompt, temperature, top_k, top_p):
+    """Set the blue bars, their colours and the title for new settings; a new prompt needs a full redraw."""
+    parts = fig.handles
+    if prompt != parts["prompt"]:
+        raise FullRedraw  # other favourite tokens: new tick labels
+    view = sampling_view(parts["model"], prompt, temperature, top_k, top_p)
+    for bar, p in zip(parts["bars"], view["shaped"], strict=True):
+        bar.set_height(p)
+        bar.set_color(_KEPT if p > 0 else _REMOVED)
+    parts["ax"].set_title(f"after {drawable(prompt[-40:])!r}: temperature {temperature:g}, top-k {top_k or 'off'}, "
+                          f"top-p {top_p if top_p < 1 else 'off'}  ({view['kept']} tokens left)", fontsize=11)
+    return f"A seeded sample of 12 tokens: <b>{prompt[-40:]}</b>{view['sample']!r}"
 
 
 def sampling_explorer(model=None, prompt="Elizabeth"):
@@ -89,7 +107,10 @@ def sampling_explorer(model=None, prompt="Elizabeth"):
     def draw(fig, prompt, temperature, top_k, top_p):
         return draw_sampling(fig, model, prompt, temperature, top_k, top_p)
 
-    return Explorer(draw, controls, figsize=(10, 4.6), samples={"prompt": SAMPLE_PROMPTS})
+    def update(fig, prompt, temperature, top_k, top_p):
+        return update_sampling(fig, prompt, temperature, top_k, top_p)
+
+    return Explorer(draw, controls, figsize=(10, 4.6), update=update, samples={"prompt": SAMPLE_PROMPTS})
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
