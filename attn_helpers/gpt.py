@@ -80,7 +80,7 @@ DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
-WEIGHTS_SHA256 = None
+WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
 
 
 def _one_thread(f):

@@ -258,3 +258,13 @@ def test_llama_pieces_and_parameter_counts():
     loop = np.array([[sum(silu(row @ W_gate)[j] * (row @ W_up)[j] * W_down[j, c] for j in range(12))
                       for c in range(8)] for row in x])
     np.testing.assert_allclose(swiglu_ffn(x, W_gate, W_up, W_down), loop, rtol=1e-10)
+
+
+def test_the_shipped_weights_are_pinned_by_their_sha256():
+    import hashlib
+
+    from attn_helpers.gpt import WEIGHTS_SHA256
+
+    assert WEIGHTS_SHA256 is not None and len(WEIGHTS_SHA256) == 64
+    assert hashlib.sha256(WEIGHTS_PATH.read_bytes()).hexdigest() == WEIGHTS_SHA256
+    assert WEIGHTS_PATH.stat().st_size < 5 * 2**20
