@@ -12,6 +12,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font
+from matplotlib.patches import Patch
 
 from ..examples import SEED
 from ..gpt import generate_ids, load_tiny_gpt, next_token_probs
@@ -65,14 +66,15 @@ def draw_sampling(fig, model, prompt, temperature, top_k, top_p):
     view = sampling_view(model, prompt, sample_tokens=0)
     ax = fig.add_subplot()
     x = np.arange(len(view["tokens"]))
-    ax.bar(x - 0.2, view["raw"], width=0.4, color=_RAW, label="the model (temperature 1, no filter)")
-    shaped = ax.bar(x + 0.2, np.zeros(len(x)), width=0.4, color=_KEPT, label="what sampling draws from")
-    ax.bar([], [], color=_REMOVED, label="removed by top-k / top-p")
+    ax.bar(x - 0.2, view["raw"], width=0.4, color=_RAW)
+    shaped = ax.bar(x + 0.2, np.zeros(len(x)), width=0.4, color=_KEPT)
+    ax.legend(handles=[Patch(color=_RAW, label="the model (temperature 1, no filter)"),
+                       Patch(color=_KEPT, label="what sampling draws from"),
+                       Patch(color=_REMOVED, label="removed by top-k / top-p")], loc="upper right", fontsize=10)
     ax.set_xticks(x, view["tokens"], rotation=45, ha="right", fontsize=11)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("probability of the next token")
     ax.set_xlabel("the 15 tokens the model finds most probable after the prompt")
-    ax.legend(loc="upper right", fontsize=10)
     ax.set_title(" ", fontsize=11)
     fig.handles = {"model": model, "prompt": prompt, "bars": shaped, "ax": ax}
     fig.dynamic = [*shaped, ax.title]
