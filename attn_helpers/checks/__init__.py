@@ -43,6 +43,7 @@ from .nb12 import (
     check_sink_prediction,
 )
 from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
+from .nb14 import check_layer_norm_backward, check_merge_pair, check_top_p
 
 __all__ = [
     # the grading machinery
@@ -111,4 +112,5 @@ __all__ = [
     "check_online_attention",
     "check_online_softmax",
     "check_skipped_tiles",
+    "check_layer_norm_backward", "check_merge_pair", "check_top_p",  # 14 A tiny GPT of your own
 ]

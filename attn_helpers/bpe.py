@@ -1,0 +1,229 @@
+r"""Byte-pair encoding (Sennrich et al. 2016, as GPT-2 uses it): tokens learned from the text itself.
+
+Start from the text's UTF-8 bytes, so the 256 byte values are the first 256 tokens and any
+string can be written. Then repeat: count every pair of neighbouring tokens, and give the
+most frequent pair a new token of its own (a *merge*). Each merge makes the vocabulary one
+token larger and the text some tokens shorter. Encoding a new string replays the merges in
+the order they were learned; decoding joins the tokens' bytes, so ``decode(encode(s)) == s``
+for every string.
+
+As in GPT-2, the text is first cut into chunks (a word with the space before it, a run of
+digits, of punctuation, of whitespace) and pairs are never counted across two chunks: a
+token never spans ``"d t"`` in ``"and the"``.
+
+The pieces are small on purpose: :func:`pair_counts` and :func:`merge_pair` are one merge
+step (notebook 14 does one by hand), :func:`train_bpe` repeats it, :class:`BPETokenizer`
+encodes and decodes.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import re
+
+from ._validate import as_positive_int
+
+__all__ = ["PRETOKENIZE", "pretokenize", "pair_counts", "merge_pair", "most_frequent_pair", "BPETokenizer",
+           "train_bpe"]
+
+#: Where the text is cut before merging: an optional space and letters, or digits, or other
+#: symbols; runs of whitespace. Every character matches, so the chunks join back into the text.
+PRETOKENIZE = re.compile(r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+")
+
+
+def pretokenize(text):
+    """Cut ``text`` into the chunks that merges stay inside; ``"".join(chunks) == text``.
+
+    Examples
+    --------
+    >>> pretokenize("It is a truth, 1813!")
+    ['It', ' is', ' a', ' truth', ',', ' 1813', '!']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str; got {type(text).__name__}")
+    return PRETOKENIZE.findall(text)
+
+
+def pair_counts(ids, counts=None, weight=1):
+    """How often each pair of neighbouring tokens occurs in ``ids`` (added to ``counts`` if given).
+
+    Examples
+    --------
+    >>> pair_counts([1, 2, 1, 2, 3])
+    Counter({(1, 2): 2, (2, 1): 1, (2, 3): 1})
+    """
+    counts = collections.Counter() if counts is None else counts
+    for pair in zip(ids, ids[1:]):
+        counts[pair] += weight
+    return counts
+
+
+def most_frequent_pair(counts):
+    """The pair with the highest count; a tie goes to the smallest pair (the lowest ids).
+
+    Examples
+    --------
+    >>> most_frequent_pair({(5, 1): 3, (2, 9): 3, (0, 0): 1})
+    (2, 9)
+    """
+    return max(counts, key=lambda pair: (counts[pair], -pair[0], -pair[1]))
+
+
+def merge_pair(ids, pair, new_id):
+    """Replace every occurrence of ``pair`` in ``ids`` by ``new_id``, scanning left to right.
+
+    Overlaps go to the left: ``[7, 7, 7]`` with the pair ``(7, 7)`` becomes ``[new_id, 7]``.
+
+    Examples
+    --------
+    >>> merge_pair([1, 2, 3, 1, 2], (1, 2), 256)
+    [256, 3, 256]
+    """
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+class BPETokenizer:
+    """A byte-pair-encoding tokenizer: 256 byte tokens, then one token per merge.
+
+    Token ``256 + k`` stands for the two tokens of ``merges[k]``; :attr:`token_bytes` holds the
+    bytes each token spells.
+
+    Examples
+    --------
+    >>> tokenizer = BPETokenizer([(104, 105)])   # one merge: b"h" + b"i" -> token 256
+    >>> tokenizer.encode("hi!")
+    [256, 33]
+    >>> tokenizer.decode([256, 33]), tokenizer.vocab_size
+    ('hi!', 257)
+    """
+
+    def __init__(self, merges):
+        merges = [tuple(int(i) for i in pair) for pair in merges]
+        self.token_bytes = [bytes([b]) for b in range(256)]
+        for k, (a, b) in enumerate(merges):
+            if not (0 <= a < 256 + k and 0 <= b < 256 + k):
+                raise ValueError(f"merges[{k}] = {(a, b)} uses a token that does not exist yet (ids 0..{255 + k})")
+            self.token_bytes.append(self.token_bytes[a] + self.token_bytes[b])
+        self.merges = merges
+        self.ranks = {pair: 256 + k for k, pair in enumerate(merges)}  # pair -> its token; lower = learned earlier
+        self._cache = {}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.token_bytes)
+
+    def __repr__(self):
+        return f"BPETokenizer(vocab_size={self.vocab_size})"
+
+    def _encode_chunk(self, chunk):
+        ids = list(chunk.encode("utf-8"))
+        while len(ids) >= 2:
+            ranked = [self.ranks[pair] for pair in zip(ids, ids[1:]) if pair in self.ranks]
+            if not ranked:
+                break
+            new_id = min(ranked)  # the earliest merge that applies, as in training
+            ids = merge_pair(ids, self.merges[new_id - 256], new_id)
+        return ids
+
+    def encode(self, text):
+        """Token ids of ``text``: its UTF-8 bytes, then the merges replayed chunk by chunk."""
+        ids = []
+        for chunk in pretokenize(text):
+            if chunk not in self._cache:
+                self._cache[chunk] = self._encode_chunk(chunk)
+            ids.extend(self._cache[chunk])
+        return ids
+
+    def decode(self, ids):
+        """The string the tokens spell (bytes that are not valid UTF-8 on their own show as U+FFFD)."""
+        return b"".join(self.token_bytes[int(i)] for i in ids).decode("utf-8", errors="replace")
+
+    def token_str(self, token_id):
+        """One token as readable text, for labels (a space shows as ``·``, a newline as ``⏎``)."""
+        return self.decode([token_id]).replace(" ", "·").replace("\n", "⏎")
+
+    def save(self, path):
+        pathlib.Path(path).write_text(json.dumps({"merges": self.merges}) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        return cls(json.loads(pathlib.Path(path).read_text(encoding="utf-8"))["merges"])
+
+
+def train_bpe(text, vocab_size, *, history=False):
+    """Learn ``vocab_size - 256`` merges from ``text``.
+
+    Each step merges the most frequent neighbouring pair (:func:`most_frequent_pair`) inside
+    the chunks of :func:`pretokenize`. Counts are kept up to date incrementally: a merge only
+    touches the distinct chunks that contain the pair, so training on a novel takes seconds.
+
+    Parameters
+    ----------
+    text : str
+    vocab_size : int
+        At least 256 (the bytes). Training stops early if no pair occurs twice.
+    history : bool, default False
+        Also return the number of tokens of ``text`` after each merge (index 0: bytes).
+
+    Returns
+    -------
+    tokenizer : BPETokenizer
+    lengths : list of int
+        Only with ``history=True``.
+
+    Examples
+    --------
+    >>> tokenizer = train_bpe("low lower lowest low low", vocab_size=258)
+    >>> [tokenizer.decode([i]) for i in range(256, 258)]
+    ['lo', 'low']
+    >>> tokenizer.encode(" lowest")
+    [32, 257, 101, 115, 116]
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str; got {type(text).__name__}")
+    vocab_size = as_positive_int(vocab_size, "vocab_size")
+    if vocab_size < 256:
+        raise ValueError(f"vocab_size must be at least 256 (one token per byte); got {vocab_size}")
+    chunk_counts = collections.Counter(pretokenize(text))
+    words = [list(chunk.encode("utf-8")) for chunk in chunk_counts]  # each distinct chunk, as token ids
+    freqs = list(chunk_counts.values())
+    counts = collections.Counter()
+    where = collections.defaultdict(set)  # pair -> the distinct chunks that contain it
+    for w, (ids, freq) in enumerate(zip(words, freqs)):
+        pair_counts(ids, counts, freq)
+        for pair in zip(ids, ids[1:]):
+            where[pair].add(w)
+    lengths = [sum(len(ids) * freq for ids, freq in zip(words, freqs))]
+    merges = []
+    while 256 + len(merges) < vocab_size and counts:
+        pair = most_frequent_pair(counts)
+        if counts[pair] < 2:
+            break
+        new_id = 256 + len(merges)
+        merges.append(pair)
+        length = lengths[-1]
+        for w in where.pop(pair):
+            old, freq = words[w], freqs[w]
+            new = merge_pair(old, pair, new_id)
+            for p in zip(old, old[1:]):  # take the chunk's old pairs out of the counts ...
+                counts[p] -= freq
+                if counts[p] <= 0:
+                    del counts[p]
+            for p in zip(new, new[1:]):  # ... and put its new ones in
+                counts[p] += freq
+                where[p].add(w)
+            words[w] = new
+            length -= (len(old) - len(new)) * freq  # each merged occurrence saves one token
+        lengths.append(length)
+    tokenizer = BPETokenizer(merges)
+    return (tokenizer, lengths) if history else tokenizer

@@ -1,0 +1,175 @@
+"""Notebook 14: the merge-step, layer_norm_backward and top-p checkers, their hints, and the widget module."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from learner_inputs import wrong_answers  # noqa: E402
+
+from attn_helpers.checks import check_layer_norm_backward, check_merge_pair, check_top_p, solution  # noqa: E402
+from attn_helpers.checks.nb14 import (  # noqa: E402
+    layer_norm_backward_solution,
+    merge_pair_solution,
+    top_p_keep_solution,
+)
+from attn_helpers.gpt import WEIGHTS_PATH  # noqa: E402
+
+
+def merge_loop(ids, pair, new_id):
+    """An independent merge: rebuild the list from a string with the pair replaced (ids < 256 here)."""
+    text = "".join(chr(0xE000 + i) for i in ids).replace(chr(0xE000 + pair[0]) + chr(0xE000 + pair[1]),
+                                                          chr(0xE000 + new_id))
+    return [ord(c) - 0xE000 for c in text]
+
+
+def layer_norm_backward_jacobian(grad_out, x, gamma, eps=1e-5):
+    """An independent reference: the layer norm's Jacobian of each row built entry by entry, then applied."""
+    grad_x = np.zeros_like(x)
+    d = x.shape[-1]
+    for index in np.ndindex(x.shape[:-1]):
+        row = x[index]
+        mean, sigma = row.mean(), np.sqrt(row.var() + eps)
+        x_hat = (row - mean) / sigma
+        jacobian = (np.eye(d) - 1 / d - np.outer(x_hat, x_hat) / d) / sigma  # d x_hat_i / d x_j
+        grad_x[index] = jacobian.T @ (grad_out[index] * gamma)
+    x_hat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    rows = tuple(range(x.ndim - 1))
+    return grad_x, (grad_out * x_hat).sum(axis=rows), grad_out.sum(axis=rows)
+
+
+def top_p_loop(probs, top_p):
+    """An independent nucleus: add the most probable tokens one at a time until the sum reaches top_p."""
+    keep, total = np.zeros(len(probs), dtype=bool), 0.0
+    for i in sorted(range(len(probs)), key=lambda i: (-probs[i], i)):
+        if total >= top_p:
+            break
+        keep[i], total = True, total + probs[i]
+    return keep
+
+
+@pytest.mark.parametrize("check, right", [
+    (check_merge_pair, merge_pair_solution), (check_merge_pair, merge_loop),
+    (check_layer_norm_backward, layer_norm_backward_solution),
+    (check_layer_norm_backward, layer_norm_backward_jacobian),
+    (check_top_p, top_p_keep_solution), (check_top_p, top_p_loop),
+])
+def test_solutions_and_independent_references_pass(check, right):
+    assert check(right), repr(check(right))
+
+
+def test_solutions_are_hidden_until_asked():
+    for name, needle in (("merge_pair", "i += 2"), ("layer_norm_backward", "x_hat"), ("top_p_keep", "argsort")):
+        sol = solution(name)
+        assert "hidden" in repr(sol) and needle in sol.source
+
+
+def _no_skip(ids, pair, new_id):
+    return [new_id if (a, b) == tuple(pair) else a for a, b in zip(ids, [*ids[1:], None])]
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda ids, pair, new_id: [new_id] + list(ids[2:]) if list(ids[:2]) == list(pair) else
+     merge_pair_solution(ids[:3], pair, new_id) + list(ids[3:]), "first occurrence"),
+    (_no_skip, "skip both tokens"),
+    (lambda ids, pair, new_id: merge_pair_solution(ids[::-1], pair[::-1], new_id)[::-1], "go to the left"),
+    (lambda ids, pair, new_id: None, "return"),
+])
+def test_merge_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_merge_pair(fn)
+    assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
+
+
+def _with_grad_x(grad_x_fn):
+    def fn(grad_out, x, gamma, eps=1e-5):
+        _, grad_gamma, grad_beta = layer_norm_backward_solution(grad_out, x, gamma)
+        return grad_x_fn(grad_out, x, gamma), grad_gamma, grad_beta
+    return fn
+
+
+def _sigma(x):
+    return np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_with_grad_x(lambda go, x, g: go * g / _sigma(x)), "divided by sigma only"),
+    (_with_grad_x(lambda go, x, g: (go * g - (go * g).mean(-1, keepdims=True)) / _sigma(x)), "through the variance"),
+    (_with_grad_x(lambda go, x, g: layer_norm_backward_solution(go, x, np.ones_like(g))[0]), "gamma is missing"),
+    (lambda go, x, g, eps=1e-5: (layer_norm_backward_solution(go, x, g)[0],
+                                 (go * x).reshape(-1, x.shape[-1]).sum(0), go.reshape(-1, x.shape[-1]).sum(0)),
+     "NORMALISED x"),
+    (lambda go, x, g, eps=1e-5: layer_norm_backward_solution(go, x, g)[0], "three gradients as one tuple"),
+    (lambda go, x, g, eps=1e-5: layer_norm_backward_solution(go, x, g)[:2], "three gradients as one tuple"),
+])
+def test_layer_norm_backward_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_layer_norm_backward(fn)
+    assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
+
+
+def _cumulative_below(probs, top_p):
+    order = np.argsort(-probs, kind="stable")
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order] = np.cumsum(probs[order]) <= top_p
+    return keep
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_cumulative_below, "drops the token that crosses it"),
+    (lambda probs, top_p: np.cumsum(probs) - probs < top_p, "sort first"),
+    (lambda probs, top_p: probs >= top_p, "not a threshold"),
+    (lambda probs, top_p: ~top_p_keep_solution(probs, top_p) | True, "not right"),
+])
+def test_top_p_wrong_answers_get_specific_hints(fn, hint):
+    verdict = check_top_p(fn)
+    assert not verdict
+    if hint != "not right":
+        assert hint in verdict.message + verdict.hint, repr(verdict)
+
+
+@pytest.mark.parametrize("check", [check_merge_pair, check_layer_norm_backward, check_top_p])
+@pytest.mark.parametrize("garbage", wrong_answers(lambda *a: (1, 2, 3), lambda *a: 1 / 0))
+def test_checkers_never_raise(check, garbage):
+    verdict = check(garbage)
+    assert not verdict
+    assert isinstance(repr(verdict), str) and isinstance(verdict._repr_html_(), str)
+
+
+# ---------------------------------------------------------------- widget module
+
+@pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
+def test_the_sampling_explorer_draws_every_combination_and_never_raises():
+    from attn_helpers.gpt import load_tiny_gpt, next_token_probs
+    from attn_helpers.widgets import nb14
+
+    model = load_tiny_gpt()
+    explorer = nb14.EXPLORERS["sampling_explorer"](model)
+    assert list(explorer.controls) == ["prompt", "temperature", "top_k", "top_p"]
+    for prompt in nb14.SAMPLE_PROMPTS + ("x" * 500,):
+        for temperature, top_k, top_p in ((1.0, 0, 1.0), (0.0, 5, 0.5), (2.0, 50, 0.05)):
+            assert explorer.render_png(prompt=prompt, temperature=temperature, top_k=top_k,
+                                       top_p=top_p).startswith(b"\x89PNG")
+    view = nb14.sampling_view(model, "Elizabeth", temperature=1.0, top_k=3)
+    assert (view["shaped"] > 0).sum() == 3 == view["kept"]
+    logits = model.logits(model.tokenizer.encode("Elizabeth"))[-1]
+    np.testing.assert_allclose(view["raw"], np.sort(next_token_probs(logits))[::-1][:15])
+    assert "seeded sample" in explorer.figure().note
+
+
+@pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
+def test_a_slider_move_updates_the_bars_in_place_as_a_fresh_drawing_would():
+    from attn_helpers.gpt import load_tiny_gpt
+    from attn_helpers.widgets import nb14
+
+    explorer = nb14.sampling_explorer(load_tiny_gpt())
+    explorer.render()
+    axes = list(explorer._live.axes)
+    for settings in ({"temperature": 0.5}, {"top_k": 3}, {"top_p": 0.3}, {"temperature": 0.0}):
+        _, note = explorer.render(**settings)
+        assert explorer._live.axes == axes  # the fast path: no new axes
+        fresh = explorer.figure(**settings)
+        assert note == fresh.note
+        assert [b.get_height() for b in explorer._live.handles["bars"]] == [b.get_height()
+                                                                          for b in fresh.handles["bars"]]
+    explorer.render(prompt="Mr. Darcy")
+    assert explorer._live.axes != axes  # a new prompt has other favourite tokens: a full redraw
