@@ -58,8 +58,11 @@ __all__ = [
 __all__ += block.__all__  # layer_norm, gelu, feed_forward, the block and its parameter counts
 
 
-def __getattr__(name):  # attn_helpers.progress(): imported on first use, since it reads the checkers' exercise lists
+def __getattr__(name):  # imported on first use: progress() reads the checkers' lists, load_tiny_gpt() a model
     if name == "progress":
         from .checks._progress import progress
         return progress
+    if name == "load_tiny_gpt":
+        from .gpt import load_tiny_gpt
+        return load_tiny_gpt
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

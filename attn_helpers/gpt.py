@@ -38,8 +38,8 @@ from ._validate import as_float_array, as_positive_int
 from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
 from .block import BlockParams, gelu, init_block_params, layer_norm
 from .bpe import BPETokenizer
+from .config import SEED
 from .core import causal_mask, scaled_dot_product_attention, softmax
-from .examples import SEED
 from .kv_cache import Decoder, decoder_forward
 from .multihead import merge_heads, split_heads
 from .positions import positional_encoding
@@ -109,21 +109,19 @@ def corpus_split(split):
 
 
 # ---------------------------------------------------------------------------------------------
-# The one place that knows BlockParams' field names (w_q today, W_q after the rename).
-_FIELDS = {"W_q": "w_q", "W_k": "w_k", "W_v": "w_v", "W_o": "w_o", "W_1": "w_1", "W_2": "w_2",
-           "b_q": "b_q", "b_k": "b_k", "b_v": "b_v", "b_o": "b_o", "b_1": "b_1", "b_2": "b_2",
-           "norm_1_gamma": "norm_1_gamma", "norm_1_beta": "norm_1_beta",
-           "norm_2_gamma": "norm_2_gamma", "norm_2_beta": "norm_2_beta"}
+# A block's arrays, by the names that BlockParams and the notebooks share.
+_FIELDS = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2", "b_q", "b_k", "b_v", "b_o", "b_1", "b_2",
+           "norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta")
 
 
 def block_arrays(block):
     """A block's arrays by the notebooks' names: ``{"W_q": ..., "b_q": ..., "norm_1_gamma": ...}``."""
-    return {name: getattr(block, field) for name, field in _FIELDS.items()}
+    return {name: getattr(block, name) for name in _FIELDS}
 
 
 def make_block(arrays, num_heads):
     """A :class:`~attn_helpers.block.BlockParams` (GPT-2's tanh GELU) from :func:`block_arrays`' dict."""
-    return BlockParams(**{field: arrays[name] for name, field in _FIELDS.items()}, num_heads=num_heads,
+    return BlockParams(**{name: arrays[name] for name in _FIELDS}, num_heads=num_heads,
                        activation="gelu_tanh")
 # ---------------------------------------------------------------------------------------------
 
@@ -554,7 +552,7 @@ def filter_logits(logits, top_k=None, top_p=None):
     >>> filter_logits(logits, top_p=0.75).round(3)   # 0.5 < 0.75, then 0.5 + 0.3 >= 0.75: two tokens
     array([-0.693, -1.204,   -inf,   -inf])
     """
-    z = as_float_array(logits, "logits", min_ndim=1, check_finite=False)
+    z = as_float_array(logits, "logits", min_ndim=1, allow_neg_inf=True)
     out = z.copy()
     order = np.argsort(-z, axis=-1, kind="stable")  # most probable first; ties: the lower id first
     if top_k is not None:
