@@ -18,14 +18,7 @@ import math
 
 import numpy as np
 
-from ._validate import (
-    as_float_array,
-    as_positive_int,
-    attention_backward_inputs,
-    check_same_shape,
-    checked,
-    softmax_backward_inputs,
-)
+from ._validate import as_float_array, as_positive_int, batch_shape, checked, sdpa_inputs
 from .core import scaled_dot_product_attention, softmax
 
 __all__ = [
@@ -38,6 +31,37 @@ __all__ = [
     "numerical_gradient",
     "relative_error",
 ]
+
+
+def check_same_shape(a_name: str, a, b_name: str, b) -> None:
+    if a.shape != b.shape:
+        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
+
+
+def softmax_backward_inputs(weights, grad_weights):
+    p, g = as_float_array(weights, "weights"), as_float_array(grad_weights, "grad_weights")
+    check_same_shape("weights", p, "grad_weights", g)
+    return p, g
+
+
+def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+    """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
+    context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
+    try:
+        ok = grad.shape[-2:] == context[-2:] and np.broadcast_shapes(grad.shape, context) == context
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
+                         f"{context}, from queries {q.shape} and values {v.shape}")
+    if weights is not None:
+        weights = as_float_array(weights, "weights", min_ndim=2)
+        if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
+            raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
+                             f"(..., {q.shape[-2]}, {k.shape[-2]})")
+    return q, k, v, grad, mask, scale, weights
 
 
 @checked(softmax_backward_inputs)
