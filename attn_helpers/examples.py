@@ -165,18 +165,8 @@ def creature_embeddings(dtype=np.float32):
 def creature_example(dtype=np.float32):
     """The creature sentence with hand-designed projections: attention that means something (notebook 05).
 
-    Queries and keys have ``d_k = 4`` columns, one per question of :data:`CREATURE_QUESTIONS`:
-
-    - a **noun** looks for an adjective (query column 0 = 4), an **adjective** for a noun
-      (column 1 = 4); keys answer "is an adjective" (key column 0 = 1) and "is a noun" (column 1 = 1);
-    - column 2 matches the thing a word is about: +4 / +1 for "about the creature", -4 / -1 for
-      "about the forest", so the creature's query prefers the creature's adjectives;
-    - a **verb** looks for who acts (query column 3 = 4), but no key answers yet: column 3 of
-      ``W_k`` is zero (notebook 05's design exercise fills it in);
-    - articles have a zero query: every score 0, uniform weights, they look at nothing in particular.
-
-    ``W_v`` is the identity, so a context vector is a weighted average of the embeddings and its
-    features can be read by name.
+    ``d_k = 4`` columns, one per question of :data:`CREATURE_QUESTIONS` (nouns seek adjectives and back, column 2
+    the thing a word is about, column 3 of ``W_k`` zero for notebook 05's exercise); ``W_v`` is the identity.
 
     Returns ``example``: ``X`` (8, 8), ``W_q`` (8, 4), ``W_k`` (8, 4), ``W_v`` (8, 8).
 
@@ -203,10 +193,8 @@ def creature_example(dtype=np.float32):
 def creature_heads_example(seed=SEED, weight_std=0.8, dtype=np.float32):
     """Multi-head projections for the creature sentence (notebook 08): d_model = 8, for h = 2 heads.
 
-    ``X`` is :func:`creature_embeddings`. Columns 0-3 of ``W_q`` and ``W_k`` are the hand-designed
-    ones of :func:`creature_example` (with ``h = 2`` they are head 0); columns 4-7, all of ``W_v`` and
-    ``W_o`` are random and untrained: drawn from a fresh ``np.random.default_rng(seed)``, normal with
-    standard deviation ``weight_std``, in the order ``W_q``, ``W_k`` (columns 4-7), ``W_v``, ``W_o``.
+    Columns 0-3 of ``W_q``, ``W_k``: :func:`creature_example`'s (head 0); the rest random, ``N(0, weight_std^2)``
+    from ``np.random.default_rng(seed)`` in the order ``W_q``, ``W_k`` (columns 4-7), ``W_v``, ``W_o``.
 
     Returns ``example``: ``X`` (8, 8) and ``W_q``, ``W_k``, ``W_v``, ``W_o`` (8, 8).
 

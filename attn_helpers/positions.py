@@ -52,9 +52,7 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     .. math:: PE_{(p, 2i)} = \sin(p\,\omega_i), \quad PE_{(p, 2i+1)} = \cos(p\,\omega_i), \quad
               \omega_i = 1 / 10000^{2i/d_{model}}
 
-    Row ``p`` is the position vector added to the embedding of the token at position ``p``.
-    Because each pair is a point on a circle, :math:`PE_p \cdot PE_{p+k} = \sum_i \cos(k\,\omega_i)`
-    depends only on the offset ``k``.
+    Row ``p`` is added to the embedding of the token at position ``p``.
 
     ``T``: number of positions (0 .. T-1); ``d_model``: number of features; sin on even features, cos on odd ones (for
     an odd ``d_model`` the last feature is a sin). Returns ``pe (T, d_model)``.
@@ -81,9 +79,7 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
 def learned_positions(table, T):
     """The first ``T`` rows of a learned position table: the position vectors of a ``T``-token input.
 
-    A model with learned positions (BERT, GPT-2) trains one vector per position, a lookup table of
-    ``max_len`` rows, exactly like its token embeddings. Position ``p`` gets row ``p``; a position
-    at or past ``max_len`` has no row, so such a model cannot read a longer input.
+    BERT and GPT-2 train one row per position; a position at or past ``max_len`` has no row.
 
     ``table (max_len, d_model)``; ``T``: number of positions wanted; at most ``max_len``. Returns
     ``positions (T, d_model)``.
@@ -109,25 +105,15 @@ def learned_positions(table, T):
 def rope(x, positions=None, base=10000.0):
     r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
 
-    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` the pair is rotated by the angle
-    :math:`p\,\omega_i`, with the frequencies :math:`\omega_i = \mathrm{base}^{-2i/d}` of
-    :func:`frequencies`:
+    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by :math:`p\,\omega_i` (:func:`frequencies`):
 
     .. math:: \begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} =
               \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
               \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}
 
-    Apply it to the queries and the keys (not the values). Rotations keep lengths, and the score
-    of a rotated query at position ``m`` with a rotated key at position ``n`` depends only on
-    ``m - n``: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k`.
-
-    **Pairing.** This function pairs *adjacent* features, as the RoFormer paper writes it and as
-    RoFormer, GPT-J (``rotate_every_two``) and Meta's reference LLaMA code (complex numbers made of
-    adjacent features) do. GPT-NeoX and the Hugging Face implementations of LLaMA-style models
-    (``rotate_half``) pair feature ``i`` with feature ``i + d/2`` instead. The two are the same
-    rotation on a reordered feature axis, so a model trained with one works with the other once
-    the columns of its ``W_q`` and ``W_k`` are permuted (Hugging Face's LLaMA weight conversion does
-    exactly that); but the two layouts are not interchangeable on the same weights.
+    Applied to queries and keys: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k` depends on ``m - n`` only.
+    Pairs are *adjacent* features (RoFormer, GPT-J, Meta's LLaMA); Hugging Face's ``rotate_half`` pairs ``i``
+    with ``i + d/2``: the same rotation on permuted columns of ``W_q`` and ``W_k``.
 
     ``x (..., T, d)``: queries or keys, one token per row; ``d`` must be even; ``positions (T,)``: the position of each
     row; default ``0, 1, ..., T-1``. Returns ``rotated (..., T, d)``: same dtype as ``x`` (float32 stays float32).
@@ -192,10 +178,7 @@ def alibi_slopes(num_heads):
 def alibi_bias(T, num_heads):
     r"""ALiBi's bias :math:`-m_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
 
-    The farther key ``j`` is from query ``i``, the lower its score, by a fixed slope :math:`m_h`
-    per token (:func:`alibi_slopes`): no position vectors at all. In a causal model, where only
-    ``j <= i`` is allowed, this is the paper's :math:`-m_h (i - j)`; the other triangle is filled
-    symmetrically, so the bias also works without a mask.
+    Slopes :math:`m_h` from :func:`alibi_slopes`; symmetric, so it also works without a causal mask.
 
     Returns ``bias (num_heads, T, T)``: ``bias[h, i, j]``; zero on the diagonal.
 
@@ -262,9 +245,7 @@ def _outputs(attend, X):
 def order_sensitivity(attend, X, order):
     """How far each token's output moves when the tokens are reordered.
 
-    Runs ``attend`` on ``X`` and on ``X[order]``, puts the second output back in the original
-    order and measures, for every token, the distance between its two outputs. Attention without
-    positions gives zeros (up to rounding): each token's output depends only on the *set* of tokens.
+    Attention without positions gives zeros (up to rounding): each output depends only on the *set* of tokens.
 
     ``attend``: ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
     self-attention, with or without positions added inside); ``X (T, d)``; ``order (T,)``. Returns ``change (T,)``:
