@@ -1,13 +1,6 @@
-"""Input checks of the public functions: one call each, at the boundary.
-
-A public function is written ``@checked(its_inputs)``: ``its_inputs`` receives the caller's
-arguments, raises a ``TypeError`` or ``ValueError`` that names the argument and the shapes it
-got and expected, and returns them as arrays; then the body (the maths) runs. The body
-without the checks is ``f.unchecked``, for calls whose inputs are already checked.
-
-What is checked is what learners get wrong: shapes and axes, mask shape and dtype, NaN or
-infinity in an input, sizes that are not positive integers. Nothing else: numpy speaks for
-exotic inputs (values near 1e300, masked arrays, subnormal temperatures).
+"""Input checks of the public functions, once, at the boundary: ``@checked(f_inputs)`` runs ``f_inputs`` on the
+caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body;
+``f.unchecked`` is the body alone. Checked: shapes, axes, masks, NaN/inf, sizes; numpy speaks for the rest.
 """
 
 from __future__ import annotations
@@ -37,8 +30,6 @@ def checked(check):
         return public
     return decorate
 
-
-# ---- single values -----------------------------------------------------------------------
 
 def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False) -> np.ndarray:
     """``x`` as a float array (float32 stays float32, integers become float64), or a clear error."""
@@ -75,20 +66,6 @@ def as_float_dtype(dtype) -> np.dtype:
     if resolved.kind != "f":
         raise TypeError(f"dtype must be a floating-point dtype such as np.float32; got {dtype!r} ({resolved})")
     return resolved
-
-
-def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
-    """``mask`` as a boolean array (True = may attend), or a clear error."""
-    try:
-        arr = np.asarray(mask)
-    except ValueError as err:
-        raise ValueError(f"{name} must be a rectangular boolean array; could not convert it ({err})") from None
-    if arr.dtype != np.bool_:
-        raise TypeError(f"{name} must be boolean with True = may attend; got dtype {arr.dtype}. "
-                        f"If you have a 0/1 array, use {name}.astype(bool)")
-    if arr.ndim < 1:
-        raise ValueError(f"{name} must have shape broadcastable to (..., T_q, T_k); got a scalar")
-    return arr
 
 
 def as_positive_int(n, name: str, *, allow_zero: bool = False) -> int:
@@ -171,7 +148,16 @@ def check_mask(mask, T_q: int, T_k: int, scores: str = "(..., T_q, T_k)"):
     """``None``, or a boolean mask whose last two axes broadcast to ``(T_q, T_k)``."""
     if mask is None:
         return None
-    shape, mask = np.shape(mask), as_bool_mask(mask)
+    try:
+        mask = np.asarray(mask)
+    except ValueError as err:
+        raise ValueError(f"mask must be a rectangular boolean array; could not convert it ({err})") from None
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean with True = may attend; got dtype {mask.dtype}. "
+                        "If you have a 0/1 array, use mask.astype(bool)")
+    if mask.ndim < 1:
+        raise ValueError("mask must have shape broadcastable to (..., T_q, T_k); got a scalar")
+    shape = mask.shape
     if mask.ndim < 2:
         mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
     if mask.shape[-2] not in (1, T_q) or mask.shape[-1] not in (1, T_k):
@@ -186,8 +172,6 @@ def check_same(what: str, a_name: str, a, a_axis: int, b_name: str, b, b_axis: i
         raise ValueError(f"{what}: {a_name} has shape {a.shape} and {b_name} has shape {b.shape}; "
                          f"expected {a_name}.shape[{a_axis}] == {b_name}.shape[{b_axis}]")
 
-
-# ---- the inputs of each public function -----------------------------------------------------
 
 def softmax_inputs(x, axis=-1, temperature=1.0):
     """``(scores, axis, temperature)`` of :func:`~attn_helpers.core.softmax`; ``-inf`` scores are allowed."""
@@ -254,40 +238,8 @@ def sdpa_inputs(queries, keys, values, mask=None, scale=None):
     return q, k, v, mask, scale
 
 
-def check_same_shape(a_name: str, a, b_name: str, b) -> None:
-    if a.shape != b.shape:
-        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
-
-
-def softmax_backward_inputs(weights, grad_weights):
-    p, g = as_float_array(weights, "weights"), as_float_array(grad_weights, "grad_weights")
-    check_same_shape("weights", p, "grad_weights", g)
-    return p, g
-
-
-def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
-    """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
-    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
-    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
-    context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
-    try:
-        ok = grad.shape[-2:] == context[-2:] and np.broadcast_shapes(grad.shape, context) == context
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
-                         f"{context}, from queries {q.shape} and values {v.shape}")
-    if weights is not None:
-        weights = as_float_array(weights, "weights", min_ndim=2)
-        if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
-            raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
-                             f"(..., {q.shape[-2]}, {k.shape[-2]})")
-    return q, k, v, grad, mask, scale, weights
-
-
 def attention_inputs(queries, keys, values, mask=None, scale=None):
-    """``(queries, keys, values, mask, scale, dtype)``: :func:`sdpa_inputs` with the default scale
-    ``1 / sqrt(d_k)`` filled in and the dtype of the results (for the tiled and online kernels)."""
+    """:func:`sdpa_inputs` with the scale filled in (``1 / sqrt(d_k)``), and the results' dtype."""
     q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     return q, k, v, mask, scale, np.result_type(q, k, v)
@@ -345,9 +297,8 @@ def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, 
     """The inputs of :func:`~attn_helpers.block.cross_attention`, in its order."""
     if memory is None:
         raise TypeError("memory must be an array of shape (..., T_k, d_memory), the sequence that is looked up")
-    x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory = multi_head_inputs(
-        x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-    return x, memory, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o
+    x, *rest, memory = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    return x, memory, *rest
 
 
 def eps_input(eps) -> float:
@@ -381,17 +332,6 @@ def feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
     W_2 = check_weight("W_2", W_2, W_1.shape[1])
     b_1, b_2 = check_bias("b_1", b_1, W_1.shape[1]), check_bias("b_2", b_2, W_2.shape[1])
     return x, W_1, W_2, b_1, b_2, activation_input(activation)
-
-
-def block_inputs(x, params, mask=None, norm_first=True):
-    """``(x, params, mask, norm_first)`` of :func:`~attn_helpers.block.transformer_block` (``params`` a BlockParams)."""
-    if params.num_kv_heads not in (None, params.num_heads):
-        raise ValueError(f"params has num_kv_heads={params.num_kv_heads}: a grouped-query block runs in "
-                         "attn_helpers.kv_cache (decoder_block), not in transformer_block")
-    x = as_float_array(x, "x", min_ndim=2)
-    if x.shape[-1] != params.d_model:
-        raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
-    return x, params, check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)"), as_flag(norm_first, "norm_first")
 
 
 def merge_heads_input(x):

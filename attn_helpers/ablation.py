@@ -1,16 +1,7 @@
-"""Test a head's job by removing it: ablate one head of the pretrained model, then measure what changes.
+"""Test a head's job by removing it (notebook 12): ablate one head of the pretrained model, measure what changes.
 
-A head's output reaches the rest of the model only through its rows of ``W_o``: multi-head
-attention concatenates the heads' context vectors (``d_h`` numbers each) and multiplies by
-``W_o``, so head ``h`` meets rows ``h * d_h`` to ``(h + 1) * d_h - 1`` (notebook 08). Hence
-two ways to remove a head without touching the forward pass, on a copy of the weights:
-
-- **zero ablation**: set those rows to 0, and the head adds nothing;
-- **mean ablation**: replace the head's context vector by its mean over many tokens, a
-  constant: its contribution ``mean @ W_o[rows]`` moves into the bias ``b_o`` and the rows are
-  set to 0. The head then adds its average, and nothing that depends on the sentence.
-
-The model itself is never changed: :func:`ablate_head` returns a copy that shares every other array.
+Head ``h`` reaches the model only through rows ``h * d_h .. (h + 1) * d_h - 1`` of ``W_o``: zero ablation sets
+them to 0; mean ablation moves the head's mean contribution into ``b_o`` first. :func:`ablate_head` returns a copy.
 """
 
 from __future__ import annotations
@@ -86,16 +77,12 @@ def relative_change(results, reference, layer):
 def ablation_effects(model, sentences, heads):
     """Remove each head of ``heads`` (``name -> (layer, head)``) both ways; measure on ``sentences``.
 
-    Returns
-    -------
-    dict
-        ``"intact similarities"``: the ``(n, n)`` cosines of the intact model's sentence embeddings;
-        and for each ``(name, mode)``, ``mode`` in ``("zero", "mean")``, a dict with
-        ``"block"`` and ``"last"``: the per-token relative change of the hidden states right after
-        the head's block and at the last layer; ``"self cosine"``: each sentence embedding's cosine
-        with the intact one, ``(n,)``; ``"similarity change"``: the changes of the ``n (n - 1) / 2``
-        cosines between different sentences; ``"neighbours changed"``: how many sentences have
-        another nearest neighbour (most similar other sentence) than in the intact model.
+    Returns ``"intact similarities"``: the ``(n, n)`` cosines of the intact model's sentence embeddings; and for each
+    ``(name, mode)``, ``mode`` in ``("zero", "mean")``, a dict with ``"block"`` and ``"last"``: the per-token relative
+    change of the hidden states right after the head's block and at the last layer; ``"self cosine"``: each sentence
+    embedding's cosine with the intact one, ``(n,)``; ``"similarity change"``: the changes of the ``n (n - 1) / 2``
+    cosines between different sentences; ``"neighbours changed"``: how many sentences have another nearest neighbour
+    (most similar other sentence) than in the intact model.
     """
     intact = [model.run(s) for s in sentences]
     embeddings = sentence_embeddings(intact)

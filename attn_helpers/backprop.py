@@ -1,15 +1,7 @@
-"""Backpropagation, written out: the backward pass of each piece of a tiny attention model.
+"""Backpropagation, written out (notebook 11): the backward pass of each piece of a tiny attention model.
 
-Notebook 11 derives every function here. Each ``*_backward`` takes what its forward pass
-saw plus the gradient of the loss with respect to the forward's output (``grad_*``), and
-returns the gradients with respect to the forward's inputs. Shapes follow the forward:
-``grad_x`` always has the shape of ``x``. numpy only; float32 in, float32 out.
-
-The pieces: :func:`softmax_backward` (the Jacobian ``diag(p) - p p^T`` of notebook 06,
-applied without building it), :func:`attention_backward` (scaled dot-product attention,
-with masks), :func:`linear_backward`, :func:`embedding_backward` and
-:func:`cross_entropy` / :func:`cross_entropy_backward`. :func:`numerical_gradient`
-computes central finite differences, against which every backward is checked.
+Each ``*_backward`` takes what its forward saw and ``grad_*`` (the loss's gradient with respect to the forward's
+output) and returns the gradients with respect to the forward's inputs, each of its input's shape.
 """
 
 from __future__ import annotations
@@ -18,14 +10,7 @@ import math
 
 import numpy as np
 
-from ._validate import (
-    as_float_array,
-    as_positive_int,
-    attention_backward_inputs,
-    check_same_shape,
-    checked,
-    softmax_backward_inputs,
-)
+from ._validate import as_float_array, as_positive_int, batch_shape, checked, sdpa_inputs
 from .core import scaled_dot_product_attention, softmax
 
 __all__ = [
@@ -40,6 +25,37 @@ __all__ = [
 ]
 
 
+def check_same_shape(a_name: str, a, b_name: str, b) -> None:
+    if a.shape != b.shape:
+        raise ValueError(f"{a_name} has shape {a.shape} and {b_name} has shape {b.shape}; expected the same shape")
+
+
+def softmax_backward_inputs(weights, grad_weights):
+    p, g = as_float_array(weights, "weights"), as_float_array(grad_weights, "grad_weights")
+    check_same_shape("weights", p, "grad_weights", g)
+    return p, g
+
+
+def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+    """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
+    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    grad = as_float_array(grad_context, "grad_context", min_ndim=2)
+    context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
+    try:
+        ok = grad.shape[-2:] == context[-2:] and np.broadcast_shapes(grad.shape, context) == context
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"grad_context has shape {grad.shape}; expected the context's shape (..., T_q, d_v) = "
+                         f"{context}, from queries {q.shape} and values {v.shape}")
+    if weights is not None:
+        weights = as_float_array(weights, "weights", min_ndim=2)
+        if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
+            raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
+                             f"(..., {q.shape[-2]}, {k.shape[-2]})")
+    return q, k, v, grad, mask, scale, weights
+
+
 @checked(softmax_backward_inputs)
 def softmax_backward(weights, grad_weights):
     r"""Gradient of the loss with respect to the scores, given the softmax's output.
@@ -52,20 +68,10 @@ def softmax_backward(weights, grad_weights):
     (``J`` is symmetric), computed row by row without building ``J``. A masked entry
     (``p = 0``) and a fully masked row get zero gradient.
 
-    Parameters
-    ----------
-    weights : array_like, shape (..., T_k)
-        The softmax's output ``p`` (each row sums to 1, or is all 0 when fully masked).
-    grad_weights : array_like, shape (..., T_k)
-        ``g``, the gradient of the loss with respect to ``p``.
+    ``weights (..., T_k)``: the softmax's output ``p`` (each row sums to 1, or is all 0 when fully masked);
+    ``grad_weights (..., T_k)``: ``g``, the gradient of the loss with respect to ``p``. Returns
+    ``grad_scores (..., T_k)``: each row sums to 0 (a softmax ignores a shift of all its scores).
 
-    Returns
-    -------
-    grad_scores : ndarray, shape (..., T_k)
-        Each row sums to 0 (a softmax ignores a shift of all its scores).
-
-    Examples
-    --------
     >>> p = np.array([0.25, 0.75])
     >>> softmax_backward(p, np.array([1.0, 0.0]))
     array([ 0.1875, -0.1875])
@@ -120,19 +126,9 @@ def linear_backward(x, weight, grad_out):
     .. math:: \partial x = \partial\mathrm{out}\; W^\top, \qquad
               \partial W = \sum_{\text{rows } n} x_n^\top\, \partial\mathrm{out}_n
 
-    Parameters
-    ----------
-    x : array_like, shape (..., d_in)
-    weight : array_like, shape (d_in, d_out)
-    grad_out : array_like, shape (..., d_out)
+    ``x (..., d_in)``; ``weight (d_in, d_out)``; ``grad_out (..., d_out)``. Returns ``grad_x (..., d_in)``;
+    ``grad_weight (d_in, d_out)``.
 
-    Returns
-    -------
-    grad_x : ndarray, shape (..., d_in)
-    grad_weight : ndarray, shape (d_in, d_out)
-
-    Examples
-    --------
     >>> grad_x, grad_w = linear_backward(np.array([[1.0, 2.0]]), np.eye(2), np.array([[0.5, -1.0]]))
     >>> grad_x, grad_w
     (array([[ 0.5, -1. ]]), array([[ 0.5, -1. ],
@@ -157,18 +153,8 @@ def embedding_backward(token_ids, grad_embedded, vocab_size):
     (``np.add.at``, which adds repeated indices instead of overwriting them); rows of tokens that
     do not occur are 0.
 
-    Parameters
-    ----------
-    token_ids : array_like of int, shape (...)
-    grad_embedded : array_like, shape (..., d_model)
-    vocab_size : int
+    ``token_ids (...)``; ``grad_embedded (..., d_model)``. Returns ``grad_table (vocab_size, d_model)``.
 
-    Returns
-    -------
-    grad_table : ndarray, shape (vocab_size, d_model)
-
-    Examples
-    --------
     >>> embedding_backward([0, 2, 0], np.array([[1.0], [2.0], [3.0]]), vocab_size=3)
     array([[4.],
            [0.],
@@ -208,17 +194,8 @@ def cross_entropy(logits, targets):
 
     over the ``N`` positions whose target is ``>= 0`` (a negative target is ignored).
 
-    Parameters
-    ----------
-    logits : array_like, shape (..., num_classes)
-    targets : array_like of int, shape (...)
+    ``logits (..., num_classes)``; ``targets (...)``.
 
-    Returns
-    -------
-    loss : float
-
-    Examples
-    --------
     >>> round(cross_entropy(np.zeros((2, 4)), np.array([1, -1])), 4)  # uniform over 4 classes: log 4
     1.3863
     """
@@ -234,8 +211,6 @@ def cross_entropy_backward(logits, targets):
 
     Rows whose target is ignored (negative) get zero gradient.
 
-    Examples
-    --------
     >>> cross_entropy_backward(np.zeros((2, 2)), np.array([0, -1]))
     array([[-0.5,  0.5],
            [ 0. ,  0. ]])
@@ -254,18 +229,6 @@ def numerical_gradient(f, x, eps=1e-6):
     the error of the formula is about ``eps**2`` times the third derivative, the rounding error
     about ``1e-16 / eps``.
 
-    Parameters
-    ----------
-    f : callable, ``f(x) -> float``
-    x : array_like, any shape
-    eps : float, default 1e-6
-
-    Returns
-    -------
-    grad : ndarray of float64, shape like ``x``
-
-    Examples
-    --------
     >>> numerical_gradient(lambda v: (v ** 2).sum(), np.array([1.0, -3.0])).round(6)
     array([ 2., -6.])
     """
@@ -285,8 +248,6 @@ def numerical_gradient(f, x, eps=1e-6):
 def relative_error(analytic, numeric):
     r"""``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
 
-    Examples
-    --------
     >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9])) < 1e-9
     True
     """

@@ -1,13 +1,6 @@
-"""The transformer block in numpy (notebook 10): layer norm, GELU, the feed-forward network, residuals.
+"""The transformer block (notebook 10): layer norm, GELU, the feed-forward network, residuals.
 
-One block is two sub-layers, each wrapped in a residual connection:
-
-* pre-norm (GPT-2 and most modern models): ``x + MHA(LN(x))``, then ``x + FFN(LN(x))``;
-* post-norm (the original paper, BERT): ``LN(x + MHA(x))``, then ``LN(x + FFN(x))``.
-
-Attention itself is :func:`~attn_helpers.multihead.multi_head_attention`; :func:`cross_attention`
-is the same with keys and values from another sequence. Shapes follow the series: ``x`` is
-``(..., T, d_model)``, one token per row. float32 in, float32 out.
+``x`` is ``(..., T, d_model)``, one token per row; attention is :func:`~attn_helpers.multihead.multi_head_attention`.
 """
 
 from __future__ import annotations
@@ -22,8 +15,8 @@ from ._validate import (
     as_flag,
     as_float_array,
     as_positive_int,
-    block_inputs,
     check_bias,
+    check_mask,
     check_weight,
     checked,
     cross_attention_inputs,
@@ -36,18 +29,8 @@ from .config import SEED
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
 from .multihead import _plus, multi_head_attention
 
-__all__ = [
-    "layer_norm",
-    "gelu",
-    "feed_forward",
-    "BlockParams",
-    "init_block_params",
-    "transformer_block",
-    "residual_stream",
-    "cross_attention",
-    "block_parameter_count",  # (defined in model_size.py)
-    "parameter_count",
-]
+__all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_params", "transformer_block",
+           "residual_stream", "cross_attention", "block_parameter_count", "parameter_count"]  # (the counts: model_size)
 
 
 @checked(layer_norm_inputs)
@@ -56,8 +39,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
 
     .. math:: \mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta
 
-    ``x (..., d_model)``; ``gamma``, ``beta (d_model,)`` default to 1 and 0. The statistics are per
-    token (not per feature: that is batch norm); the variance divides by ``d``, as in PyTorch.
+    ``x (..., d_model)``; ``gamma``, ``beta (d_model,)`` default to 1 and 0. Per token, not per feature.
 
     >>> layer_norm(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]], dtype=np.float32)).round(4)
     array([[-1.2247,  0.    ,  1.2247],
@@ -72,12 +54,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
 
 
 def _erfc(z):
-    """Complementary error function, fractional error < 1.2e-7 everywhere (float32 precision).
-
-    numpy has no ``erf``. This is the Chebyshev fit ``erfcc`` of Press et al.,
-    *Numerical Recipes* (2nd ed., section 6.2): ``erfc(z) ~ t exp(-z^2 + P(t))`` with
-    ``t = 1 / (1 + z / 2)`` for ``z >= 0``, and ``erfc(-z) = 2 - erfc(z)``.
-    """
+    """``erfc(z)`` to relative error < 1.2e-7 (numpy has no ``erf``): ``erfcc`` of *Numerical Recipes*, 6.2."""
     a = np.abs(z)
     t = 1.0 / (1.0 + 0.5 * a)
     poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
@@ -94,9 +71,7 @@ def gelu(x, approximate=False):
     .. math:: \text{exact: } \tfrac12 x\left(1 + \mathrm{erf}(x/\sqrt2)\right), \quad
               \text{tanh form: } \tfrac12 x\left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right)
 
-    BERT uses the exact form, GPT-2 the tanh form (``approximate=True``; PyTorch's
-    ``F.gelu(x, approximate="tanh")``); they differ by less than 1e-3. numpy has no ``erf``:
-    :func:`_erfc` is a fit to float32 precision (relative error < 1.2e-7). ``x`` of any shape.
+    BERT uses the exact form, GPT-2 the tanh form (``approximate=True``); they differ by < 1e-3.
 
     >>> gelu(np.array([-1.0, 0.0, 1.0, 3.0], dtype=np.float32)).round(4)
     array([-0.1587,  0.    ,  0.8413,  2.996 ], dtype=float32)
@@ -108,15 +83,11 @@ def gelu(x, approximate=False):
     return x * (0.5 * _erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
 
 
-def _relu(x):
-    return np.maximum(x, 0.0)
-
-
 #: The activations :func:`feed_forward` accepts, by name (the names are checked in ``_validate.ACTIVATIONS``).
 ACTIVATIONS = {
     "gelu": gelu.unchecked,
     "gelu_tanh": lambda x: gelu.unchecked(x, approximate=True),
-    "relu": _relu,
+    "relu": lambda x: np.maximum(x, 0.0),
 }
 
 
@@ -128,7 +99,6 @@ def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
 
     ``x (..., T, d_model)``, ``W_1 (d_model, d_ff)``, ``W_2 (d_ff, d_out)``, biases optional;
     ``activation`` is ``"gelu"`` (BERT), ``"gelu_tanh"`` (GPT-2) or ``"relu"`` (the 2017 paper).
-    Row ``i`` of the output depends on row ``i`` of ``x`` only: tokens do not interact here.
 
     >>> W_1 = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])   # d_model = 2, d_ff = 4
     >>> feed_forward([[1.0, -1.0]], W_1, np.ones((4, 2)), activation="relu")   # relu([1, -1, 0, 0])
@@ -138,20 +108,12 @@ def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
     return _plus(hidden @ W_2, b_2)  # (..., T, d_ff) @ (d_ff, d_out) -> (..., T, d_out)
 
 
-_ARRAY_FIELDS = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2", "norm_1_gamma", "norm_1_beta", "norm_2_gamma",
-                 "norm_2_beta", "b_q", "b_k", "b_v", "b_o", "b_1", "b_2")
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class BlockParams:
-    """The parameters of one transformer block, by the names the notebooks use.
-
-    Attention: ``W_q``, ``W_k``, ``W_v``, ``W_o`` ``(d_model, d_model)`` and optional biases
-    ``b_q``, ``b_k``, ``b_v``, ``b_o`` ``(d_model,)``; with ``num_kv_heads`` (grouped-query
-    attention, notebook 13's :mod:`~attn_helpers.kv_cache`) ``W_k``, ``W_v``, ``b_k``, ``b_v`` are
-    ``num_kv_heads * d_h`` wide. Feed-forward: ``W_1`` ``(d_model, d_ff)``, ``W_2`` ``(d_ff, d_model)``,
-    optional ``b_1``, ``b_2``. Layer norms: ``norm_1_*`` goes with the attention sub-layer, ``norm_2_*``
-    with the feed-forward one (``None`` = gamma 1, beta 0). Checked once, when the parameters are made.
+    """The parameters of one block, checked once: ``W_q .. W_o (d_model, d_model)``, ``W_1 (d_model, d_ff)``,
+    ``W_2 (d_ff, d_model)``, optional biases; ``norm_1_*`` before attention, ``norm_2_*`` before the FFN
+    (``None``: gamma 1, beta 0). With ``num_kv_heads`` (:mod:`~attn_helpers.kv_cache`) ``W_k``, ``W_v`` are
+    ``num_kv_heads * d_h`` wide.
 
     >>> params = init_block_params(d_model=8, num_heads=2)
     >>> params.d_model, params.d_ff, params.num_heads, params.num_parameters
@@ -195,35 +157,31 @@ class BlockParams:
         d_ff = as_float_array(self.W_1, "W_1", min_ndim=2).shape[-1]
         widths = {"W_q": d_model, "W_k": kv_width, "W_v": kv_width, "W_o": d_model, "W_1": d_ff, "W_2": d_model}
         for name, width in widths.items():
-            put(name, check_weight(name, getattr(self, name), d_ff if name == "W_2" else d_model))
+            rows = d_ff if name == "W_2" else d_model
+            put(name, check_weight(name, getattr(self, name), rows))
             if getattr(self, name).shape[1] != width:
-                raise ValueError(f"{name} has shape {getattr(self, name).shape}; expected "
-                                 f"({d_ff if name == 'W_2' else d_model}, {width})")
-        for name in _ARRAY_FIELDS[6:]:
-            width = {"b_k": kv_width, "b_v": kv_width, "b_1": d_ff}.get(name, d_model)
-            put(name, check_bias(name, getattr(self, name), width))
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}; expected ({rows}, {width})")
+        norms = dict.fromkeys(("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta"), d_model)
+        for name, width in {**norms, **{"b" + w[1:]: width for w, width in widths.items()}}.items():
+            put(name, check_bias(name, getattr(self, name), width))  # b_k, b_v: kv_width; b_1: d_ff
         put("eps", eps_input(self.eps))
         activation_input(self.activation)
 
     @property
     def d_model(self) -> int:
-        """The width of the residual stream."""
         return self.W_q.shape[0]
 
     @property
-    def kv_heads(self) -> int:
-        """The number of key/value heads: ``num_kv_heads``, or ``num_heads`` when that is None."""
+    def kv_heads(self) -> int:  # num_kv_heads, or num_heads when that is None
         return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
     @property
     def d_ff(self) -> int:
-        """The hidden width of the feed-forward network."""
         return self.W_1.shape[1]
 
     @property
     def num_parameters(self) -> int:
-        """How many numbers the block learns (every array field that is not ``None``)."""
-        return sum(getattr(self, name).size for name in _ARRAY_FIELDS if getattr(self, name) is not None)
+        return sum(value.size for value in vars(self).values() if isinstance(value, np.ndarray))
 
     # The block's four steps, on inputs already checked (by transformer_block):
     def norm_1(self, x):
@@ -243,10 +201,8 @@ class BlockParams:
 def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32, num_kv_heads=None):
     """Random parameters of one block: weights ``N(0, 1 / d_in)``, gammas 1, betas and biases 0.
 
-    ``d_ff`` defaults to ``4 * d_model``; ``rng`` is a Generator or a seed (default ``SEED``);
-    ``bias=True`` adds zero biases to every projection (as GPT-2, BERT and PyTorch do);
-    ``num_kv_heads`` makes ``W_k`` and ``W_v`` ``(d_model, num_kv_heads * d_h)`` for the
-    grouped-query blocks of :mod:`~attn_helpers.kv_cache`.
+    ``d_ff`` defaults to ``4 * d_model``; ``rng`` a Generator or a seed (default ``SEED``); ``bias=True``
+    adds zero biases; ``num_kv_heads`` makes ``W_k``, ``W_v`` ``(d_model, num_kv_heads * d_h)``.
 
     >>> params = init_block_params(d_model=6, num_heads=2, rng=np.random.default_rng(0), bias=True)
     >>> params.W_q.shape, params.W_1.shape, params.b_1.shape, params.W_q.dtype
@@ -257,10 +213,8 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     num_heads = as_positive_int(num_heads, "num_heads")
     kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
     kv_width = d_model // num_heads * kv_heads  # d_model unless grouped-query
-    if rng is None:
-        rng = SEED
     if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(as_positive_int(rng, "rng", allow_zero=True))
+        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
     bias = as_flag(bias, "bias")
 
     def weight(d_in, d_out):  # std 1/sqrt(d_in): x @ weight keeps the scale of x
@@ -283,7 +237,13 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
 def _block_inputs(x, params, mask=None, norm_first=True):
     if not isinstance(params, BlockParams):
         raise TypeError(f"params must be a BlockParams (see init_block_params); got {type(params).__name__}")
-    return block_inputs(x, params, mask, norm_first)
+    if params.num_kv_heads not in (None, params.num_heads):
+        raise ValueError(f"params has num_kv_heads={params.num_kv_heads}: a grouped-query block runs in "
+                         "attn_helpers.kv_cache (decoder_block), not in transformer_block")
+    x = as_float_array(x, "x", min_ndim=2)
+    if x.shape[-1] != params.d_model:
+        raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
+    return x, params, check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)"), as_flag(norm_first, "norm_first")
 
 
 @checked(_block_inputs)
@@ -292,10 +252,9 @@ def transformer_block(x, params, mask=None, norm_first=True):
 
     .. math:: x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
 
-    That is pre-norm (GPT-2); ``norm_first=False`` is post-norm (the 2017 paper, BERT):
-    ``x <- LN_1(x + MHA(x))``, ``x <- LN_2(x + FFN(x))``. ``x (..., T, d_model)``; ``mask``
-    broadcastable to ``(..., T, T)`` (``causal_mask(T)`` makes a GPT block). Returns ``out`` of
-    the shape of ``x`` (so blocks stack) and the attention weights ``(..., h, T, T)``.
+    That is pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ...
+    ``x (..., T, d_model)``, ``mask`` broadcastable to ``(..., T, T)``. Returns ``out`` (the shape of ``x``)
+    and the weights ``(..., h, T, T)``.
 
     >>> out, weights = transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))
     >>> out.shape, weights.shape
@@ -313,13 +272,6 @@ def transformer_block(x, params, mask=None, norm_first=True):
     return x, weights
 
 
-def _without_residuals(x, p, mask, norm_first):
-    """The block with both ``x +`` removed: only to see what residual connections do (notebook 10)."""
-    if norm_first:
-        return p.feed_forward(p.norm_2(p.attention(p.norm_1(x), mask)[0]))
-    return p.norm_2(p.feed_forward(p.norm_1(p.attention(x, mask)[0])))
-
-
 def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
     blocks = [blocks] if isinstance(blocks, BlockParams) else list(blocks)
     if not blocks:
@@ -332,20 +284,21 @@ def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
 def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
     """Run a stack of blocks; return the residual stream before and after each one, ``(N + 1, ..., T, d_model)``.
 
-    ``states[0]`` is ``x``, ``states[n]`` the output of block ``n`` (a pre-norm model such as
-    GPT-2 then applies one final layer norm). ``residual=False`` removes every ``x +``: only to
-    see what the residual connections do.
+    ``states[0]`` is ``x``; ``residual=False`` removes every ``x +``, to see what residual connections do.
 
     >>> blocks = [init_block_params(8, 2, rng=seed) for seed in range(3)]
     >>> residual_stream(np.ones((4, 8)), blocks).shape
     (4, 4, 8)
     """
     states = [x]
-    for params in blocks:
+    for p in blocks:
         if residual:
-            states.append(transformer_block.unchecked(states[-1], params, mask, norm_first)[0])  # (..., T, d_model)
+            x = transformer_block.unchecked(x, p, mask, norm_first)[0]  # (..., T, d_model)
+        elif norm_first:  # the block with both ``x +`` removed
+            x = p.feed_forward(p.norm_2(p.attention(p.norm_1(x), mask)[0]))
         else:
-            states.append(_without_residuals(states[-1], params, mask, norm_first))
+            x = p.norm_2(p.feed_forward(p.norm_1(p.attention(x, mask)[0])))
+        states.append(x)
     return np.stack(states)
 
 
@@ -353,11 +306,8 @@ def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
 def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None):
     r"""Multi-head cross-attention: queries from ``x`` (the decoder), keys and values from ``memory`` (the encoder).
 
-    .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, M W_k^{(i)}, M W_v^{(i)})
-
-    It is :func:`~attn_helpers.multihead.multi_head_attention` with ``memory=``: ``x (..., T_q, d_model)``,
-    ``memory (..., T_k, d_memory)``, ``W_k, W_v (d_memory, h d_h)``; the weights ``(..., h, T_q, T_k)``
-    are a rectangle.
+    It is :func:`~attn_helpers.multihead.multi_head_attention` with ``memory=``: ``memory (..., T_k, d_memory)``,
+    ``W_k, W_v (d_memory, h d_h)``, weights ``(..., h, T_q, T_k)``.
 
     >>> rng = np.random.default_rng(0)
     >>> target, source, (W_q, W_k, W_v, W_o) = np.ones((3, 4)), np.ones((5, 4)), rng.standard_normal((4, 4, 4))

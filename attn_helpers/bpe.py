@@ -1,19 +1,7 @@
 r"""Byte-pair encoding (Sennrich et al. 2016, as GPT-2 uses it): tokens learned from the text itself.
 
-Start from the text's UTF-8 bytes, so the 256 byte values are the first 256 tokens and any
-string can be written. Then repeat: count every pair of neighbouring tokens, and give the
-most frequent pair a new token of its own (a *merge*). Each merge makes the vocabulary one
-token larger and the text some tokens shorter. Encoding a new string replays the merges in
-the order they were learned; decoding joins the tokens' bytes, so ``decode(encode(s)) == s``
-for every string.
-
-As in GPT-2, the text is first cut into chunks (a word with the space before it, a run of
-digits, of punctuation, of whitespace) and pairs are never counted across two chunks: a
-token never spans ``"d t"`` in ``"and the"``.
-
-The pieces are small on purpose: :func:`pair_counts` and :func:`merge_pair` are one merge
-step (notebook 14 does one by hand), :func:`train_bpe` repeats it, :class:`BPETokenizer`
-encodes and decodes.
+Start from the 256 byte values; repeatedly give the most frequent pair of neighbouring tokens a new token (a
+*merge*), never across two chunks (a word with its space, digits, punctuation, whitespace). ``decode(encode(s)) == s``.
 """
 
 from __future__ import annotations
@@ -36,8 +24,6 @@ PRETOKENIZE = re.compile(r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+"
 def pretokenize(text):
     """Cut ``text`` into the chunks that merges stay inside; ``"".join(chunks) == text``.
 
-    Examples
-    --------
     >>> pretokenize("It is a truth, 1813!")
     ['It', ' is', ' a', ' truth', ',', ' 1813', '!']
     """
@@ -49,8 +35,6 @@ def pretokenize(text):
 def pair_counts(ids, counts=None, weight=1):
     """How often each pair of neighbouring tokens occurs in ``ids`` (added to ``counts`` if given).
 
-    Examples
-    --------
     >>> pair_counts([1, 2, 1, 2, 3])
     Counter({(1, 2): 2, (2, 1): 1, (2, 3): 1})
     """
@@ -63,8 +47,6 @@ def pair_counts(ids, counts=None, weight=1):
 def most_frequent_pair(counts):
     """The pair with the highest count; a tie goes to the smallest pair (the lowest ids).
 
-    Examples
-    --------
     >>> most_frequent_pair({(5, 1): 3, (2, 9): 3, (0, 0): 1})
     (2, 9)
     """
@@ -76,8 +58,6 @@ def merge_pair(ids, pair, new_id):
 
     Overlaps go to the left: ``[7, 7, 7]`` with the pair ``(7, 7)`` becomes ``[new_id, 7]``.
 
-    Examples
-    --------
     >>> merge_pair([1, 2, 3, 1, 2], (1, 2), 256)
     [256, 3, 256]
     """
@@ -98,8 +78,6 @@ class BPETokenizer:
     Token ``256 + k`` stands for the two tokens of ``merges[k]``; :attr:`token_bytes` holds the
     bytes each token spells.
 
-    Examples
-    --------
     >>> tokenizer = BPETokenizer([(104, 105)])   # one merge: b"h" + b"i" -> token 256
     >>> tokenizer.encode("hi!")
     [256, 33]
@@ -167,22 +145,9 @@ def train_bpe(text, vocab_size, *, history=False):
     the chunks of :func:`pretokenize`. Counts are kept up to date incrementally: a merge only
     touches the distinct chunks that contain the pair, so training on a novel takes seconds.
 
-    Parameters
-    ----------
-    text : str
-    vocab_size : int
-        At least 256 (the bytes). Training stops early if no pair occurs twice.
-    history : bool, default False
-        Also return the number of tokens of ``text`` after each merge (index 0: bytes).
+    ``vocab_size``: at least 256 (the bytes); ``history``: also return the number of tokens of ``text`` after each
+    merge (index 0: bytes). Returns ``lengths``: only with ``history=True``.
 
-    Returns
-    -------
-    tokenizer : BPETokenizer
-    lengths : list of int
-        Only with ``history=True``.
-
-    Examples
-    --------
     >>> tokenizer = train_bpe("low lower lowest low low", vocab_size=258)
     >>> [tokenizer.decode([i]) for i in range(256, 258)]
     ['lo', 'low']

@@ -1,9 +1,7 @@
 """The numpy core of attention: softmax, scores, scaled dot-product attention, masks.
 
-Conventions (see notebook 00): row vectors, one token per row; ``weights[..., i, j]``
-is how much query ``i`` attends to key ``j``, each row sums to 1; masks are boolean
-with ``True`` = may attend; every function acts on the last axes, so the same code
-serves ``(T, d)``, ``(B, T, d)`` and ``(B, h, T, d_h)``. float32 in, float32 out.
+One token per row; ``weights[..., i, j]``: how much query ``i`` attends to key ``j``; masks: True = may attend.
+Every function acts on the last axes: ``(T, d)``, ``(B, T, d)`` and ``(B, h, T, d_h)`` alike.
 """
 
 from __future__ import annotations
@@ -23,15 +21,8 @@ from ._validate import (
     softmax_inputs,
 )
 
-__all__ = [
-    "softmax",
-    "attention_scores",
-    "scaled_dot_product_attention",
-    "causal_mask",
-    "padding_mask",
-    "cosine_similarity",
-    "entropy",
-]
+__all__ = ["softmax", "attention_scores", "scaled_dot_product_attention", "causal_mask", "padding_mask",
+           "cosine_similarity", "entropy"]
 
 
 @checked(softmax_inputs)
@@ -76,10 +67,9 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
 
     .. math:: \mathrm{context} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
 
-    Shapes: queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, a
-    boolean ``mask`` broadcastable to ``(..., T_q, T_k)`` (True = may attend; a row with no key
-    gets zero weights). Returns context ``(..., T_q, d_v)``, weights ``(..., T_q, T_k)``.
-    ``scale`` defaults to ``1 / sqrt(d_k)``.
+    queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, ``mask`` broadcastable to
+    ``(..., T_q, T_k)`` (True = may attend), ``scale`` 1/sqrt(d_k) by default. Returns context
+    ``(..., T_q, d_v)`` and weights ``(..., T_q, T_k)`` (zeros on a row that may attend to nothing).
 
     >>> x = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> scaled_dot_product_attention(x, x, x, scale=np.log(3.0))[1]

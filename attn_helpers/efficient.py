@@ -1,12 +1,6 @@
-"""Notebook 13: tiled attention, and the tools that measure what attention costs.
-
-``tiled_attention`` reads the keys and values one block at a time; each query row keeps a
-running max, a running sum and a running weighted sum of the values
-(:func:`attn_helpers.online.online_update`, the one online-softmax step of the package): the
-context of the core with memory O(T d) instead of O(T^2). The idea of FlashAttention (Dao et
-al., 2022), which does this on a GPU with the tiles in on-chip memory. In numpy it saves
-memory and skips the tiles a mask hides; its time is close to the core's (notebook 13
-measures both with :func:`attention_cost`).
+"""Notebook 13: tiled attention (FlashAttention's idea, Dao et al. 2022: memory O(T d), not O(T^2)) and the
+tools that measure what attention costs. In numpy it saves memory and skips masked tiles; its time is close
+to the core's.
 """
 
 from __future__ import annotations
@@ -29,10 +23,8 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128
     .. math:: m' = \max(m, \max_j s_j), \quad \ell' = \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \quad
               a' = a\,e^{m - m'} + \sum_j e^{s_j - m'} v_j, \quad \text{context} = a / \ell
 
-    Shapes and ``mask`` (True = may attend) as for ``scaled_dot_product_attention``; returns the
-    context only, (..., T_q, d_v), zero for a row that may attend to nothing. ``block_size``: query
-    rows and keys per tile. ``causal=True`` adds the mask ``j <= i + T_k - T_q`` without building it.
-    A tile in which every score is masked is skipped.
+    Shapes and ``mask`` as for ``scaled_dot_product_attention``; returns the context ``(..., T_q, d_v)``.
+    ``block_size``: rows and keys per tile; ``causal=True``: the mask ``j <= i + T_k - T_q``, never built.
 
     >>> from attn_helpers import causal_mask, scaled_dot_product_attention
     >>> q, k, v = np.random.default_rng(0).standard_normal((3, 2, 7, 4))    # (h, T, d) each
@@ -75,16 +67,8 @@ def _tile_mask(mask, causal, rows, cols, T_q, T_k):
     return None if allowed is None or allowed.all() else allowed
 
 
-# ---------------------------------------------------------------------------------------------
-# What attention costs (notebook 13, section 1): time and memory measured apart, and the exponent.
-
-
 def best_time(fn, *args, budget=0.1, least=5):
-    """The least processor time, in seconds, of ``least`` calls ``fn(*args)`` (more if they take under ``budget`` s).
-
-    Processor time (``time.process_time``) counts the time spent on this program only, not on the
-    others the machine runs; the least of several calls is the least disturbed one.
-    """
+    """The least processor time (s) of ``least`` calls ``fn(*args)``, more while they take under ``budget`` s."""
     times, stop = [], time.perf_counter() + budget
     while len(times) < least or time.perf_counter() < stop:
         start = time.process_time()
@@ -104,13 +88,8 @@ def peak_memory(fn, *args):
 
 
 def attention_cost(fn, T_values, d_k=64, seed=0):
-    """Time (:func:`best_time`) and peak memory (:func:`peak_memory`) of ``fn(q, k, v)`` for each ``T``.
-
-    One head of seeded float32 ``(T, d_k)`` queries, keys and values. numpy's matrix products run
-    on one core, so that a large product gets no more cores than a small one. The largest ``T``
-    runs once first, untimed: the first calls of a size pay for fresh memory from the system.
-    Returns two arrays, seconds and bytes, one entry per ``T``.
-    """
+    """Seconds (:func:`best_time`) and peak bytes (:func:`peak_memory`) of ``fn(q, k, v)``, q, k, v seeded
+    float32 ``(T, d_k)``, for each ``T``, on one core. The largest ``T`` runs once first, untimed (fresh memory)."""
     def inputs(T):
         rng = np.random.default_rng(seed)
         return [rng.standard_normal((T, d_k), dtype=np.float32) for _ in range(3)]
@@ -135,8 +114,7 @@ def fitted_slope(x, y):
 
 
 def one_core():
-    """Inside ``with one_core():`` numpy's matrix products run on one core: times that do not depend on how many
-    cores are free (``threadpoolctl.threadpool_limits(limits=1)``)."""
+    """``with one_core():`` numpy's matrix products run on one core (``threadpool_limits(limits=1)``)."""
     return threadpool_limits(limits=1)
 
 

@@ -91,8 +91,6 @@ _CREATURE = (
 def journey_embeddings(dtype=np.float32):
     """The 3-dimensional embeddings of "Your journey starts with one step", shape (6, 3).
 
-    Examples
-    --------
     >>> X = journey_embeddings()
     >>> X.shape, X.dtype
     ((6, 3), dtype('float32'))
@@ -105,13 +103,8 @@ def journey_embeddings(dtype=np.float32):
 def i_love_ai(dtype=np.float32):
     """Embeddings and projection matrices of the "I love AI" example (notebook 05).
 
-    Returns
-    -------
-    example : dict
-        ``X`` (3, 2) and ``W_q``, ``W_k``, ``W_v`` (2, 2), as in the hand-worked example.
+    Returns ``example``: ``X`` (3, 2) and ``W_q``, ``W_k``, ``W_v`` (2, 2), as in the hand-worked example.
 
-    Examples
-    --------
     >>> ex = i_love_ai()
     >>> ex["X"] @ ex["W_q"]
     array([[1., 0.],
@@ -132,8 +125,6 @@ def qkv_attention_steps(X, W_q, W_k, W_v):
     Keys: ``Q``, ``K``, ``V`` (``X @ W``), ``scores`` (``Q @ K.T``), ``scaled``
     (``scores / sqrt(d_k)``), ``weights`` (row-wise softmax) and ``context`` (``weights @ V``).
 
-    Examples
-    --------
     >>> ex = i_love_ai()
     >>> steps = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])
     >>> steps["scores"]
@@ -162,8 +153,6 @@ def creature_embeddings(dtype=np.float32):
     their features have no names; these are readable so that attention can be seen to mean something.
     "a" and "the" get the same row: both are just articles here.
 
-    Examples
-    --------
     >>> X = creature_embeddings()
     >>> X.shape, X.dtype
     ((8, 8), dtype('float32'))
@@ -176,26 +165,11 @@ def creature_embeddings(dtype=np.float32):
 def creature_example(dtype=np.float32):
     """The creature sentence with hand-designed projections: attention that means something (notebook 05).
 
-    Queries and keys have ``d_k = 4`` columns, one per question of :data:`CREATURE_QUESTIONS`:
+    ``d_k = 4`` columns, one per question of :data:`CREATURE_QUESTIONS` (nouns seek adjectives and back, column 2
+    the thing a word is about, column 3 of ``W_k`` zero for notebook 05's exercise); ``W_v`` is the identity.
 
-    - a **noun** looks for an adjective (query column 0 = 4), an **adjective** for a noun
-      (column 1 = 4); keys answer "is an adjective" (key column 0 = 1) and "is a noun" (column 1 = 1);
-    - column 2 matches the thing a word is about: +4 / +1 for "about the creature", -4 / -1 for
-      "about the forest", so the creature's query prefers the creature's adjectives;
-    - a **verb** looks for who acts (query column 3 = 4), but no key answers yet: column 3 of
-      ``W_k`` is zero (notebook 05's design exercise fills it in);
-    - articles have a zero query: every score 0, uniform weights, they look at nothing in particular.
+    Returns ``example``: ``X`` (8, 8), ``W_q`` (8, 4), ``W_k`` (8, 4), ``W_v`` (8, 8).
 
-    ``W_v`` is the identity, so a context vector is a weighted average of the embeddings and its
-    features can be read by name.
-
-    Returns
-    -------
-    example : dict
-        ``X`` (8, 8), ``W_q`` (8, 4), ``W_k`` (8, 4), ``W_v`` (8, 8).
-
-    Examples
-    --------
     >>> ex = creature_example()
     >>> steps = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])
     >>> creature = CREATURE_TOKENS.index("creature")
@@ -219,18 +193,11 @@ def creature_example(dtype=np.float32):
 def creature_heads_example(seed=SEED, weight_std=0.8, dtype=np.float32):
     """Multi-head projections for the creature sentence (notebook 08): d_model = 8, for h = 2 heads.
 
-    ``X`` is :func:`creature_embeddings`. Columns 0-3 of ``W_q`` and ``W_k`` are the hand-designed
-    ones of :func:`creature_example` (with ``h = 2`` they are head 0); columns 4-7, all of ``W_v`` and
-    ``W_o`` are random and untrained: drawn from a fresh ``np.random.default_rng(seed)``, normal with
-    standard deviation ``weight_std``, in the order ``W_q``, ``W_k`` (columns 4-7), ``W_v``, ``W_o``.
+    Columns 0-3 of ``W_q``, ``W_k``: :func:`creature_example`'s (head 0); the rest random, ``N(0, weight_std^2)``
+    from ``np.random.default_rng(seed)`` in the order ``W_q``, ``W_k`` (columns 4-7), ``W_v``, ``W_o``.
 
-    Returns
-    -------
-    example : dict
-        ``X`` (8, 8) and ``W_q``, ``W_k``, ``W_v``, ``W_o`` (8, 8).
+    Returns ``example``: ``X`` (8, 8) and ``W_q``, ``W_k``, ``W_v``, ``W_o`` (8, 8).
 
-    Examples
-    --------
     >>> ex = creature_heads_example()
     >>> ex["W_q"].shape, ex["W_o"].dtype
     ((8, 8), dtype('float32'))
@@ -253,8 +220,6 @@ def combined_mask(T, causal=True, length=None):
 
     ``length`` is clipped to 0..T (``None``: no padding). True = may attend.
 
-    Examples
-    --------
     >>> combined_mask(3, causal=True, length=2).astype(int)
     array([[1, 0, 0],
            [1, 1, 0],
@@ -297,13 +262,8 @@ def dog_bites_man(dtype=np.float32, seed=SEED):
     in that order, each standard normal divided by ``sqrt(50)``: untrained, so the attention
     pattern means nothing about language; what matters is what it does with word order.
 
-    Returns
-    -------
-    example : dict
-        ``tokens``, ``X`` (3, 50), ``W_q``, ``W_k``, ``W_v`` (50, 50).
+    Returns ``example``: ``tokens``, ``X`` (3, 50), ``W_q``, ``W_k``, ``W_v`` (50, 50).
 
-    Examples
-    --------
     >>> ex = dog_bites_man()
     >>> ex["tokens"], ex["X"].shape, ex["W_q"].shape, ex["X"].dtype
     (('dog', 'bites', 'man'), (3, 50), (50, 50), dtype('float32'))
@@ -325,15 +285,10 @@ def reorder_outputs(order, with_positions=False, example=None):
     The sentence's words are put in ``order`` (``(2, 1, 0)`` is "man bites dog"); with ``with_positions``
     the sinusoidal encoding of the NEW positions is added to the embeddings before the projections.
 
-    Returns
-    -------
-    result : dict
-        ``tokens`` (the words in the new order), ``context`` (T, d_model) (one row per word, in the new
-        order) and ``change`` (T,): for each word of the ORIGINAL sentence, the distance between its
-        context vector in the new order and in "dog bites man" (:func:`~attn_helpers.positions.order_sensitivity`).
+    Returns ``result``: ``tokens`` (the words in the new order), ``context`` (T, d_model) (one row per word, in the new
+    order) and ``change`` (T,): for each word of the ORIGINAL sentence, the distance between its context vector in the
+    new order and in "dog bites man" (:func:`~attn_helpers.positions.order_sensitivity`).
 
-    Examples
-    --------
     >>> result = reorder_outputs((2, 1, 0))
     >>> result["tokens"], result["change"].round(4)
     (('man', 'bites', 'dog'), array([0., 0., 0.], dtype=float32))
@@ -375,13 +330,8 @@ def creature_block_example(num_blocks=12, d_model=16, num_heads=4):
     Block ``n`` is ``init_block_params(d_model, num_heads, rng=np.random.default_rng([SEED, n]))``:
     its own random stream, so block 0 is the same whatever ``num_blocks`` is.
 
-    Returns
-    -------
-    example : dict
-        ``tokens``, ``X`` (8, d_model) and ``blocks`` (a list of ``BlockParams``).
+    Returns ``example``: ``tokens``, ``X`` (8, d_model) and ``blocks`` (a list of ``BlockParams``).
 
-    Examples
-    --------
     >>> example = creature_block_example(num_blocks=2)
     >>> example["X"].shape, len(example["blocks"]), example["blocks"][0].d_ff
     ((8, 16), 2, 64)
@@ -396,25 +346,13 @@ def creature_block_example(num_blocks=12, d_model=16, num_heads=4):
 def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
     """What happens to the residual stream, block after block.
 
-    Parameters
-    ----------
-    x : array_like, shape (T, d_model)
-    blocks : sequence of BlockParams
-    norm_first, residual, mask
-        As in :func:`~attn_helpers.block.transformer_block`.
+    ``x (T, d_model)``; ``norm_first, residual, mask``: as in :func:`~attn_helpers.block.transformer_block`. Returns
+    ``diagnostics``: ``states`` (N + 1, T, d_model): the stream before and after each block; ``norm`` (N + 1,): the
+    mean length of a token's vector; ``own_input`` (N + 1,): the mean cosine similarity of each token's vector with its
+    own input vector (1 before the first block: how much of the token is still there); ``similarity`` (N + 1, T, T):
+    the cosine similarity of every pair of tokens; ``between_tokens`` (N + 1,): its mean over pairs of different tokens
+    (1 = all tokens alike).
 
-    Returns
-    -------
-    diagnostics : dict
-        ``states`` (N + 1, T, d_model): the stream before and after each block;
-        ``norm`` (N + 1,): the mean length of a token's vector;
-        ``own_input`` (N + 1,): the mean cosine similarity of each token's vector with its
-        own input vector (1 before the first block: how much of the token is still there);
-        ``similarity`` (N + 1, T, T): the cosine similarity of every pair of tokens;
-        ``between_tokens`` (N + 1,): its mean over pairs of different tokens (1 = all tokens alike).
-
-    Examples
-    --------
     >>> example = creature_block_example(num_blocks=3)
     >>> d = stack_diagnostics(example["X"], example["blocks"])
     >>> d["norm"].shape, float(d["own_input"][0]), d["similarity"].shape
@@ -436,15 +374,10 @@ def stack_diagnostics(x, blocks, norm_first=True, residual=True, mask=None):
 def parameter_shares(configs=None):
     """The share of each part in each model's total, from :func:`~attn_helpers.model_size.parameter_count`.
 
-    Returns
-    -------
-    shares : dict of name -> dict of part -> float
-        The parts ``token_embeddings`` (with token-type tables and an untied output head, if any),
-        ``position_embeddings``, ``attention``, ``feed_forward`` and ``layer_norms`` (with the final
-        and the embedding layer norms); each model's shares add up to 1.
+    Returns ``shares``: the parts ``token_embeddings`` (with token-type tables and an untied output head, if any),
+    ``position_embeddings``, ``attention``, ``feed_forward`` and ``layer_norms`` (with the final and the embedding
+    layer norms); each model's shares add up to 1.
 
-    Examples
-    --------
     >>> shares = parameter_shares()
     >>> round(shares["small"]["feed_forward"], 3), round(sum(shares["xl"].values()), 12)
     (0.455, 1.0)
@@ -476,14 +409,9 @@ def translation_example(d_model=16, seed=SEED):
     noise only. French puts the adjective after the noun ("chat noir") and English before it
     ("black cat"), so the alignment crosses.
 
-    Returns
-    -------
-    example : dict
-        ``source`` (4, d_model), ``target`` (5, d_model), ``source_tokens``, ``target_tokens``
-        and ``alignment``: for each target token, the index of its source word (``-1`` for ``<s>``).
+    Returns ``example``: ``source`` (4, d_model), ``target`` (5, d_model), ``source_tokens``, ``target_tokens`` and
+    ``alignment``: for each target token, the index of its source word (``-1`` for ``<s>``).
 
-    Examples
-    --------
     >>> example = translation_example()
     >>> example["target"].shape, example["source"].shape, example["alignment"]
     ((5, 16), (4, 16), (-1, 0, 2, 1, 3))

@@ -1,9 +1,7 @@
 """Real pretrained word vectors, offline: a 20,000-word subset of GloVe 6B, 50 dimensions (numpy only).
 
-The data ship with the package (``attn_helpers/data/glove_6b_50d_top20k.npz``, about 2 MB), so the
-notebooks never download anything. GloVe: Jeffrey Pennington, Richard Socher, Christopher D. Manning.
-2014. *GloVe: Global Vectors for Word Representation*; the vectors are under the Open Data Commons
-Public Domain Dedication and License v1.0 (PDDL). See ``attn_helpers/data/GLOVE_README.md``.
+``attn_helpers/data/glove_6b_50d_top20k.npz`` (about 2 MB). GloVe: Pennington, Socher and Manning, 2014; the
+vectors are under the ODC Public Domain Dedication and License v1.0 (see ``attn_helpers/data/GLOVE_README.md``).
 
 >>> words, vectors = load_glove()
 >>> vectors.shape, vectors.dtype, words[0]
@@ -49,19 +47,8 @@ def load_glove():
     Words are in GloVe's frequency order ("the" first); row ``i`` of ``vectors`` is the vector
     of ``words[i]``. Loaded once, then cached; the array is read-only (copy it to change it).
 
-    Returns
-    -------
-    words : tuple of str, length N
-    vectors : ndarray, shape (N, 50), float32
-        ``N = 20000``.
+    Returns ``vectors (N, 50)``: ``N = 20000``.
 
-    Raises
-    ------
-    FileNotFoundError
-        If the data file is missing (the message says how to restore it).
-
-    Examples
-    --------
     >>> words, vectors = load_glove()
     >>> len(words), vectors.shape
     (20000, (20000, 50))
@@ -80,8 +67,6 @@ def _index():
 def word_to_index():
     """A dict ``{word: row}`` for :func:`load_glove`'s table (cached; do not modify it).
 
-    Examples
-    --------
     >>> index = word_to_index()
     >>> index["the"], "apple" in index, "xyzzy" in index
     (0, True, False)
@@ -95,24 +80,10 @@ def most_similar(query, vectors, k=10, metric="cosine", exclude=()):
     .. math:: \text{dot: } s_i = v_i \cdot q \qquad
               \text{cosine: } s_i = \frac{v_i \cdot q}{\lVert v_i\rVert\,\lVert q\rVert}
 
-    Parameters
-    ----------
-    query : array_like, shape (d,)
-    vectors : array_like, shape (N, d)
-    k : int
-        How many rows to return (at most ``N - len(exclude)``).
-    metric : {"cosine", "dot"}
-    exclude : iterable of int
-        Rows never returned (for example the query word itself).
+    ``query (d,)``; ``vectors (N, d)``; ``k``: how many rows to return (at most ``N - len(exclude)``); ``exclude``:
+    rows never returned (for example the query word itself). Returns ``rows (k,)``; ``scores (k,)``: the similarity of
+    each returned row, in decreasing order.
 
-    Returns
-    -------
-    rows : ndarray of int, shape (k,)
-    scores : ndarray, shape (k,)
-        The similarity of each returned row, in decreasing order. Ties go to the lower row.
-
-    Examples
-    --------
     >>> table = np.array([[1.0, 0.0], [3.0, 1.0], [0.0, 2.0]])
     >>> most_similar([1.0, 0.0], table, k=2, metric="dot")
     (array([1, 0]), array([3., 1.]))
@@ -150,19 +121,9 @@ def pca_2d(points):
     Each axis's sign is fixed so that its largest-magnitude loading is positive, which makes the
     picture the same on every machine (an SVD may flip the sign of a singular vector).
 
-    Parameters
-    ----------
-    points : array_like, shape (n, d)
+    ``points (n, d)``. Returns ``coords (n, 2)``: the projected points (``n`` rows; a column of zeros if there is no
+    second direction); ``explained (2,)``: the fraction of the total variance along each of the two axes.
 
-    Returns
-    -------
-    coords : ndarray, shape (n, 2)
-        The projected points (``n`` rows; a column of zeros if there is no second direction).
-    explained : ndarray, shape (2,)
-        The fraction of the total variance along each of the two axes.
-
-    Examples
-    --------
     >>> coords, explained = pca_2d([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [4.0, 1.0, 1.0]])
     >>> coords.shape, explained.round(3)
     ((3, 2), array([0.982, 0.018]))

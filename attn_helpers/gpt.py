@@ -1,25 +1,8 @@
-r"""A tiny GPT of your own: notebook 10's blocks, every gradient written out, trained on a novel.
+r"""A tiny GPT of your own (notebook 14): notebook 10's blocks, every gradient written out, trained on a novel.
 
-The model is :class:`~attn_helpers.kv_cache.Decoder` (notebook 13): token embeddings plus
-notebook 09's sinusoidal positions, pre-norm :func:`~attn_helpers.block.transformer_block`\ s
-(GPT-2's tanh GELU, biases on every projection) under a causal mask, a final layer norm, and
-the token embeddings again as the output layer. Its forward pass is
-:func:`~attn_helpers.kv_cache.decoder_forward`; this module adds what training needs:
-
-* the backward pieces notebook 11 did not need: :func:`layer_norm_backward`,
-  :func:`gelu_backward`, :func:`feed_forward_backward`, :func:`attention_layer_backward`
-  (every head at once through :func:`~attn_helpers.backprop.attention_backward`),
-  :func:`block_backward`, and :func:`loss_and_grads` for the whole model, tied output layer
-  and embeddings included, using notebook 11's ``cross_entropy``, ``linear_backward`` and
-  ``embedding_backward``;
-* :func:`train` (notebook 11's Adam), :func:`mean_loss` and the :func:`ngram_losses` baselines;
-* sampling: :func:`filter_logits` (top-k, top-p) and :func:`sample_next` (temperature);
-* the step to Llama: :func:`rms_norm`, :func:`swiglu_ffn`, :func:`llama_parameter_count`;
-* :func:`load_tiny_gpt`: the model that ``tools/train_tiny_gpt.py`` trained on *Pride and
-  Prejudice*, with its tokenizer, ``logits``, ``generate`` and ``corpus_split``.
-
-Parameters travel as one flat dict of arrays (``"embeddings"``, ``"blocks.0.W_q"``, ...,
-``"final_norm_gamma"``), the form :func:`~attn_helpers.training.adam_step` updates in place.
+The model is :class:`~attn_helpers.kv_cache.Decoder`; here: the backward pieces notebook 11 did not need (up to
+:func:`loss_and_grads`), :func:`train`, sampling (:func:`filter_logits`, :func:`sample_next`), the step to Llama
+(:func:`rms_norm`, :func:`swiglu_ffn`) and :func:`load_tiny_gpt`. Parameters travel as one flat dict of arrays.
 """
 
 from __future__ import annotations
@@ -96,8 +79,6 @@ def _one_thread(f):
 def corpus_split(split):
     """The training text (the first 90 % of the novel's paragraphs) or the validation text (the rest).
 
-    Examples
-    --------
     >>> corpus_split("train")[:47]
     'PRIDE AND PREJUDICE\\nBy Jane Austen\\nChapter 1\\nIt'
     """
@@ -134,8 +115,6 @@ def init_tiny_gpt(vocab_size, d_model=64, num_heads=4, num_layers=2, *, seed=SEE
     the first scores ``layer_norm(x) @ embeddings.T`` are about 1 in size and the first loss
     is near ``log(vocab_size)``.
 
-    Examples
-    --------
     >>> decoder = init_tiny_gpt(vocab_size=300, d_model=16, num_heads=2, num_layers=1)
     >>> decoder.vocab_size, decoder.d_model, decoder.blocks[0].activation
     (300, 16, 'gelu_tanh')
@@ -188,22 +167,9 @@ def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
     (a bar is the mean over the features). The two subtracted terms are the paths through
     the mean and the variance: ``grad_x`` of each row sums to 0.
 
-    Parameters
-    ----------
-    grad_out : array_like, shape (..., d)
-    x : array_like, shape (..., d)
-        The layer norm's input.
-    gamma : array_like, shape (d,), optional
-        Default 1.
-    eps : float, default 1e-5
+    ``grad_out (..., d)``; ``x (..., d)``: the layer norm's input; ``gamma (d,)``: default 1. Returns
+    ``grad_x (..., d)``; ``grad_gamma, grad_beta (d,)``.
 
-    Returns
-    -------
-    grad_x : ndarray, shape (..., d)
-    grad_gamma, grad_beta : ndarray, shape (d,)
-
-    Examples
-    --------
     >>> grad_x, grad_gamma, grad_beta = layer_norm_backward(np.array([[1.0, 0.0, 0.0]]), np.array([[1.0, 2.0, 4.0]]))
     >>> grad_x.shape, bool(abs(grad_x.sum()) < 1e-9), grad_beta   # each row of grad_x sums to 0
     ((1, 3), True, array([1., 0., 0.]))
@@ -233,8 +199,6 @@ def gelu_backward(grad_out, x):
     .. math:: \frac{d\,\mathrm{GELU}}{dx} = \tfrac12 (1 + \tanh u)
               + \tfrac12 x\,(1 - \tanh^2 u)\,\sqrt{2/\pi}\,(1 + 3 \cdot 0.044715\,x^2)
 
-    Examples
-    --------
     >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).round(6)  # 0 far left, 1/2 at 0, 1 far right
     array([-0. ,  0.5,  1. ])
     """
@@ -256,11 +220,7 @@ def feed_forward_backward(grad_out, x, W_1, W_2, b_1=None):
     Backwards through each step of the forward pass: the second linear layer, the GELU
     (:func:`gelu_backward`), the first linear layer (:func:`~attn_helpers.backprop.linear_backward`).
 
-    Returns
-    -------
-    grad_x : ndarray, shape (..., d_model)
-    grads : dict
-        ``W_1``, ``b_1``, ``W_2``, ``b_2``.
+    Returns ``grad_x (..., d_model)``; ``grads``: ``W_1``, ``b_1``, ``W_2``, ``b_2``.
     """
     pre = x @ W_1 + (0.0 if b_1 is None else b_1)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
     hidden = gelu(pre, approximate=True)  # (..., T, d_ff)
@@ -288,21 +248,9 @@ def attention_layer_backward(grad_out, x, a, num_heads, mask=None):
     merge of the heads, and the three projections; ``x`` feeds all three, so its gradient is
     the sum of theirs.
 
-    Parameters
-    ----------
-    grad_out : array_like, shape (..., T, d_model)
-    x : array_like, shape (..., T, d_model)
-        The sub-layer's input (after the layer norm).
-    a : dict
-        ``W_q``, ``W_k``, ``W_v``, ``W_o``, ``b_q``, ``b_k``, ``b_v``, ``b_o``.
-    num_heads : int
-    mask : array_like of bool, optional
-
-    Returns
-    -------
-    grad_x : ndarray, shape (..., T, d_model)
-    grads : dict
-        The gradient of each of the eight arrays.
+    ``grad_out (..., T, d_model)``; ``x (..., T, d_model)``: the sub-layer's input (after the layer norm); ``a``:
+    ``W_q``, ``W_k``, ``W_v``, ``W_o``, ``b_q``, ``b_k``, ``b_v``, ``b_o``. Returns ``grad_x (..., T, d_model)``;
+    ``grads``: the gradient of each of the eight arrays.
     """
     queries, keys, values, weights, merged = _heads(x, a, num_heads, mask)
     grad_merged, grad_W_o = linear_backward(merged, a["W_o"], grad_out)  # (..., T, d), (d, d)
@@ -321,12 +269,8 @@ def attention_layer_backward(grad_out, x, a, num_heads, mask=None):
 def block_forward(x, a, num_heads, mask=None, eps=1e-5):
     """One pre-norm block as :func:`~attn_helpers.block.transformer_block` computes it, keeping what backward needs.
 
-    Returns
-    -------
-    out : ndarray, shape (..., T, d_model)
-    saved : dict
-        ``x``, ``normed_1``, ``middle`` (the stream after attention), ``normed_2``, ``weights``:
-        what :func:`block_backward` reads.
+    Returns ``out (..., T, d_model)``; ``saved``: ``x``, ``normed_1``, ``middle`` (the stream after attention),
+    ``normed_2``, ``weights``: what :func:`block_backward` reads.
     """
     normed_1 = layer_norm(x, a["norm_1_gamma"], a["norm_1_beta"], eps)
     *_, weights, merged = _heads(normed_1, a, num_heads, mask)
@@ -343,19 +287,9 @@ def block_backward(grad_out, saved, a, num_heads, mask=None, eps=1e-5):
     A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
     FFN)``, ``grad_x = grad_m + (the path through attention)``.
 
-    Parameters
-    ----------
-    grad_out : ndarray, shape (..., T, d_model)
-    saved : dict
-        What the forward pass kept (``x``, ``normed_1``, ``middle``, ``normed_2``).
-    a : dict
-        The block's arrays (:func:`block_arrays`).
-
-    Returns
-    -------
-    grad_x : ndarray, shape (..., T, d_model)
-    grads : dict
-        One gradient per array of ``a``.
+    ``grad_out (..., T, d_model)``; ``saved``: what the forward pass kept (``x``, ``normed_1``, ``middle``,
+    ``normed_2``); ``a``: the block's arrays (:func:`block_arrays`). Returns ``grad_x (..., T, d_model)``; ``grads``:
+    one gradient per array of ``a``.
     """
     grad_normed_2, grads = feed_forward_backward(grad_out, saved["normed_2"], a["W_1"], a["W_2"], a["b_1"])
     grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward(
@@ -391,20 +325,8 @@ def loss_and_grads(params, ids, targets, num_heads):
     norm, each block (:func:`block_backward`), and the embedding lookup. The embeddings get
     two contributions, as the output layer and as the input lookup, and they add.
 
-    Parameters
-    ----------
-    params : dict
-        :func:`decoder_params` of the model.
-    ids, targets : array_like of int, shape (B, T) or (T,)
-        ``targets[..., t]`` is the token after ``ids[..., t]``.
-    num_heads : int
-
-    Returns
-    -------
-    loss : float
-        Nats per token.
-    grads : dict
-        Same keys and shapes as ``params``.
+    ``params``: :func:`decoder_params` of the model; ``ids, targets (B, T) or (T,)``: ``targets[..., t]`` is the token
+    after ``ids[..., t]``. Returns ``loss``: nats per token; ``grads``: same keys and shapes as ``params``.
     """
     ids, targets = np.asarray(ids), np.asarray(targets)
     if ids.shape != targets.shape or ids.ndim not in (1, 2):
@@ -447,12 +369,8 @@ def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learni
     learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a
     cosine to a tenth of its peak.
 
-    Returns
-    -------
-    decoder : Decoder
-        A new decoder; the one passed in is not changed.
-    losses : ndarray, shape (steps,)
-        The training loss of each step's batch, in nats per token.
+    Returns ``decoder``: a new decoder; the one passed in is not changed; ``losses (steps,)``: the training loss of
+    each step's batch, in nats per token.
     """
     steps = as_positive_int(steps, "steps", allow_zero=True)
     num_heads = decoder.blocks[0].num_heads
@@ -509,10 +427,7 @@ def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
     the bigram is given the token before it all the same (it sees one token back; the model
     up to 63).
 
-    Returns
-    -------
-    losses : dict
-        ``{"unigram": float, "bigram": float}``, nats per token.
+    Returns ``losses``: ``{"unigram": float, "bigram": float}``, nats per token.
     """
     train_ids, ids = np.asarray(train_ids), np.asarray(ids)
     unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
@@ -534,18 +449,8 @@ def filter_logits(logits, top_k=None, top_p=None):
     sum to at least ``p``: a token is kept when the tokens more probable than it sum to less
     than ``p``, so the most probable token is always kept. With both, top-k goes first.
 
-    Parameters
-    ----------
-    logits : array_like, shape (..., vocab)
-    top_k : int, optional
-    top_p : float in (0, 1], optional
+    ``logits (..., vocab)``. Returns ``filtered (..., vocab)``.
 
-    Returns
-    -------
-    filtered : ndarray, shape (..., vocab)
-
-    Examples
-    --------
     >>> logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
     >>> filter_logits(logits, top_k=2).round(3)
     array([-0.693, -1.204,   -inf,   -inf])
@@ -579,18 +484,8 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     lowest id among ties). A temperature below 1 sharpens the distribution, above 1
     flattens it (notebook 03). Top-k and top-p act on the tempered scores.
 
-    Parameters
-    ----------
-    logits : array_like, shape (vocab,)
-    temperature : float >= 0, default 1
-    top_k, top_p : see :func:`filter_logits`
+    ``logits (vocab,)``. Returns ``probs (vocab,)``.
 
-    Returns
-    -------
-    probs : ndarray of float64, shape (vocab,)
-
-    Examples
-    --------
     >>> next_token_probs(np.log([0.5, 0.3, 0.2]), top_k=2).round(3)
     array([0.625, 0.375, 0.   ])
     >>> next_token_probs(np.log([0.5, 0.3, 0.2]), temperature=0)
@@ -610,20 +505,8 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     r"""Draw the next token from :func:`next_token_probs` (``temperature=0``: the highest score, no draw).
 
-    Parameters
-    ----------
-    logits : array_like, shape (vocab,)
-    temperature : float >= 0, default 1
-    top_k, top_p : see :func:`filter_logits`
-    rng : numpy.random.Generator or int, optional
-        Default ``np.random.default_rng(SEED)``.
+    ``logits (vocab,)``; ``rng``: default ``np.random.default_rng(SEED)``.
 
-    Returns
-    -------
-    token : int
-
-    Examples
-    --------
     >>> sample_next(np.array([1.0, 3.0, 2.0]), temperature=0)
     1
     >>> sample_next(np.array([1.0, 3.0, 2.0]), top_k=1, rng=0)   # only one token left to draw
@@ -672,13 +555,7 @@ def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=64, temp
 class TinyGPT:
     """A trained tiny GPT with its tokenizer: ``logits``, ``generate``, ``corpus_split``.
 
-    Attributes
-    ----------
-    decoder : Decoder
-    tokenizer : BPETokenizer
-    context_length : int
-    record : dict
-        How it was trained: configuration, steps, seconds, training losses.
+    ``record``: how it was trained: configuration, steps, seconds, training losses.
     """
 
     decoder: Decoder
@@ -720,10 +597,6 @@ def save_tiny_gpt(model, path=WEIGHTS_PATH):
 
 def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
     """The tiny GPT that ``tools/train_tiny_gpt.py`` trained on *Pride and Prejudice*, checked by its SHA-256.
-
-    Returns
-    -------
-    model : TinyGPT
     """
     path = pathlib.Path(path)
     expected = WEIGHTS_SHA256 if sha256 is None else sha256
@@ -758,8 +631,6 @@ def rms_norm(x, gamma=None, eps=1e-6):
 
     Layer norm without the mean: nothing is subtracted and there is no ``beta``.
 
-    Examples
-    --------
     >>> rms_norm(np.array([[3.0, -4.0]])).round(4)   # the root mean square of (3, -4) is sqrt(12.5)
     array([[ 0.8485, -1.1314]])
     """
@@ -771,8 +642,6 @@ def rms_norm(x, gamma=None, eps=1e-6):
 def silu(x):
     r"""SiLU (swish): :math:`x\,\sigma(x)`, a smooth ReLU like GELU.
 
-    Examples
-    --------
     >>> silu(np.array([-1.0, 0.0, 1.0])).round(4)
     array([-0.2689,  0.    ,  0.7311])
     """
@@ -788,8 +657,6 @@ def swiglu_ffn(x, W_gate, W_up, W_down):
     Three matrices instead of two and no biases; Llama keeps the parameter count of a
     ``4 d_model`` GELU network by making ``d_ff`` about ``8/3 d_model`` (11008 for 4096).
 
-    Examples
-    --------
     >>> x = np.ones((2, 4))
     >>> swiglu_ffn(x, np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4))).shape
     (2, 4)
@@ -806,8 +673,6 @@ def llama_parameter_count(config):
     (``d x d_ff``) and two RMSNorm gains; then the token embeddings, one final RMSNorm and
     an output layer of its own. RoPE has no parameters.
 
-    Examples
-    --------
     >>> llama_parameter_count(LLAMA2_7B)["total"]
     6738415616
     """

@@ -1,20 +1,8 @@
-"""The KV cache: generate token by token without recomputing the keys and values of earlier tokens.
+"""The KV cache (notebook 13): generate token by token without recomputing earlier tokens' keys and values.
 
-The model is notebook 10's, stacked into a GPT-style decoder (:class:`Decoder`): token
-embeddings plus sinusoidal positions, pre-norm :func:`~attn_helpers.block.transformer_block`\\ s
-with a causal mask, a final layer norm, and the token embeddings again as the output layer.
-
-A causal decoder computes the output of position ``t`` from positions ``0..t`` only
-(notebook 07), so when it generates, the keys and values of the earlier positions never
-change. A :class:`KVCache` per block keeps them: ``decoder_block(x_new, params, mask,
-kv_cache=cache)`` runs only the new rows through the layer norms, the projections and the
-feed-forward network, and lets their queries attend to every cached key
-(:func:`grouped_query_attention`, which also lets groups of query heads share key/value heads). The next token
-then costs one row against ``T`` keys, O(T), instead of the whole sequence again, O(T^2)
-for the attention alone.
-
-:func:`kv_cache_bytes`, :data:`PUBLISHED_CONFIGS` and :func:`cache_table` give what the
-cache costs in real models, and how grouped-query and multi-query attention shrink it.
+:class:`Decoder` stacks notebook 10's pre-norm blocks under a causal mask; with a :class:`KVCache` per block,
+``decoder_block(x_new, params, mask, kv_cache=cache)`` runs only the new rows (:func:`grouped_query_attention`:
+query heads may share key/value heads). :func:`kv_cache_bytes` and :func:`cache_table` give what the cache costs.
 """
 
 from __future__ import annotations
@@ -63,8 +51,6 @@ class KVCache:
     grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
     :func:`grouped_query_attention` or :func:`decoder_block` as ``kv_cache=``.
 
-    Examples
-    --------
     >>> cache = KVCache()
     >>> keys, values = cache.append(np.zeros((2, 3, 4)), np.ones((2, 3, 4)))   # 2 heads, 3 positions
     >>> keys, values = cache.append(np.zeros((2, 1, 4)), np.ones((2, 1, 4)))   # then one more
@@ -223,12 +209,8 @@ class Decoder:
     ``layer_norm(x, final_norm_gamma, final_norm_beta) @ embeddings.T`` gives one score per
     token of the vocabulary (the output layer is tied to the embeddings, as in GPT-2).
 
-    Attributes
-    ----------
-    embeddings : ndarray, shape (vocab_size, d_model)
-    blocks : tuple of BlockParams
-        Every block has the same ``d_model``, ``num_heads`` and ``num_kv_heads``.
-    final_norm_gamma, final_norm_beta : ndarray, shape (d_model,)
+    ``embeddings (vocab_size, d_model)``; ``blocks``: every block has the same ``d_model``, ``num_heads`` and
+    ``num_kv_heads``; ``final_norm_gamma, final_norm_beta (d_model,)``.
     """
 
     embeddings: np.ndarray
@@ -398,8 +380,6 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, T, bytes_per_number=2, ba
 def attention_weights_bytes(T, num_heads=1, bytes_per_number=4):
     """Bytes of the ``(h, T, T)`` attention weights of one layer, if they were built.
 
-    Examples
-    --------
     >>> attention_weights_bytes(4096, num_heads=8) / 2**20   # float32
     512.0
     """
@@ -440,14 +420,10 @@ PUBLISHED_CONFIGS = {name: {**dict(zip(_CONFIG_COLUMNS, row)), "source": _CONFIG
 def cache_table(T=4096, bytes_per_number=2, configs=None):
     """One row per configuration: its KV cache at ``T`` tokens, and the cache if every query head had its own K/V.
 
-    Returns
-    -------
-    rows : list of dict
-        ``name, num_layers, num_heads, num_kv_heads, head_dim, context_length, cache_bytes, full_mha_bytes, saving``
-        (the factor ``h / h_kv`` that grouped-query or multi-query attention saves).
+    Returns ``rows``:
+    ``name, num_layers, num_heads, num_kv_heads, head_dim, context_length, cache_bytes, full_mha_bytes, saving`` (the
+    factor ``h / h_kv`` that grouped-query or multi-query attention saves).
 
-    Examples
-    --------
     >>> row = cache_table(T=4096)[2]
     >>> row["name"], row["cache_bytes"] / 2**30, row["saving"]
     ('Llama 2 70B', 1.25, 8.0)

@@ -21,20 +21,9 @@ def summary_shares(T, keep=0.5):
     one fixed-size vector, however long the text. The share of token ``j`` in the final ``s`` is the
     weight the recurrence gives ``x(j)``; feeding in one-hot vectors makes ``s`` hold the shares.
 
-    Parameters
-    ----------
-    T : int
-        Number of tokens.
-    keep : float
-        How much of the old summary each step keeps, in [0, 1].
+    ``T``: number of tokens; ``keep``: how much of the old summary each step keeps, in [0, 1]. Returns ``shares (T,)``:
+    non-negative, summing to 1; the first token's share is ``keep ** (T - 1)``.
 
-    Returns
-    -------
-    shares : ndarray, shape (T,)
-        Non-negative, summing to 1; the first token's share is ``keep ** (T - 1)``.
-
-    Examples
-    --------
     >>> summary_shares(4).tolist()
     [0.125, 0.125, 0.25, 0.5]
     """
@@ -48,18 +37,9 @@ def summary_shares(T, keep=0.5):
 def angles_degrees(query, keys):
     """Angle in degrees between ``query`` and each row of ``keys``.
 
-    Parameters
-    ----------
-    query : array_like, shape (d,)
-    keys : array_like, shape (T, d)
+    ``query (d,)``; ``keys (T, d)``. Returns ``angles (T,)``: in [0, 180]; a zero vector counts as perpendicular (90
+    degrees).
 
-    Returns
-    -------
-    angles : ndarray, shape (T,)
-        In [0, 180]; a zero vector counts as perpendicular (90 degrees).
-
-    Examples
-    --------
     >>> angles_degrees([1.0, 0.0], [[2.0, 0.0], [1.0, 1.0], [0.0, 3.0], [-1.0, 0.0]]).round(1)
     array([  0.,  45.,  90., 180.])
     """
@@ -69,17 +49,8 @@ def angles_degrees(query, keys):
 def entropy_curve(scores, temperatures):
     """Entropy (nats) of ``softmax(scores / τ)`` for each temperature τ.
 
-    Parameters
-    ----------
-    scores : array_like, shape (T,)
-    temperatures : array_like, shape (n,)
+    ``scores (T,)``; ``temperatures (n,)``. Returns ``entropies (n,)``.
 
-    Returns
-    -------
-    entropies : ndarray, shape (n,)
-
-    Examples
-    --------
     >>> entropy_curve([0.0, 0.0], [0.5, 1.0, 2.0]).round(4)
     array([0.6931, 0.6931, 0.6931])
     """
@@ -92,18 +63,8 @@ def entropy_curve(scores, temperatures):
 def convex_hull_2d(points):
     """Indices of the convex hull's corners, counter-clockwise (Andrew's monotone chain).
 
-    Parameters
-    ----------
-    points : array_like, shape (n, 2)
+    ``points (n, 2)``. Returns ``corners``: indices into ``points``; collinear points on an edge are left out.
 
-    Returns
-    -------
-    corners : list of int
-        Indices into ``points``; collinear points on an edge are left out. Fewer than
-        three distinct points give the distinct ones (a point or a segment).
-
-    Examples
-    --------
     >>> convex_hull_2d([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]])
     [0, 1, 2, 3]
     """

@@ -53,25 +53,14 @@ _REQUIRED = ("num_layers", "d_model", "num_heads", "vocab_size", "context_length
 def parameter_count(config):
     """How many parameters a transformer has, computed from its configuration, by part.
 
-    Parameters
-    ----------
-    config : mapping
-        ``num_layers``, ``d_model``, ``num_heads``, ``vocab_size``, ``context_length``
-        (required), and optionally ``d_ff`` (default ``4 * d_model``), ``bias`` (True),
-        ``tied_embeddings`` (True: the output layer reuses the token embeddings),
-        ``learned_positions`` (True: a position table; False: sinusoidal, no parameters),
-        ``token_types`` (0; BERT: 2), ``embedding_norm`` (False; BERT: True),
-        ``final_norm`` (True: a pre-norm model's last layer norm; BERT: False).
+    ``config``: ``num_layers``, ``d_model``, ``num_heads``, ``vocab_size``, ``context_length`` (required), and
+    optionally ``d_ff`` (default ``4 * d_model``), ``bias`` (True), ``tied_embeddings`` (True: the output layer reuses
+    the token embeddings), ``learned_positions`` (True: a position table; False: sinusoidal, no parameters),
+    ``token_types`` (0; BERT: 2), ``embedding_norm`` (False; BERT: True), ``final_norm`` (True: a pre-norm model's last
+    layer norm; BERT: False). Returns ``counts``: ``token_embeddings``, ``position_embeddings``,
+    ``token_type_embeddings``, ``embedding_norm``, ``attention``, ``feed_forward``, ``layer_norms`` (all blocks),
+    ``final_norm``, ``output_head`` and ``total`` (the sum of the others).
 
-    Returns
-    -------
-    counts : dict
-        ``token_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
-        ``embedding_norm``, ``attention``, ``feed_forward``, ``layer_norms`` (all blocks),
-        ``final_norm``, ``output_head`` and ``total`` (the sum of the others).
-
-    Examples
-    --------
     >>> from attn_helpers.examples import GPT2_SMALL
     >>> counts = parameter_count(GPT2_SMALL)
     >>> counts["total"]

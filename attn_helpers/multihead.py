@@ -1,8 +1,5 @@
-"""Multi-head attention (notebook 08): split ``d_model`` into heads, attend per head, merge back.
-
-All heads run at once as one batched computation: the head axis is just another
-leading batch axis for :func:`~attn_helpers.core.scaled_dot_product_attention`.
-"""
+"""Multi-head attention (notebook 08): split ``d_model`` into heads, attend per head (the head axis is one more
+batch axis), merge back."""
 
 from __future__ import annotations
 
@@ -18,8 +15,6 @@ __all__ = ["split_heads", "merge_heads", "multi_head_attention"]
 def split_heads(x, num_heads):
     """Split the feature axis into heads: ``(..., T, d_model) -> (..., h, T, d_h)``, ``d_h = d_model / h``.
 
-    Head ``i`` takes features ``[i * d_h : (i + 1) * d_h]``; the result is a view of ``x``.
-
     >>> split_heads(np.arange(8.0).reshape(2, 4), 2)   # T=2 tokens, d_model=4 -> 2 heads of d_h=2
     array([[[0., 1.],
             [4., 5.]],
@@ -34,9 +29,8 @@ def split_heads(x, num_heads):
 
 @checked(merge_heads_input)
 def merge_heads(x):
-    """Concatenate heads back: ``(..., h, T, d_h) -> (..., T, h * d_h)``; inverse of :func:`split_heads`.
-
-    Like ``np.reshape``, ``merge_heads(split_heads(x))`` may be a view sharing memory with ``x``.
+    """Concatenate heads back: ``(..., h, T, d_h) -> (..., T, h * d_h)``; inverse of :func:`split_heads`
+    (``merge_heads(split_heads(x))`` may be a view of ``x``, as ``np.reshape`` may).
 
     >>> x = np.arange(8.0).reshape(2, 4)
     >>> np.array_equal(merge_heads(split_heads(x, 2)), x)

@@ -1,12 +1,7 @@
-"""The online softmax (notebook 13): the max and the sum of a softmax in one pass, block by block.
+"""The online softmax (notebook 13; Milakov and Gimelshein 2018): a softmax's max and sum in one pass, by blocks.
 
-The softmax needs the max and the sum of a whole row; the online softmax (Milakov and
-Gimelshein, 2018) keeps a running max ``m`` and a running sum ``l`` of ``exp(s - m)``, and
-when a block raises the max it rescales the sum by ``exp(m_old - m_new)``. Attention adds a
-running weighted sum of the values, rescaled the same way (FlashAttention, Dao et al. 2022).
-:func:`online_update` is that step, written once: :func:`online_softmax_steps`,
-:func:`tiled_attention_steps` (the tile explorer) and :func:`attn_helpers.efficient.tiled_attention`
-all call it.
+:func:`online_update` is the step, written once (a running max ``m``, a running sum ``l`` and, for attention, a
+running weighted sum of the values, rescaled by ``exp(m_old - m_new)`` when the max grows); the rest call it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Notebook 09's experiment: do positions generalise in length? (numpy only)
 
-Notebook 11's copy-previous model (:mod:`attn_helpers.training`) is trained on sequences of
-:data:`TRAIN_LENGTH` tokens with each kind of positions of :data:`KINDS`, several seeds each, then
-tested on longer sequences. The runs are shipped in ``attn_helpers/data/nb09_position_runs.npz``
-(built by ``tools/build_position_runs.py``); the notebook loads them and measures the accuracy.
-
-Every kind gets the same model: 4 heads (ALiBi's slopes are a sequence over the heads: with one
-head its only slope is 2**-8, hardly a penalty at all) and a learned table of :data:`TABLE_ROWS`
-rows, of which training at length 8 reaches only the first 8. Rows 8 and later keep their random
-initial values (their gradient is exactly zero, so Adam never moves them): that is what a real
-model with a longer table does with positions it was never trained on. The other kinds draw the
-same table and never use it, so one seed gives every kind the same initial weights.
+Notebook 11's copy-previous model, trained on :data:`TRAIN_LENGTH` tokens with each kind of :data:`KINDS` (4 heads,
+a learned table of :data:`TABLE_ROWS` rows, several seeds), tested on longer sequences. The runs ship in
+``attn_helpers/data/nb09_position_runs.npz`` (``tools/build_position_runs.py``).
 """
 
 from __future__ import annotations
@@ -86,8 +78,6 @@ def accuracy_at_length(by_position, T):
     tokens of a longer test sequence are a test sequence of length ``T``. ``by_position`` has shape
     ``(..., T_long)``; the result ``(...)`` is the mean over the scored positions before ``T``.
 
-    Examples
-    --------
     >>> accuracy_at_length(np.array([np.nan, 1.0, 1.0, 0.5, 0.0]), 3)
     np.float64(1.0)
     >>> accuracy_at_length(np.array([np.nan, 1.0, 1.0, 0.5, 0.0]), 5)

@@ -1,17 +1,7 @@
-"""Word order for attention: permutations, absolute positions and relative positions (numpy only).
+"""Word order for attention (notebook 09): permutations, absolute positions and relative positions (numpy only).
 
-Attention treats its input as a *set*: shuffle the tokens and the outputs come out shuffled the
-same way (notebook 09). The functions here give it a sense of order:
-
-- :func:`positional_encoding`: the sinusoidal encoding of Vaswani et al. (2017), added to the embeddings;
-- :func:`learned_positions`: a learned table of position vectors, as in BERT and GPT-2;
-- :func:`rope`: the rotary position embedding of Su et al. (2021), applied to queries and keys;
-- :func:`alibi_bias`: the linear distance penalty of Press et al. (2021), added to the scores;
-- :func:`permutation_matrix`, :func:`inverse_permutation`, :func:`order_sensitivity`: the tools to
-  show that attention without positions ignores order, and that positions change that.
-
-Conventions as in :mod:`attn_helpers.core`: one token per row, ``(..., T, d)`` arrays, float32 in,
-float32 out; positions count from 0.
+Attention treats its input as a set; :func:`positional_encoding` (sinusoidal), :func:`learned_positions`,
+:func:`rope` (rotary) and :func:`alibi_bias` (a distance penalty) give it order. Positions count from 0.
 """
 
 from __future__ import annotations
@@ -33,10 +23,6 @@ __all__ = [
 ]
 
 
-def _as_base(base):
-    return as_positive_number(base, "base")
-
-
 #: The most numbers :func:`positional_encoding` makes (400 MB in float32): a larger table is a slip.
 MAX_TABLE = 10**8
 
@@ -48,25 +34,14 @@ def frequencies(d_model, base=10000.0):
     pair 0 once per :math:`2\pi \approx 6.3` positions, the last pair about ``base`` times slower.
     The sinusoidal encoding and RoPE use the same frequencies.
 
-    Parameters
-    ----------
-    d_model : int
-        Number of features; there are ``ceil(d_model / 2)`` pairs.
-    base : float, default 10000
-        The wavelength of the slowest pair is about ``2 pi base``.
+    ``d_model``: number of features; there are ``ceil(d_model / 2)`` pairs; ``base``: the wavelength of the slowest
+    pair is about ``2 pi base``. Returns ``omega (ceil(d_model / 2),)``: decreasing from 1.
 
-    Returns
-    -------
-    omega : ndarray, shape (ceil(d_model / 2),), float64
-        Decreasing from 1.
-
-    Examples
-    --------
     >>> frequencies(6, base=100.0).round(4)
     array([1.    , 0.2154, 0.0464])
     """
     d_model = as_positive_int(d_model, "d_model")
-    base = _as_base(base)
+    base = as_positive_number(base, "base")
     two_i = np.arange(0, d_model, 2, dtype=np.float64)  # 2i for each pair
     return base ** (-two_i / d_model)
 
@@ -77,26 +52,11 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     .. math:: PE_{(p, 2i)} = \sin(p\,\omega_i), \quad PE_{(p, 2i+1)} = \cos(p\,\omega_i), \quad
               \omega_i = 1 / 10000^{2i/d_{model}}
 
-    Row ``p`` is the position vector added to the embedding of the token at position ``p``.
-    Because each pair is a point on a circle, :math:`PE_p \cdot PE_{p+k} = \sum_i \cos(k\,\omega_i)`
-    depends only on the offset ``k``.
+    Row ``p`` is added to the embedding of the token at position ``p``.
 
-    Parameters
-    ----------
-    T : int
-        Number of positions (0 .. T-1).
-    d_model : int
-        Number of features; sin on even features, cos on odd ones (for an odd ``d_model`` the
-        last feature is a sin).
-    dtype : numpy floating dtype, default float32
-    base : float, default 10000
+    ``T``: number of positions (0 .. T-1); ``d_model``: number of features; sin on even features, cos on odd ones (for
+    an odd ``d_model`` the last feature is a sin). Returns ``pe (T, d_model)``.
 
-    Returns
-    -------
-    pe : ndarray, shape (T, d_model)
-
-    Examples
-    --------
     >>> positional_encoding(2, 4).round(4)
     array([[0.    , 1.    , 0.    , 1.    ],
            [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
@@ -119,27 +79,11 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
 def learned_positions(table, T):
     """The first ``T`` rows of a learned position table: the position vectors of a ``T``-token input.
 
-    A model with learned positions (BERT, GPT-2) trains one vector per position, a lookup table of
-    ``max_len`` rows, exactly like its token embeddings. Position ``p`` gets row ``p``; a position
-    at or past ``max_len`` has no row, so such a model cannot read a longer input.
+    BERT and GPT-2 train one row per position; a position at or past ``max_len`` has no row.
 
-    Parameters
-    ----------
-    table : array_like, shape (max_len, d_model)
-    T : int
-        Number of positions wanted; at most ``max_len``.
+    ``table (max_len, d_model)``; ``T``: number of positions wanted; at most ``max_len``. Returns
+    ``positions (T, d_model)``.
 
-    Returns
-    -------
-    positions : ndarray, shape (T, d_model)
-
-    Raises
-    ------
-    ValueError
-        If ``T > max_len`` (the message names both).
-
-    Examples
-    --------
     >>> table = np.arange(6.0).reshape(3, 2)
     >>> learned_positions(table, 2)
     array([[0., 1.],
@@ -161,41 +105,19 @@ def learned_positions(table, T):
 def rope(x, positions=None, base=10000.0):
     r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
 
-    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` the pair is rotated by the angle
-    :math:`p\,\omega_i`, with the frequencies :math:`\omega_i = \mathrm{base}^{-2i/d}` of
-    :func:`frequencies`:
+    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by :math:`p\,\omega_i` (:func:`frequencies`):
 
     .. math:: \begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} =
               \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
               \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}
 
-    Apply it to the queries and the keys (not the values). Rotations keep lengths, and the score
-    of a rotated query at position ``m`` with a rotated key at position ``n`` depends only on
-    ``m - n``: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k`.
+    Applied to queries and keys: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k` depends on ``m - n`` only.
+    Pairs are *adjacent* features (RoFormer, GPT-J, Meta's LLaMA); Hugging Face's ``rotate_half`` pairs ``i``
+    with ``i + d/2``: the same rotation on permuted columns of ``W_q`` and ``W_k``.
 
-    **Pairing.** This function pairs *adjacent* features, as the RoFormer paper writes it and as
-    RoFormer, GPT-J (``rotate_every_two``) and Meta's reference LLaMA code (complex numbers made of
-    adjacent features) do. GPT-NeoX and the Hugging Face implementations of LLaMA-style models
-    (``rotate_half``) pair feature ``i`` with feature ``i + d/2`` instead. The two are the same
-    rotation on a reordered feature axis, so a model trained with one works with the other once
-    the columns of its ``W_q`` and ``W_k`` are permuted (Hugging Face's LLaMA weight conversion does
-    exactly that); but the two layouts are not interchangeable on the same weights.
+    ``x (..., T, d)``: queries or keys, one token per row; ``d`` must be even; ``positions (T,)``: the position of each
+    row; default ``0, 1, ..., T-1``. Returns ``rotated (..., T, d)``: same dtype as ``x`` (float32 stays float32).
 
-    Parameters
-    ----------
-    x : array_like, shape (..., T, d)
-        Queries or keys, one token per row; ``d`` must be even.
-    positions : array_like, shape (T,) or broadcastable to (..., T), optional
-        The position of each row; default ``0, 1, ..., T-1``. Any real numbers work.
-    base : float, default 10000
-
-    Returns
-    -------
-    rotated : ndarray, shape (..., T, d)
-        Same dtype as ``x`` (float32 stays float32).
-
-    Examples
-    --------
     >>> rope([[1.0, 0.0], [1.0, 0.0]], positions=[0, np.pi / 2]).round(4)
     array([[1., 0.],
            [0., 1.]])
@@ -239,8 +161,6 @@ def alibi_slopes(num_heads):
     of the nearest smaller power of two, then every other slope of the next larger one (the rule of
     the authors' code).
 
-    Examples
-    --------
     >>> alibi_slopes(4).round(4)
     array([0.25  , 0.0625, 0.0156, 0.0039])
     >>> alibi_slopes(8)[:3]
@@ -258,18 +178,10 @@ def alibi_slopes(num_heads):
 def alibi_bias(T, num_heads):
     r"""ALiBi's bias :math:`-m_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
 
-    The farther key ``j`` is from query ``i``, the lower its score, by a fixed slope :math:`m_h`
-    per token (:func:`alibi_slopes`): no position vectors at all. In a causal model, where only
-    ``j <= i`` is allowed, this is the paper's :math:`-m_h (i - j)`; the other triangle is filled
-    symmetrically, so the bias also works without a mask.
+    Slopes :math:`m_h` from :func:`alibi_slopes`; symmetric, so it also works without a causal mask.
 
-    Returns
-    -------
-    bias : ndarray, shape (num_heads, T, T), float32
-        ``bias[h, i, j]``; zero on the diagonal.
+    Returns ``bias (num_heads, T, T)``: ``bias[h, i, j]``; zero on the diagonal.
 
-    Examples
-    --------
     >>> alibi_bias(3, 2)[0]  # head 0, slope 2 ** -4
     array([[ 0.    , -0.0625, -0.125 ],
            [-0.0625,  0.    , -0.0625],
@@ -295,18 +207,9 @@ def _as_order(order, name="order"):
 def permutation_matrix(order):
     """The ``(T, T)`` matrix ``P`` with ``P @ X == X[order]``: row ``i`` of the result is row ``order[i]``.
 
-    Parameters
-    ----------
-    order : array_like of int, shape (T,)
-        A permutation of ``0 .. T-1``: the new order of the tokens.
+    ``order (T,)``: a permutation of ``0 .. T-1``: the new order of the tokens. Returns ``P (T, T)``: one 1 in every
+    row and every column; ``P.T`` undoes it.
 
-    Returns
-    -------
-    P : ndarray, shape (T, T), float64
-        One 1 in every row and every column; ``P.T`` undoes it.
-
-    Examples
-    --------
     >>> permutation_matrix([2, 1, 0])
     array([[0., 0., 1.],
            [0., 1., 0.],
@@ -319,8 +222,6 @@ def permutation_matrix(order):
 def inverse_permutation(order):
     """The order that undoes ``order``: ``X[order][inverse_permutation(order)] == X``.
 
-    Examples
-    --------
     >>> inverse_permutation([1, 2, 0])
     array([2, 0, 1])
     """
@@ -344,27 +245,13 @@ def _outputs(attend, X):
 def order_sensitivity(attend, X, order):
     """How far each token's output moves when the tokens are reordered.
 
-    Runs ``attend`` on ``X`` and on ``X[order]``, puts the second output back in the original
-    order and measures, for every token, the distance between its two outputs. Attention without
-    positions gives zeros (up to rounding): each token's output depends only on the *set* of tokens.
+    Attention without positions gives zeros (up to rounding): each output depends only on the *set* of tokens.
 
-    Parameters
-    ----------
-    attend : callable
-        ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
-        self-attention, with or without positions added inside). An ``attend`` that returns
-        ``(context, weights)``, as the series' attention functions do, is read by its context.
-    X : array_like, shape (T, d)
-    order : array_like of int, shape (T,)
+    ``attend``: ``attend(X) -> outputs`` of shape ``(T, d_out)``, one output row per input row (for example
+    self-attention, with or without positions added inside); ``X (T, d)``; ``order (T,)``. Returns ``change (T,)``:
+    ``change[t]`` = distance between token ``t``'s output in the reordered sentence and in the original one (``t``
+    counts tokens in the original order).
 
-    Returns
-    -------
-    change : ndarray, shape (T,)
-        ``change[t]`` = distance between token ``t``'s output in the reordered sentence and in the
-        original one (``t`` counts tokens in the original order).
-
-    Examples
-    --------
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
     >>> order_sensitivity(lambda X: X.sum(axis=0) - X, X, [2, 0, 1])  # "everyone but me": no order
     array([0., 0., 0.])

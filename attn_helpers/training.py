@@ -162,8 +162,6 @@ def _as_tokens(tokens, vocab_size, name="tokens"):
 def token_labels(task, tokens):
     """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ... (at most 26).
 
-    Examples
-    --------
     >>> token_labels("induction", [0, 1, 15])
     ['A', 'B', 'P']
     """
@@ -244,8 +242,6 @@ def init_params(config: ModelConfig, rng) -> dict:
     gives the same start whatever the positions), for each layer ``l`` the matrices ``"{l}.W_q"``,
     ``"{l}.W_k"``, ``"{l}.W_v"``, ``"{l}.W_o"`` (d_model, d_model), and ``W_out`` (d_model, vocab_size).
 
-    Examples
-    --------
     >>> params = init_params(ModelConfig(vocab_size=10, seq_len=8), np.random.default_rng(0))
     >>> {name: p.shape for name, p in params.items()}["0.W_q"]
     (32, 32)
@@ -336,8 +332,6 @@ def attention_with_bias(queries, keys, values, bias, mask=None, scale=None):
     ``bias`` broadcasts to ``(..., T_q, T_k)``. Its gradient path is plain attention's: the bias is a
     constant, so :func:`~attn_helpers.backprop.attention_backward` given these weights is exact.
 
-    Examples
-    --------
     >>> x = np.eye(2)
     >>> context, weights = attention_with_bias(x, x, x, np.array([[0.0, -np.log(3.0)], [0.0, 0.0]]), scale=0.0)
     >>> weights
@@ -357,8 +351,6 @@ def unrotate(grad_rotated):
 
     A rotation's transpose is its inverse, so the gradient is turned back: by ``-p`` at position ``p``.
 
-    Examples
-    --------
     >>> x = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> bool(np.allclose(unrotate(rope(x)), x))
     True
@@ -381,8 +373,6 @@ def adam_step(params: dict, grads: dict, state: dict, learning_rate=0.01, beta1=
 
     ``state`` starts as ``{}`` and keeps the step count ``t`` and the moving averages ``m``, ``v``.
 
-    Examples
-    --------
     >>> params, state = {"w": np.array([1.0])}, {}
     >>> adam_step(params, {"w": np.array([0.5])}, state, learning_rate=0.1)
     >>> params["w"]  # the first step moves every parameter by about the learning rate
@@ -403,8 +393,6 @@ def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
 
     Unlike Adam it does not rescale small gradients, so a vanishing gradient shows as a stall.
 
-    Examples
-    --------
     >>> params = {"w": np.array([1.0])}
     >>> sgd_step(params, {"w": np.array([0.5])}, {}, learning_rate=0.1)
     >>> params["w"]
@@ -462,8 +450,6 @@ class TrainingRun:
 
         ``losses[i]`` is the mean over the steps up to ``steps[i]`` (counted from 1).
 
-        Examples
-        --------
         >>> run = TrainingRun("copy", None, {}, 4, 0, np.array([4.0, 2.0, 1.0, 1.0]))
         >>> run.smoothed_losses(width=2)
         (array([2, 3, 4]), array([3. , 1.5, 1. ]))
@@ -516,37 +502,13 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
           snapshot_steps=(0, 5, 10, 20, 50), progress=None, progress_every=10, **config_changes) -> TrainingRun:
     """Train the tiny model on ``task`` with Adam, seeded and single-threaded.
 
-    Parameters
-    ----------
-    task : str or Task
-        A key of :data:`TASKS` ("copy previous", "reverse", "induction") or a :class:`Task`.
-    steps : int, optional
-        Adam steps (one fresh batch each); default the task's own.
-    seed : int
-        Seeds the initial parameters and the training batches (held-out data use ``seed + 1``).
-    learning_rate : float, optional
-        Default the task's own (for Adam).
-    optimizer : {"adam", "sgd"}
-        :func:`adam_step` or :func:`sgd_step`.
-    snapshot_steps : sequence of int
-        Steps at which to keep the attention weights on the probe sequence (the final step is always kept).
-    progress : callable, optional
-        ``progress(step, loss)`` is called every ``progress_every`` steps and after the last one.
-    **config_changes
-        Changes to the task's model, for example ``use_positions=False``, ``scaled=False``,
-        ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
-
-    Returns
-    -------
-    TrainingRun
-
-    Raises
-    ------
-    TypeError, ValueError
-        An argument of the wrong type or out of range (the message names it).
-    FloatingPointError
-        The training diverged: the loss stopped being finite or grew past :data:`DIVERGED` times its
-        first value (the message gives the step and suggests a smaller learning rate).
+    ``task``: a key of :data:`TASKS` ("copy previous", "reverse", "induction") or a :class:`Task`; ``steps``: adam
+    steps (one fresh batch each); default the task's own; ``seed``: seeds the initial parameters and the training
+    batches (held-out data use ``seed + 1``); ``learning_rate``: default the task's own (for Adam); ``optimizer``:
+    :func:`adam_step` or :func:`sgd_step`; ``snapshot_steps``: steps at which to keep the attention weights on the
+    probe sequence (the final step is always kept); ``progress``: ``progress(step, loss)`` is called every
+    ``progress_every`` steps and after the last one; ``**config_changes``: changes to the task's model, for example
+    ``use_positions=False``, ``scaled=False``, ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
     """
     from threadpoolctl import threadpool_limits
 
