@@ -89,12 +89,9 @@ _TINY_EPS = 1e-12
 def _eps_slip(fn):
     """A verdict when ``fn`` matches layer norm with no eps or eps = 1e-12 on the first case, else None."""
     case = _ln_cases()[0]
-    got, err = call_quietly(fn, *(np.array(a, copy=True) for a in case.args))
+    args = [np.array(a, copy=True) for a in case.args]
+    got, err = call_quietly(lambda: np.asarray(fn(*args), dtype=np.float64))  # converting may run learner code too
     if err is not None:
-        return None
-    try:
-        got = np.asarray(got, dtype=np.float64)
-    except (TypeError, ValueError):
         return None
     expected = my_layer_norm(*case.args)
     if got.shape != expected.shape or np.allclose(got, expected, rtol=1e-6, atol=1e-7):
