@@ -58,12 +58,7 @@ def _neighbours(word, metric, k):
 
 
 def draw_neighbours(fig, word="apple", metric="cosine", k=10):
-    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them.
-
-    The axes are drawn here; :func:`update_neighbours` draws the bars and words, so the
-    live widget redraws only those when another word or another k is picked. The y axis
-    runs from 0 to 1 whatever k is (bar i of k is centred at (i + 0.5) / k).
-    """
+    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them."""
     k = int(max(1, min(k, 30)))
     slots = max(k, _K_SLOTS)
     _, scores, lengths, _ = _neighbours(word, metric, k)
@@ -135,12 +130,7 @@ def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
 
 
 def draw_analogy(fig, a="man", b="king", c="woman", k=8):
-    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points).
-
-    The axes are drawn here; :func:`update_analogy` moves the bars, words, points and
-    arrows, so the live widget redraws only those. The 2-D panel is shown centred and
-    scaled to a fixed frame (PCA coordinates have no units), with no ticks.
-    """
+    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points)."""
     left, right = fig.subplots(1, 2, width_ratios=[1, 1.15])
     y = np.arange(k)
     bars = left.barh(y, np.zeros(k), color=[_COLOURS["target"]] + [_COLOURS["cosine"]] * (k - 1))

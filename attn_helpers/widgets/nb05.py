@@ -46,11 +46,7 @@ def _limits(matrix, signed):
 
 
 def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
-    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note.
-
-    :func:`update_qkv` then changes only the cells (colours and numbers) while the colour
-    limits still hold, so the live widget redraws just those.
-    """
+    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note."""
     tokens = list(tokens)
     X = i_love_ai(dtype=np.float64)["X"] if X is None else np.asarray(X, dtype=float)
     W = _matrices(entries)
@@ -74,11 +70,7 @@ def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
 
 
 def update_qkv(fig, **entries):
-    """Recolour and renumber the cells for new matrices (the live widget's fast path).
-
-    Values outside a colorbar widen its limits in place (the same limits a fresh drawing
-    would choose); the explorer then redraws the background once, not the whole figure.
-    """
+    """Recolour and renumber the cells; values outside a colorbar widen its limits (the background is redrawn)."""
     handles = fig.handles
     tokens = handles["tokens"]
     W = _matrices(entries)
@@ -109,12 +101,7 @@ def update_qkv(fig, **entries):
 
 
 class MatrixExplorer(Explorer):
-    """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v.
-
-    ``controls`` keeps the flat ``{"W_q_00": box, ...}`` mapping (what ``draw`` and the
-    latency benchmark use); only the layout changes, plus a button that restores the
-    hand-worked values.
-    """
+    """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v."""
 
     def __init__(self, draw, controls, figsize=(12, 3.9), update=None):
         super().__init__(draw, controls, figsize, update=update)

@@ -44,12 +44,7 @@ def _blank(number_text):
 
 
 class _Fields(Artist):
-    """The changing parts of a fixed text (a legend label): each drawn where it sits in the full string.
-
-    ``base`` shows the fixed words with blanks (:func:`_blank`) where the numbers go, left-aligned on
-    its baseline (as legend labels are); ``fields`` are ``(index into base's string, Text)`` pairs.
-    Drawn after the legend (zorder 6), so ``base`` is already in place.
-    """
+    """The changing parts (``(index, Text)`` pairs) of a legend label ``base`` whose blanks stand for them."""
 
     def __init__(self, base, starts):
         super().__init__()
@@ -81,11 +76,7 @@ class _Fields(Artist):
 
 
 def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **props):
-    """A centred one-line title as two texts: ``changing`` (right-aligned) then ``fixed`` (left-aligned).
-
-    The join is placed so that the whole title is centred on ``x`` for this ``changing`` text; later
-    values of other widths shift it by a few pixels at most. Returns the changing Text.
-    """
+    """A centred title as two texts, ``changing`` (returned, right-aligned) then ``fixed`` (left-aligned)."""
     fig = parent if isinstance(parent, Figure) else parent.figure
     renderer = fig.canvas.get_renderer()  # the Agg canvas of every Explorer figure (public API)
     font = FontProperties(size=props.get("fontsize"))
@@ -122,13 +113,7 @@ def _two(value):
 
 
 def draw_scaling(fig, d_k=64, percentile=50):
-    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways.
-
-    Draws the frame (axes, labels, the fixed words of the legends and titles) with placeholder data and
-    lists the artists that change in ``fig.dynamic``; :func:`update_scaling` fills them in (the live
-    widget calls only that one afterwards). The sample query on the right is chosen by the percentile of
-    its unscaled largest weight among the 400 (50: a typical, median query).
-    """
+    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways."""
     d_k, percentile = _clean(d_k, percentile)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1], gridspec_kw={"left": 0.05, "right": 0.98, "top": 0.84,

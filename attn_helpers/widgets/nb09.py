@@ -1,12 +1,4 @@
-"""Notebook 09: word order. Three explorers, each drawing numbers the numpy core computes.
-
-- :func:`order_explorer`: put "dog bites man" in any order, with or without positions added; see the
-  context vectors and how far each word's output moved (:func:`~attn_helpers.examples.reorder_outputs`).
-- :func:`encoding_explorer`: the sinusoidal encoding as a heatmap for a chosen ``d_model``, and the dot
-  product of one position's vector with every other (:func:`~attn_helpers.positions.positional_encoding`).
-- :func:`rotation_explorer`: one query pair and one key pair rotated by RoPE in the plane; shift both
-  positions and the score stays (:func:`~attn_helpers.positions.rope`).
-"""
+"""Notebook 09: word order: reordered sentences, the sinusoidal encoding, RoPE's rotation (numbers from the core)."""
 
 from __future__ import annotations
 
@@ -39,11 +31,7 @@ def _largest_change():
 
 
 def draw_order(fig, sentence="man bites dog", positions=False, y_max=None):
-    """Left: the context vectors of the reordered sentence; right: how far each word's output moved.
-
-    Draws the frame (axes, colorbar, feature ticks) and the artists that change, listed in
-    ``fig.dynamic``; :func:`update_order` fills them in (the live widget calls only that one afterwards).
-    """
+    """Left: the context vectors of the reordered sentence; right: how far each word's output moved."""
     words = DOG_BITES_MAN_TOKENS
     T = len(words)
     left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
@@ -117,11 +105,7 @@ D_MODEL_CHOICES = (16, 32, 64, 128)
 
 
 def draw_encoding(fig, position=10, d_model=64):
-    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position marked; right: its dot products.
-
-    Draws the frame for this ``d_model`` and the artists that follow the position (listed in
-    ``fig.dynamic``); :func:`update_encoding` moves them (the live widget's fast path).
-    """
+    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position marked; right: its dot products."""
     T = ENCODING_POSITIONS
     d_model = int(d_model)
     pe = positional_encoding(T, d_model, dtype=np.float64)  # (T, d_model)
@@ -189,11 +173,7 @@ def rotated_pair(query_position, key_position, shift=0):
 
 
 def draw_rotation(fig, query_position=3, key_position=1, shift=0):
-    """The query and key pairs before (faint) and after the rotation, with the score and the offset.
-
-    Draws the plane (circle, axes, the unrotated pairs); :func:`update_rotation` draws the rotated
-    pairs and the title (the live widget redraws only those).
-    """
+    """The query and key pairs before (faint) and after the rotation, with the score and the offset."""
     ax = fig.subplots()
     circle = np.linspace(0, 2 * np.pi, 200)
     radius = max(np.hypot(*ROPE_QUERY), np.hypot(*ROPE_KEY))

@@ -1,11 +1,6 @@
-"""Notebook 10: the transformer block. Figures and one explorer.
+"""Notebook 10: the block diagram, GPT-2's parameters, and the residual stream of stacked blocks.
 
-- :func:`draw_block_diagram`: post-norm and pre-norm blocks side by side, as boxes and arrows.
-- :func:`draw_parameter_breakdown`: where the parameters of GPT-2 (small to XL) sit.
-- :func:`stream_explorer`: stack up to 12 random blocks on the creature sentence, pre-norm or
-  post-norm, with or without residual connections, and watch the residual stream: the length of
-  the token vectors, how much of each token's own input survives, and whether the tokens stay
-  distinct. Every number comes from :func:`attn_helpers.examples.stack_diagnostics`.
+Every number of :func:`stream_explorer` comes from :func:`attn_helpers.examples.stack_diagnostics`.
 """
 
 from __future__ import annotations
@@ -155,11 +150,7 @@ def _setting(placement, residual):
 
 def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, diagnostics=None,
                 tokens=CREATURE_TOKENS):
-    """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix.
-
-    The frame (axes, the grey curves of all four settings, the colorbar) is drawn once; the artists
-    that change are listed in ``fig.dynamic`` and refilled by :func:`update_stream`.
-    """
+    """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix."""
     diagnostics = all_diagnostics() if diagnostics is None else diagnostics
     fig.set_layout_engine("none")  # fixed margins: a constrained layout would double the render time
     length_ax, cosine_ax, matrix_ax = fig.subplots(1, 3, width_ratios=[1, 1, 1.05], gridspec_kw={

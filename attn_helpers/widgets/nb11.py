@@ -1,8 +1,4 @@
-"""Notebook 11: watch trained attention form. Snapshot figures, a loss curve, a progress bar, an explorer.
-
-Every number drawn here comes from :mod:`attn_helpers.training` (the runs, their losses and
-snapshots); this module only draws.
-"""
+"""Notebook 11: watch trained attention form (numbers from :mod:`attn_helpers.training`; this module draws)."""
 
 from __future__ import annotations
 
@@ -63,10 +59,7 @@ def _heads(run, step):
 
 
 def masked_weights(run, weights):
-    """``weights`` with the cells the task's mask forbids set to NaN: drawn in the masked grey, never as a 0.
-
-    (Faster to draw than ``heatmap(..., mask=...)``'s hatching, which a figure of many panels cannot afford.)
-    """
+    """``weights`` with the cells the task's mask forbids set to NaN: drawn in the masked grey, never as a 0."""
     mask = run.the_task().mask()
     return weights if mask is None else np.where(mask, weights, np.nan)
 
@@ -133,12 +126,7 @@ def _layout_key(run):
 
 
 def draw_training(fig, task="reverse", step=20, runs=None):
-    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve.
-
-    Lists in ``fig.dynamic`` the artists that a change of step or of run (of the same shape) edits:
-    the heatmaps and their titles, the loss curve and its legend, the step marker and the curve's
-    title; :func:`update_training` edits them.
-    """
+    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve."""
     run = runs[task]
     step = _nearest_snapshot(run, min(int(step), run.steps))
     panels = _heads(run, step)
@@ -165,11 +153,7 @@ def draw_training(fig, task="reverse", step=20, runs=None):
 
 
 def _switch_run(fig, task):
-    """Show another run on the same axes (same panels and tokens): new loss curve, legend and titles.
-
-    These are dynamic artists. A run of another length also moves the x-limits, a static part:
-    then the background is drawn again (``fig.background_changed``).
-    """
+    """Show another run on the same axes (same panels and tokens): new loss curve, legend and titles."""
     h = fig.handles
     run = h["runs"][task]
     if _layout_key(run) != h["layout"]:

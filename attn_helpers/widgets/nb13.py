@@ -1,9 +1,4 @@
-"""Notebook 13: step through the tiles of attention computed with the online softmax.
-
-Every number drawn comes from :func:`attn_helpers.online.tiled_attention_steps`; this
-module only draws it: the grid of scores tile by tile (computed, live, skipped, not yet
-reached) and, for one query row, its running max and running sum after each tile.
-"""
+"""Notebook 13: the tiles of online-softmax attention, step by step (numbers from ``tiled_attention_steps``)."""
 
 from __future__ import annotations
 
@@ -62,11 +57,7 @@ def _row_limits(example, T, block_size):
 
 
 def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example=None, tokens=CREATURE_TOKENS):
-    """Left: the scores tile by tile; right: the chosen row's running max and running sum after each tile.
-
-    Draws the frame for one tile size (axes, tile grid, colorbar, legends, fixed limits) and
-    the artists that change, listed in ``fig.dynamic``; :func:`update_tiles` fills them in.
-    """
+    """Left: the scores tile by tile; right: the chosen row's running max and running sum after each tile."""
     example = tiling_example(len(tokens)) if example is None else example
     tokens = list(tokens)
     T = len(tokens)

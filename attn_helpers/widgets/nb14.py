@@ -1,8 +1,4 @@
-"""Notebook 14: the next-token distribution of the tiny GPT, and how temperature, top-k and top-p reshape it.
-
-Every number drawn here comes from :mod:`attn_helpers.gpt` (``next_token_probs``,
-``generate_ids``); this module only draws.
-"""
+"""Notebook 14: the tiny GPT's next-token distribution under temperature, top-k and top-p (numbers: ``gpt``)."""
 
 from __future__ import annotations
 
@@ -39,11 +35,9 @@ def drawable(text):
 
 
 def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens=15, sample_tokens=12, seed=SEED):
-    """What the figure shows, as numbers: the most probable next tokens before and after the filters, and a sample.
+    """The figure's numbers: dict of ``tokens``, ``raw`` and ``shaped`` probabilities, ``kept``, ``sample``.
 
-    ``top_k = 0`` and ``top_p = 1`` switch the filters off. Returns a dict with ``tokens``
-    (labels), ``raw`` (the model's probabilities at temperature 1), ``shaped`` (after
-    temperature, top-k, top-p), ``kept`` (the number of tokens left) and ``sample`` (text).
+    ``top_k = 0`` and ``top_p = 1`` switch the filters off.
     """
     ids = model.tokenizer.encode(prompt)[-model.context_length:] or model.tokenizer.encode("\n")
     logits = model.logits(ids)[-1]  # (vocab,): the scores of the token after the prompt
@@ -58,11 +52,7 @@ def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens
 
 
 def draw_sampling(fig, model, prompt, temperature, top_k, top_p):
-    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue).
-
-    Draws the axes, the token labels and the orange bars once per prompt; :func:`update_sampling`
-    sets the blue bars, their colours and the title (the live widget's fast path).
-    """
+    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue)."""
     view = sampling_view(model, prompt, sample_tokens=0)
     ax = fig.add_subplot()
     x = np.arange(len(view["tokens"]))
