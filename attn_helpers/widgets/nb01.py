@@ -11,17 +11,8 @@ from ..glove import load_glove, most_similar, pca_2d, word_to_index
 from ..plotting import OKABE_ITO
 from . import Explorer, FullRedraw, dropdown, slider
 
-__all__ = [
-    "NEIGHBOUR_WORDS",
-    "ANALOGY_WORDS",
-    "draw_neighbours",
-    "update_neighbours",
-    "draw_analogy",
-    "update_analogy",
-    "neighbour_explorer",
-    "analogy_explorer",
-    "EXPLORERS",
-]
+__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_neighbours", "update_neighbours", "draw_analogy", "update_analogy",
+           "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
 
 #: Words offered by the neighbour explorer: some with one clear meaning, some with several.
 NEIGHBOUR_WORDS = (
@@ -204,31 +195,17 @@ def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
 
 def neighbour_explorer():
     """Pick a word and a similarity: see its nearest neighbours and how long their vectors are."""
-    return Explorer(
-        draw_neighbours,
-        {
-            "word": dropdown("word", NEIGHBOUR_WORDS, "apple"),
-            "metric": dropdown("similarity", ["cosine", "dot"], "cosine"),
-            "k": slider("neighbours k", 10, 5, 15, 1, integer=True),
-        },
-        figsize=(9.5, 4.2),
-        update=update_neighbours,
-    )
+    controls = {"word": dropdown("word", NEIGHBOUR_WORDS, "apple"),
+                "metric": dropdown("similarity", ["cosine", "dot"], "cosine"),
+                "k": slider("neighbours k", 10, 5, 15, 1, integer=True)}
+    return Explorer(draw_neighbours, controls, figsize=(9.5, 4.2), update=update_neighbours)
 
 
 def analogy_explorer():
     """a is to b as c is to ?: the words nearest to b - a + c."""
-    return Explorer(
-        draw_analogy,
-        {
-            "a": dropdown("a", ANALOGY_WORDS, "man"),
-            "b": dropdown("is to b", ANALOGY_WORDS, "king"),
-            "c": dropdown("as c is to ?", ANALOGY_WORDS, "woman"),
-        },
-        figsize=(9.5, 4.0),
-        layout="row",
-        update=update_analogy,
-    )
+    controls = {"a": dropdown("a", ANALOGY_WORDS, "man"), "b": dropdown("is to b", ANALOGY_WORDS, "king"),
+                "c": dropdown("as c is to ?", ANALOGY_WORDS, "woman")}
+    return Explorer(draw_analogy, controls, figsize=(9.5, 4.0), layout="row", update=update_analogy)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
