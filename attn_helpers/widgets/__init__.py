@@ -198,24 +198,14 @@ class Explorer:
     def render(self, **overrides) -> tuple[bytes, str]:
         """``(png, note)`` of the live figure: blitted via ``update``, else redrawn with a cached layout."""
         values = {**self.values, **overrides}
+        fig = self._live
         if self.update is not None and self._background is not None:
             try:
-                note = self.update(self._live, **values) or ""
+                note = self.update(fig, **values) or ""
             except FullRedraw:
                 pass
             else:
-                fig = self._live
-                if fig.background_changed:
-                    fig.canvas.draw()  # the middle and dynamic artists are animated: drawn without them
-                    self._background = fig.canvas.copy_from_bbox(fig.bbox)
-                if fig.background_changed or fig.middle_changed:
-                    self._draw_middle()
-                fig.background_changed = fig.middle_changed = False
-                return self._blit(), note
-        return self._draw_live(values)
-
-    def _draw_live(self, values) -> tuple[bytes, str]:
-        fig = self._live
+                return self._blit(fig.background_changed, fig.middle_changed), note
         if fig is None:
             fig = self._live = Figure(figsize=self.figsize)
             FigureCanvasAgg(fig)
@@ -232,16 +222,12 @@ class Explorer:
             for ax, position in zip(fig.axes, positions):
                 ax.set_position(position)
         self._background = None
-        if self.update is not None:  # draw everything but the middle and dynamic artists, keep it as background
-            for artist in [*fig.middle, *fig.dynamic]:
-                artist.set_animated(True)
-            fig.canvas.draw()
-            self._background = fig.canvas.copy_from_bbox(fig.bbox)
-            self._draw_middle()
-            fig.background_changed = fig.middle_changed = False
-            return self._blit(), note
-        fig.canvas.draw()  # no bbox_inches="tight" (it would draw everything twice)
-        return png_bytes(fig.canvas.buffer_rgba()), note
+        if self.update is None:
+            fig.canvas.draw()  # no bbox_inches="tight" (it would draw everything twice)
+            return png_bytes(fig.canvas.buffer_rgba()), note
+        for artist in [*fig.middle, *fig.dynamic]:  # left out of the background
+            artist.set_animated(True)
+        return self._blit(True, True), note
 
     @staticmethod
     def _structure(fig) -> tuple:
@@ -253,17 +239,20 @@ class Explorer:
         for artist in artists:
             (artist.axes or fig).draw_artist(artist)
 
-    def _draw_middle(self) -> None:
-        """Draw the middle layer over the static background and keep the result as the background of the blits."""
+    def _blit(self, background: bool, middle: bool) -> bytes:
+        """Redraw the background and the middle layer when they changed, then the dynamic artists over them."""
         fig = self._live
-        self._middle = self._background
-        if fig.middle:
-            self._draw_over(self._background, fig.middle)
-            self._middle = fig.canvas.copy_from_bbox(fig.bbox)
-
-    def _blit(self) -> bytes:
-        self._draw_over(self._middle, self._live.dynamic)
-        return png_bytes(self._live.canvas.buffer_rgba())
+        if background:
+            fig.canvas.draw()  # the middle and dynamic artists are animated: drawn without them
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)
+        if background or middle:
+            self._middle = self._background
+            if fig.middle:
+                self._draw_over(self._background, fig.middle)
+                self._middle = fig.canvas.copy_from_bbox(fig.bbox)
+        fig.background_changed = fig.middle_changed = False
+        self._draw_over(self._middle, fig.dynamic)
+        return png_bytes(fig.canvas.buffer_rgba())
 
     def render_png(self, **overrides) -> bytes:
         """The PNG bytes of :meth:`render` (the latency benchmark times this)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.patches import Polygon, Rectangle
@@ -171,10 +173,7 @@ def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
     """Pick the number of heads and a way to split; see which head gets which number of a (T, d_model) matrix."""
     controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
                 "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
-
-    def draw(fig, **values):
-        return draw_grouping(fig, tokens=tokens, d_model=d_model, **values)
-
+    draw = partial(draw_grouping, tokens=tokens, d_model=d_model)
     return Explorer(draw, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
@@ -279,11 +278,7 @@ def head_explorer(example=None, tokens=CREATURE_TOKENS):
 
     num_heads.observe(follow, names="value")
     controls = {"num_heads": num_heads, "head": heads, "causal": toggle("causal mask", False)}
-
-    def draw(fig, **values):
-        return draw_head(fig, tokens=tokens, example=example, **values)
-
-    return Explorer(draw, controls, figsize=(10, 4.4), update=update_head)
+    return Explorer(partial(draw_head, tokens=tokens, example=example), controls, figsize=(10, 4.4), update=update_head)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import numpy as np
 
@@ -90,11 +91,7 @@ def order_explorer():
     y_max = _largest_change()
     controls = {"sentence": dropdown("word order", list(ORDERS), "man bites dog"),
                 "positions": toggle("add sinusoidal positions", False)}
-
-    def draw(fig, sentence, positions):
-        return draw_order(fig, sentence=sentence, positions=positions, y_max=y_max)
-
-    return Explorer(draw, controls, figsize=(11, 3.9), update=update_order)
+    return Explorer(partial(draw_order, y_max=y_max), controls, figsize=(11, 3.9), update=update_order)
 
 
 #: Positions the encoding explorer draws (rows of its heatmap).
@@ -161,8 +158,6 @@ ROPE_KEY = (0.3, 1.1)
 def rotated_pair(query_position, key_position, shift=0):
     """The RoPE-rotated query and key pairs (d = 2: one radian per position) and their score.
 
-    Examples
-    --------
     >>> q, k, score = rotated_pair(3, 1)
     >>> round(score, 4) == round(rotated_pair(7, 5)[2], 4)  # same offset, same score
     True

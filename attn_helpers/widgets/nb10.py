@@ -132,8 +132,6 @@ def draw_parameter_breakdown(fig, configs=None):
 def all_diagnostics(example=None):
     """:func:`stack_diagnostics` of the example's blocks for every (placement, residual) pair.
 
-    Examples
-    --------
     >>> diagnostics = all_diagnostics()
     >>> sorted(diagnostics)[0], diagnostics[(True, True)]["norm"].shape
     ((False, False), (13,))

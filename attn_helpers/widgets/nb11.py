@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import ipywidgets as widgets
 import numpy as np
 
@@ -189,16 +191,13 @@ def training_explorer(runs=None):
     """Pick a task and a training step: the attention weights of the shipped run at that step."""
     runs = load_runs() if runs is None else runs
 
-    def draw(fig, task, step):
-        return draw_training(fig, task=task, step=step, runs=runs)
-
     controls = {  # the step first: moving it only redraws the heatmaps (a task switch redraws the figure)
         "step": widgets.SelectionSlider(options=list(SHIPPED_SNAPSHOTS), value=20, description="training step",
                                         continuous_update=False, style={"description_width": "initial"},
                                         layout=widgets.Layout(width="420px")),
         "task": dropdown("task", list(runs), "reverse"),
     }
-    return Explorer(draw, controls, figsize=(12, 4.2), update=update_training)
+    return Explorer(partial(draw_training, runs=runs), controls, figsize=(12, 4.2), update=update_training)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

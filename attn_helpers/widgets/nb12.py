@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 
 import ipywidgets as widgets
 import matplotlib as mpl
@@ -231,11 +231,7 @@ def head_view(text=EXAMPLE_TEXT, layer=0, head=0, model=None):
     controls = {"text": text_box,
                 "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
                 "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
-
-    def draw(fig, **values):
-        return draw_head_view(fig, model=model, **values)
-
-    return Explorer(draw, controls, figsize=(13, 5.2), update=update_head_view,
+    return Explorer(partial(draw_head_view, model=model), controls, figsize=(13, 5.2), update=update_head_view,
                     samples={"text": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
 
 

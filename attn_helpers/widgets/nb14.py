@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from functools import partial
 
 import ipywidgets as widgets
 import numpy as np
@@ -10,15 +11,15 @@ from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font
 from matplotlib.patches import Patch
 
-from ..examples import SEED
+from ..config import SEED
 from ..gpt import generate_ids, load_tiny_gpt, next_token_probs
-from ..plotting import OKABE_ITO
+from ..plotting import FAINT_COLOUR, OKABE_ITO
 from . import LABEL_STYLE, Explorer, FullRedraw, slider
 
 __all__ = ["drawable", "sampling_view", "draw_sampling", "update_sampling", "sampling_explorer", "EXPLORERS"]
 
 _KEPT = OKABE_ITO["blue"]
-_REMOVED = "#bdbdbd"
+_REMOVED = FAINT_COLOUR
 _RAW = OKABE_ITO["orange"]
 SAMPLE_PROMPTS = ("Elizabeth", "Mr. Darcy", "It is a truth", "", "🙂 über", "she said")
 
@@ -95,14 +96,8 @@ def sampling_explorer(model=None, prompt="Elizabeth"):
         "top_k": slider("top-k (0 = off)", 0, 0, 50, 1, integer=True),
         "top_p": slider("top-p (1 = off)", 1.0, 0.05, 1.0, 0.05, readout_format=".2f"),
     }
-
-    def draw(fig, prompt, temperature, top_k, top_p):
-        return draw_sampling(fig, model, prompt, temperature, top_k, top_p)
-
-    def update(fig, prompt, temperature, top_k, top_p):
-        return update_sampling(fig, prompt, temperature, top_k, top_p)
-
-    return Explorer(draw, controls, figsize=(10, 4.6), update=update, samples={"prompt": SAMPLE_PROMPTS})
+    return Explorer(partial(draw_sampling, model=model), controls, figsize=(10, 4.6), update=update_sampling,
+                    samples={"prompt": SAMPLE_PROMPTS})
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
