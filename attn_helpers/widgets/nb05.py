@@ -33,10 +33,6 @@ def _matrices(values):
     return out
 
 
-def _rows(matrix, tokens):
-    return " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, matrix, strict=False))
-
-
 def _limits(matrix, signed):
     """Colour limits rounded outwards to whole numbers, so small edits keep the same colorbar."""
     if signed:
@@ -95,8 +91,9 @@ def update_qkv(fig, **entries):
     best = [np.flatnonzero(row >= row.max() - 1e-6) for row in weights]  # several keys when tied
     attends = ", ".join(f"{tokens[q]} → {' / '.join(tokens[k] for k in keys)}{' (tied)' if len(keys) > 1 else ''}"
                         for q, keys in enumerate(best))
-    lines = [f"<code>{name} = X {name_w}: {_rows(steps[name], tokens)}</code>"
-             for name, name_w in (("Q", "W_q"), ("K", "W_k"), ("V", "W_v"))]
+    lines = [f"<code>{name} = X W_{name.lower()}: "
+             + " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, steps[name]))
+             + "</code>" for name in "QKV"]
     return "<br>".join(lines + [symmetry, f"Each query attends most to: {attends}."])
 
 

@@ -38,11 +38,6 @@ _SIDE_COLOURS = (SERIES_COLOURS[1], SERIES_COLOURS[0])
 _DIGIT_BLANK, _POINT_BLANK = "\u2007", "\u2008"  # figure space, punctuation space: as wide as "0" and "."
 
 
-def _blank(number_text):
-    """Blanks exactly as wide as ``number_text`` (digits and a point), for the fixed part of a text."""
-    return "".join(_POINT_BLANK if ch == "." else _DIGIT_BLANK for ch in number_text)
-
-
 class _Fields(Artist):
     """The changing parts (``(index, Text)`` pairs) of a legend label ``base`` whose blanks stand for them."""
 
@@ -98,11 +93,6 @@ def _query_words(percentile):
     return "a typical (median) query" if percentile == 50 else f"the query at percentile {percentile}"
 
 
-def _x_limit(d_k):
-    """Half-width of the score axis: the unscaled spread grows with d_k, the scaled one does not."""
-    return max(4.0 * np.sqrt(d_k), 5.0)
-
-
 #: The per-query numbers in the right legend, each always 4 characters wide (d.dd).
 _ROW_METRICS = ("largest", "entropy", "||J||")
 
@@ -119,7 +109,7 @@ def draw_scaling(fig, d_k=64, percentile=50):
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1], gridspec_kw={"left": 0.05, "right": 0.98, "top": 0.84,
                                                                           "bottom": 0.14, "wspace": 0.22})
     keys = np.arange(NUM_KEYS)
-    blank = _blank("0.00")
+    blank = _DIGIT_BLANK + _POINT_BLANK + 2 * _DIGIT_BLANK  # as wide as "0.00"
     left_labels = ("without scaling: std ", "with scaling ")  # + "8.03", + "(/ sqrt(64)): std 1.00"
     right_labels = [f"{side}: " + ", ".join(f"{metric} {blank}" for metric in _ROW_METRICS)
                     for side in ("unscaled", "scaled")]
@@ -161,7 +151,7 @@ def update_scaling(fig, d_k=64, percentile=50, **_):
     query = query_at_percentile(d_k, percentile)
     scores = score_sample(d_k)
     summary = scaling_summary(d_k)
-    limit = _x_limit(d_k)  # one x-axis for both histograms
+    limit = max(4.0 * np.sqrt(d_k), 5.0)  # one x-axis for both histograms: the unscaled spread grows with d_k
     std = {name: summary[name]["score std"] for name in summary}
     sides = ((f"{std['unscaled']:.2f}", 1.0, np.linspace(-limit, limit, 41)),
              (f"(/ sqrt({d_k})): std {std['scaled']:.2f}", 1.0 / np.sqrt(d_k), np.linspace(-5, 5, 21)))

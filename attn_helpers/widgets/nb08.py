@@ -22,10 +22,6 @@ __all__ = ["HEAD_COLOURS", "SPLITS", "head_assignment", "head_contributions", "h
 HEAD_COLOURS = (*SERIES_COLOURS, OKABE_ITO["black"])
 
 
-def _text_colour(background):
-    """Black or white, whichever reads better on ``background`` (by its relative luminance)."""
-    red, green, blue = to_rgb(background)
-    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
 
 #: The ways to cut ``(T, d_model)`` into heads that the grouping explorer offers (label -> key).
 SPLITS = {
@@ -102,12 +98,6 @@ def head_shares(parts):
 # Explorer 1: which numbers go to which head
 
 
-def _grouping_choice(num_heads, split):
-    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
-    split = SPLITS.get(split, split)
-    return num_heads, split if split in ("right", "reshape", "strided") else "right"
-
-
 def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
     """Colour the projected ``(T, d_model)`` matrix by the head each number goes to."""
     T = len(tokens)
@@ -137,7 +127,9 @@ def update_grouping(fig, num_heads=4, split="right", **_):
     """Recolour the cells for another h or split (the live widget's fast path)."""
     handles = fig.handles
     tokens, d_model = handles["tokens"], handles["d_model"]
-    num_heads, split = _grouping_choice(num_heads, split)
+    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
+    split = SPLITS.get(split, split)
+    split = split if split in SPLITS.values() else "right"
     T = len(tokens)
     head_dim = d_model // num_heads
     owner = head_assignment(T, d_model, num_heads, split)
@@ -243,6 +235,8 @@ def update_head(fig, num_heads=2, head=0, causal=False, **_):
     handles["image"].set_data(weights[head])
     handles["left"].set_title(f"head {head} of {num_heads} (d_h = {head_dim})")
     redraw_dynamic(fig, "hatch", lambda: _hatch_future(handles["left"], T) if causal else None)
+    red, green, blue = to_rgb(HEAD_COLOURS[head])
+    ink = "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"  # by relative luminance
     for t in range(T):
         handles["own"][t].set_width(shares[head, t])
         handles["own"][t].set_color(HEAD_COLOURS[head])
@@ -251,7 +245,7 @@ def update_head(fig, num_heads=2, head=0, causal=False, **_):
         text = handles["texts"][t]
         text.set_x(shares[head, t] / 2)
         text.set_text(f"{shares[head, t]:.0%}")
-        text.set_color(_text_colour(HEAD_COLOURS[head]))
+        text.set_color(ink)
     handles["equal"].set_xdata([1 / num_heads, 1 / num_heads])
     others = {1: "no other heads", 2: "grey: the other head"}.get(num_heads, f"grey: the other {num_heads - 1} heads")
     handles["right"].set_title(f"head {head}'s share of each token's output\n({others})", fontsize=12)

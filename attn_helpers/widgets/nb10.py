@@ -141,11 +141,6 @@ def all_diagnostics(example=None):
             for norm_first in (True, False) for residual in (True, False)}
 
 
-def _setting(placement, residual):
-    norm_first = PLACEMENTS.get(placement, placement) if isinstance(placement, str) else bool(placement)
-    return bool(norm_first), bool(residual)
-
-
 def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, diagnostics=None,
                 tokens=CREATURE_TOKENS):
     """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix."""
@@ -189,7 +184,8 @@ def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, 
 def update_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, **_):
     """Refill the highlighted curves, the similarity matrix and the titles (the live widget's fast path)."""
     h = fig.handles
-    norm_first, residual = _setting(placement, residual)
+    norm_first = bool(PLACEMENTS.get(placement, placement) if isinstance(placement, str) else placement)
+    residual = bool(residual)
     d = h["diagnostics"][(norm_first, residual)]
     depth = len(d["norm"]) - 1
     n = int(min(max(num_blocks, 0), depth))

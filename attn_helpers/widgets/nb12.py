@@ -116,11 +116,6 @@ def _drawable(tokens):
                               f"{NO_GLYPH} (the tokens above are exact; a font such as Noto Sans CJK would draw them).")
 
 
-def _choice(layer, head, result):
-    layers, heads = result.attentions.shape[:2]
-    return min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
-
-
 def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
     """Left: the 6 x 12 grid of every head's weights; right: the chosen head with its tokens."""
     model = load_minilm() if model is None else model
@@ -214,7 +209,8 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
         fig.middle_changed = True
         h.update(text=text, result=result, notes=(cut_note, font_note))
     result = h["result"]
-    layer, head = _choice(layer, head, result)
+    layers, heads = result.attentions.shape[:2]
+    layer, head = min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
     h["frame"].set_xy((head, layer))
     h["big"].set_data(result.attentions[layer, head])
     h["big_ax"].set_title(f"layer {layer}, head {head}", fontsize=13)
