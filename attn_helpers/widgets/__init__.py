@@ -75,10 +75,7 @@ def pick(tokens, token):
 
 
 def value_bars(ax, n, colours, fontsize=11):
-    """``n`` bars at 0 .. n-1, all of height 0, each with an empty label on top; :func:`set_bars` fills them in.
-
-    Returns ``(bars, labels)``: the BarContainer and its text labels, both ready to be listed in ``fig.dynamic``.
-    """
+    """``(bars, labels)``: ``n`` bars of height 0 with empty labels on top, for :func:`set_bars` to fill in."""
     bars = ax.bar(range(n), np.zeros(n), color=colours)
     labels = ax.bar_label(bars, labels=[""] * n, fontsize=fontsize)
     return bars, labels

@@ -1,7 +1,4 @@
-"""Notebook 10: the block diagram, GPT-2's parameters, and the residual stream of stacked blocks.
-
-Every number of :func:`stream_explorer` comes from :func:`attn_helpers.examples.stack_diagnostics`.
-"""
+"""Notebook 10: the block diagram, GPT-2's parameters, the residual stream of stacked blocks (``stack_diagnostics``)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,7 @@ __all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves
 class LossProgress:
     """A progress bar with the live loss, for ``train(..., progress=bar)``; shows nothing outside Jupyter.
 
-    ``bar(step, loss)`` moves the bar and rewrites the label; the widget's output cannot be stored
-    byte for byte (tag its cell ``nbval-ignore-output``), so print a summary in the next cell.
+    ``bar(step, loss)`` moves the bar and rewrites the label.
     """
 
     def __init__(self, steps, description="training"):
@@ -67,10 +66,7 @@ def masked_weights(run, weights):
 
 
 def draw_snapshots(fig, run, steps=None, layer=0, head=0):
-    """One heatmap of the probe's attention weights per training step, side by side, one colorbar.
-
-    Returns a one-line note (the steps and their losses).
-    """
+    """One heatmap of the probe's attention weights per training step, one colorbar; returns the steps' losses."""
     steps = list(run.snapshots) if steps is None else [_nearest_snapshot(run, s) for s in steps]
     labels = token_labels(run.task, run.probe)
     # fixed margins (no layout engine): a row of many heatmaps is slow to lay out, and these never need it
