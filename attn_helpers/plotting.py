@@ -1,9 +1,4 @@
-"""Figures shared by the notebooks (matplotlib; kept apart from the numpy core).
-
-Every figure is legible on a projector (large fonts), labels its axes with token
-names, and uses colour-blind-safe colormaps (viridis for weights, a diverging
-PuOr for signed scores).
-"""
+"""Figures shared by the notebooks: projector-sized fonts, token names on the axes, colour-blind-safe colours."""
 
 from __future__ import annotations
 
@@ -12,26 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-__all__ = [
-    "setup_style",
-    "heatmap",
-    "heatmap_grid",
-    "place_labels",
-    "MASKED_COLOUR",
-    "HATCH_COLOUR",
-    "CONTEXT_COLOUR",
-    "HIGHLIGHT_EDGE",
-    "PAPER_COLOUR",
-    "LABEL_BOX",
-    "text_colour_on",
-    "OUTLINE_COLOUR",
-    "GUIDE_COLOUR",
-    "FAINT_COLOUR",
-    "OKABE_ITO",
-    "SERIES_COLOURS",
-    "token_colour",
-    "token_colours",
-]
+__all__ = ["setup_style", "heatmap", "heatmap_grid", "place_labels", "text_colour_on", "token_colour", "token_colours",
+           "MASKED_COLOUR", "HATCH_COLOUR", "CONTEXT_COLOUR", "HIGHLIGHT_EDGE", "PAPER_COLOUR", "LABEL_BOX",
+           "OUTLINE_COLOUR", "GUIDE_COLOUR", "FAINT_COLOUR", "OKABE_ITO", "SERIES_COLOURS"]
 
 #: Colour of masked cells: visibly different from any weight, even 0.
 MASKED_COLOUR = "#d9d9d9"
@@ -112,12 +90,8 @@ _STYLE = {
 
 
 def text_colour_on(level, signed=False):
-    """Black or white: the text colour readable on a colormap's colour at ``level`` (0..1, from the norm).
+    """Black or white: the text colour readable on a colormap (viridis, or diverging if ``signed``) at ``level``.
 
-    Viridis is dark at the bottom of its range; a diverging map (``signed``) is dark at both ends.
-
-    Examples
-    --------
     >>> text_colour_on(0.1), text_colour_on(0.9), text_colour_on(0.05, signed=True)
     ('white', '#000000', 'white')
     """
@@ -133,22 +107,9 @@ def setup_style():
 def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cmap=None, vmin=None, vmax=None,
             annotate=True, fmt="{:.2f}", mask=None, colorbar=True, xlabel="key (attended to)",
             ylabel="query (attending)", cbar_label=None):
-    """Draw a labelled heatmap of ``matrix[i, j]`` (row i = query, column j = key).
+    """Draw a labelled heatmap of ``matrix[i, j]`` (row i = query, column j = key); returns the AxesImage.
 
-    Cells where ``mask`` is False are drawn hatched grey with no number, so a masked
-    cell never looks like a small weight.
-
-    Parameters
-    ----------
-    matrix : array_like, shape (R, C)
-    row_labels, col_labels : sequence of str, optional
-    ax : matplotlib Axes, optional
-    mask : array_like of bool, shape (R, C), optional
-        ``True`` = allowed; ``False`` cells are shown as masked.
-
-    Returns
-    -------
-    image : matplotlib AxesImage
+    Cells where ``mask`` is False are hatched grey with no number, so a masked cell never looks like a small weight.
     """
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2:
@@ -198,16 +159,7 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
 
 def heatmap_grid(matrices, titles=None, row_labels=None, col_labels=None, *, ncols=4, size=2.6, vmin=0.0, vmax=1.0,
                  cbar_label="attention weight", annotate=False, suptitle=None):
-    """A grid of heatmaps with shared axes and one colorbar (one panel per head, say).
-
-    Parameters
-    ----------
-    matrices : array_like, shape (n, R, C)
-
-    Returns
-    -------
-    fig : matplotlib Figure
-    """
+    """A new figure: a grid of heatmaps of ``matrices`` (n, R, C) with shared axes and one colorbar."""
     matrices = np.asarray(matrices, dtype=float)
     n = matrices.shape[0]
     ncols = min(ncols, n)
@@ -246,23 +198,10 @@ def _overlap(box, boxes):
 
 
 def place_labels(ax, xy, labels, colours=None, fontsize=11, **text_kwargs):
-    """Label points without (most) overlaps: each label takes the first spot around its point that is free.
+    """Label the points ``xy`` (n, 2) without (most) overlaps; returns the annotations. Call after setting limits.
 
-    A greedy placement: for each point in turn, try eight spots around it (then eight farther out, with
-    a leader line) and keep the first one that overlaps no label placed before, no other point and not
-    the edge of the axes (else the least bad one). Call it after the axis limits are set.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    xy : array_like, shape (n, 2)
-        The points, in data coordinates.
-    labels : sequence of str, length n
-    colours : sequence of colours, length n, optional
-
-    Returns
-    -------
-    texts : list of matplotlib Annotation
+    Greedy: each label takes the first of eight spots around its point (then eight farther out, with a
+    leader line) that overlaps no earlier label, no other point and not the axes' edge (else the least bad).
     """
     fig = ax.figure
     engine = fig.get_layout_engine()

@@ -1,31 +1,16 @@
 """Interactive explorers (ipywidgets), kept apart from the numpy core.
 
-An :class:`Explorer` joins a few controls to a drawing function. The same drawing
-function gives the static fallback figure (``explorer.figure()``), so a notebook
-still teaches when read without a kernel, and the benchmark can time exactly what a
-slider move costs (``explorer.render_png()``).
-
-Fast updates. Drawing a whole matplotlib figure costs a few hundred milliseconds on a
-small machine; most of that is axes, ticks and labels that a control change does not
-touch. An explorer may therefore pass ``update``: the first frame is drawn in full by
-``draw``, which lists the artists that change in ``fig.dynamic`` (and may keep handles
-in ``fig.handles``); every later change calls ``update(fig, **values)``, which edits
-those artists only, and the explorer redraws just them over a cached background
-(matplotlib's blitting). ``update`` may raise :class:`FullRedraw` when a change needs a
-new figure (different axes or tick labels). When it changed a static part in place
-(new colour limits, say, which the colorbar follows), it sets
-``fig.background_changed = True``: the background is drawn again from the same artists,
-which costs about half of a full redraw, and the dynamic artists are blitted over it.
-
-A middle layer. Some artists change now and then but not on every change: the grid and the
-token labels of a new sentence, which a layer or head slider leaves alone. ``draw`` lists
-them in ``fig.middle``; ``update`` sets ``fig.middle_changed = True`` when it changed one.
-They are drawn once over the static background and kept with it, so that a new sentence
-redraws them alone (not the axes) and a slider move redraws only ``fig.dynamic``.
+An :class:`Explorer` joins controls to a drawing function ``draw(fig, **values)``, which also gives
+the static fallback figure (:meth:`Explorer.static`). Fast path: with ``update(fig, **values)``,
+``draw`` lists the artists that change in ``fig.dynamic`` (handles in ``fig.handles``, artists that
+change now and then in ``fig.middle``) and every later change edits only those, blitted over a
+cached background. ``update`` raises :class:`FullRedraw` to get a new figure, and sets
+``fig.background_changed`` / ``fig.middle_changed`` when it changed a static or middle artist.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Callable
@@ -79,10 +64,8 @@ def query_dropdown(tokens, preferred="journey", description="query token"):
 
 
 def pick(tokens, token):
-    """``(i, tokens[i])`` for ``token``; a token the sentence lacks falls back to the first (callbacks never raise).
+    """``(i, tokens[i])`` for ``token``, or the first token when the sentence lacks it.
 
-    Examples
-    --------
     >>> pick(["Your", "journey"], "journey"), pick(["Your", "journey"], "nowhere")
     ((1, 'journey'), (0, 'Your'))
     """
@@ -92,30 +75,14 @@ def pick(tokens, token):
 
 
 def value_bars(ax, n, colours, fontsize=11):
-    """``n`` bars at 0 .. n-1, all of height 0, each with an empty label on top; :func:`set_bars` fills them in.
-
-    Returns ``(bars, labels)``: the BarContainer and its text labels, both ready to be listed in ``fig.dynamic``.
-    """
+    """``(bars, labels)``: ``n`` bars of height 0 with empty labels on top, for :func:`set_bars` to fill in."""
     bars = ax.bar(range(n), np.zeros(n), color=colours)
     labels = ax.bar_label(bars, labels=[""] * n, fontsize=fontsize)
     return bars, labels
 
 
 def set_bars(bars, values, labels=None, *, colours=None, texts=None, highlight=None):
-    """Set every bar to its value, and write the value on top of it: the bar update of every explorer.
-
-    Parameters
-    ----------
-    bars : sequence of matplotlib Rectangle
-    values : array_like, shape (n,)
-    labels : sequence of matplotlib Annotation, optional
-        The bars' labels (from :func:`value_bars`); each shows its value with 2 decimals,
-        or ``texts[k]`` when given (``""`` leaves bar k unlabelled).
-    colours : sequence of colours, optional
-        A new fill colour per bar.
-    highlight : int, optional
-        The one bar the figure's note talks about: drawn with a thick black edge.
-    """
+    """Set each bar to its value and label it (2 decimals, or ``texts[k]``); ``highlight``: black-edged bar."""
     for k, (bar, value) in enumerate(zip(bars, values, strict=True)):
         bar.set_height(value)
         if colours is not None:
@@ -133,12 +100,7 @@ def sentence_explorer(draw, update, controls, *, figsize, layout="row", **fixed)
 
 
 def redraw_dynamic(fig, key, draw):
-    """Replace the artists that ``draw()`` added last time under ``key`` by the ones it adds now.
-
-    For an ``update`` function whose moving parts are easier to draw again than to edit
-    (arrows, polygons, labels): the axes, ticks and limits stay frozen in the background,
-    and only what ``draw()`` adds is redrawn. Returns what ``draw()`` returned.
-    """
+    """Replace the artists that ``draw()`` added last time under ``key`` by the ones it adds now (dynamic ones)."""
     store = fig.handles.setdefault("_dynamic_groups", {})
     for artist in store.pop(key, []):
         artist.remove()
@@ -159,13 +121,7 @@ def _prepare(fig) -> None:
 
 
 def show_figure(fig) -> None:
-    """``display(fig)``, as an image even before pyplot has set up IPython's inline figures.
-
-    The inline backend registers IPython's image formatter for figures once pyplot first
-    makes a figure; a notebook whose first figure is an explorer's static one would show
-    only ``<Figure size ...>``. Then the PNG the inline backend would make is added here,
-    for this one output (IPython's formatters are left as they are).
-    """
+    """``display(fig)``, as a PNG even before pyplot has registered IPython's figure formatter."""
     shell = get_ipython()
     if shell is None:  # a plain Python session: whatever display does there
         display(fig)
@@ -181,19 +137,8 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def png_bytes(rgba) -> bytes:
-    """A PNG file of an RGBA image: every row unfiltered, then zlib at its fastest level.
+    """A PNG file of an RGBA image ``(height, width, 4)``: rows unfiltered, fastest zlib (half PIL's time).
 
-    What the live figure costs to send. PIL tries five filters on every row and keeps the best;
-    for a figure (flat colours, text) that takes about twice as long for a file about 15 %
-    smaller (a 1170 x 468 figure: 21 ms and 98 kB with PIL, 10 ms and 114 kB here).
-
-    Parameters
-    ----------
-    rgba : array_like of uint8, shape (height, width, 4)
-        For example ``canvas.buffer_rgba()``.
-
-    Examples
-    --------
     >>> png_bytes(np.zeros((2, 3, 4), dtype=np.uint8))[:8]
     b'\\x89PNG\\r\\n\\x1a\\n'
     """
@@ -206,32 +151,11 @@ def png_bytes(rgba) -> bytes:
             + _png_chunk(b"IEND", b""))
 
 
-def _plain(note: str) -> str:
-    """A note without its HTML tags, for the static (text) fallback."""
-    import re
-
-    return re.sub(r"<[^>]+>", "", note.replace("<br>", "\n"))
-
-
 class Explorer:
-    """Controls plus a figure that is redrawn whenever a control changes.
+    """Controls (name -> widget) plus a figure that ``draw(fig, **values)`` redraws on every change.
 
-    Parameters
-    ----------
-    draw : callable
-        ``draw(fig, **values)`` draws on an empty figure; ``values`` maps each control's
-        name to its value. It may return a string, shown under the figure.
-    controls : dict of str -> ipywidgets.ValueWidget
-    figsize : (float, float)
-        The figure size in inches.
-    samples : dict of str -> sequence, optional
-        Values a learner might enter in a control whose values cannot be listed (a text box):
-        the latency benchmark tries them, as it steps a slider through its range.
-
-    Notes
-    -----
-    The callback never raises: an exception in ``draw`` is shown as a short message
-    in the output area, so a slider combination can never leave a traceback behind.
+    ``draw`` may return a note shown under the figure; an exception is shown as a message, never a
+    traceback. ``samples``: texts a learner might type in a text box (the latency benchmark tries them).
     """
 
     def __init__(self, draw: Callable[..., str | None], controls: dict, figsize=(8, 4), layout="column",
@@ -269,32 +193,16 @@ class Explorer:
         return fig
 
     def render(self, **overrides) -> tuple[bytes, str]:
-        """Draw the live figure for the current values and encode it as PNG. Returns (png, note).
-
-        This is what one control change costs (the latency benchmark times it). With an
-        ``update`` function only the dynamic artists are redrawn over a cached background;
-        otherwise the whole figure is drawn again, on a reused canvas, with its constrained
-        layout solved once per figure structure.
-        """
+        """``(png, note)`` of the live figure: blitted via ``update``, else redrawn with a cached layout."""
         values = {**self.values, **overrides}
+        fig = self._live
         if self.update is not None and self._background is not None:
             try:
-                note = self.update(self._live, **values) or ""
+                note = self.update(fig, **values) or ""
             except FullRedraw:
                 pass
             else:
-                fig = self._live
-                if fig.background_changed:
-                    fig.canvas.draw()  # the middle and dynamic artists are animated: drawn without them
-                    self._background = fig.canvas.copy_from_bbox(fig.bbox)
-                if fig.background_changed or fig.middle_changed:
-                    self._draw_middle()
-                fig.background_changed = fig.middle_changed = False
-                return self._blit(), note
-        return self._draw_live(values)
-
-    def _draw_live(self, values) -> tuple[bytes, str]:
-        fig = self._live
+                return self._blit(fig.background_changed, fig.middle_changed), note
         if fig is None:
             fig = self._live = Figure(figsize=self.figsize)
             FigureCanvasAgg(fig)
@@ -311,16 +219,12 @@ class Explorer:
             for ax, position in zip(fig.axes, positions):
                 ax.set_position(position)
         self._background = None
-        if self.update is not None:  # draw everything but the middle and dynamic artists, keep it as background
-            for artist in [*fig.middle, *fig.dynamic]:
-                artist.set_animated(True)
-            fig.canvas.draw()
-            self._background = fig.canvas.copy_from_bbox(fig.bbox)
-            self._draw_middle()
-            fig.background_changed = fig.middle_changed = False
-            return self._blit(), note
-        fig.canvas.draw()  # no bbox_inches="tight" (it would draw everything twice)
-        return png_bytes(fig.canvas.buffer_rgba()), note
+        if self.update is None:
+            fig.canvas.draw()  # no bbox_inches="tight" (it would draw everything twice)
+            return png_bytes(fig.canvas.buffer_rgba()), note
+        for artist in [*fig.middle, *fig.dynamic]:  # left out of the background
+            artist.set_animated(True)
+        return self._blit(True, True), note
 
     @staticmethod
     def _structure(fig) -> tuple:
@@ -332,28 +236,27 @@ class Explorer:
         for artist in artists:
             (artist.axes or fig).draw_artist(artist)
 
-    def _draw_middle(self) -> None:
-        """Draw the middle layer over the static background and keep the result as the background of the blits."""
+    def _blit(self, background: bool, middle: bool) -> bytes:
+        """Redraw the background and the middle layer when they changed, then the dynamic artists over them."""
         fig = self._live
-        self._middle = self._background
-        if fig.middle:
-            self._draw_over(self._background, fig.middle)
-            self._middle = fig.canvas.copy_from_bbox(fig.bbox)
-
-    def _blit(self) -> bytes:
-        self._draw_over(self._middle, self._live.dynamic)
-        return png_bytes(self._live.canvas.buffer_rgba())
+        if background:
+            fig.canvas.draw()  # the middle and dynamic artists are animated: drawn without them
+            self._background = fig.canvas.copy_from_bbox(fig.bbox)
+        if background or middle:
+            self._middle = self._background
+            if fig.middle:
+                self._draw_over(self._background, fig.middle)
+                self._middle = fig.canvas.copy_from_bbox(fig.bbox)
+        fig.background_changed = fig.middle_changed = False
+        self._draw_over(self._middle, fig.dynamic)
+        return png_bytes(fig.canvas.buffer_rgba())
 
     def render_png(self, **overrides) -> bytes:
         """The PNG bytes of :meth:`render` (the latency benchmark times this)."""
         return self.render(**overrides)[0]
 
     def static(self, **overrides):
-        """Show the figure once, without controls: the fallback that GitHub and print can show.
-
-        Its layout, solved when the notebook draws it, is kept for the live figure of
-        :meth:`show`, whose first frame then skips solving it again.
-        """
+        """Show the figure once, without controls (the fallback for GitHub and print)."""
         fig = self.figure(**overrides)
 
         def keep_layout(event):  # the notebook's display draws it: its solved layout serves the live figure too
@@ -362,7 +265,7 @@ class Explorer:
         fig.canvas.mpl_connect("draw_event", keep_layout)
         show_figure(fig)
         if fig.note:
-            print(_plain(fig.note))
+            print(re.sub(r"<[^>]+>", "", fig.note.replace("<br>", "\n")))  # the note without its HTML
 
     def refresh(self):
         """Redraw the live figure (called on every control change); never raises."""

@@ -11,17 +11,8 @@ from ..glove import load_glove, most_similar, pca_2d, word_to_index
 from ..plotting import OKABE_ITO
 from . import Explorer, FullRedraw, dropdown, slider
 
-__all__ = [
-    "NEIGHBOUR_WORDS",
-    "ANALOGY_WORDS",
-    "draw_neighbours",
-    "update_neighbours",
-    "draw_analogy",
-    "update_analogy",
-    "neighbour_explorer",
-    "analogy_explorer",
-    "EXPLORERS",
-]
+__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_neighbours", "update_neighbours", "draw_analogy", "update_analogy",
+           "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
 
 #: Words offered by the neighbour explorer: some with one clear meaning, some with several.
 NEIGHBOUR_WORDS = (
@@ -58,12 +49,7 @@ def _neighbours(word, metric, k):
 
 
 def draw_neighbours(fig, word="apple", metric="cosine", k=10):
-    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them.
-
-    The axes are drawn here; :func:`update_neighbours` draws the bars and words, so the
-    live widget redraws only those when another word or another k is picked. The y axis
-    runs from 0 to 1 whatever k is (bar i of k is centred at (i + 0.5) / k).
-    """
+    """Left: the ``k`` nearest words to ``word`` by ``metric``; right: the length of each of them."""
     k = int(max(1, min(k, 30)))
     slots = max(k, _K_SLOTS)
     _, scores, lengths, _ = _neighbours(word, metric, k)
@@ -135,12 +121,7 @@ def update_neighbours(fig, word="apple", metric="cosine", k=10, **_):
 
 
 def draw_analogy(fig, a="man", b="king", c="woman", k=8):
-    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points).
-
-    The axes are drawn here; :func:`update_analogy` moves the bars, words, points and
-    arrows, so the live widget redraws only those. The 2-D panel is shown centred and
-    scaled to a fixed frame (PCA coordinates have no units), with no ticks.
-    """
+    """Left: the words nearest to b - a + c (cosine); right: a, b, c and the answer in 2-D (PCA of the five points)."""
     left, right = fig.subplots(1, 2, width_ratios=[1, 1.15])
     y = np.arange(k)
     bars = left.barh(y, np.zeros(k), color=[_COLOURS["target"]] + [_COLOURS["cosine"]] * (k - 1))
@@ -214,31 +195,17 @@ def update_analogy(fig, a="man", b="king", c="woman", k=8, **_):
 
 def neighbour_explorer():
     """Pick a word and a similarity: see its nearest neighbours and how long their vectors are."""
-    return Explorer(
-        draw_neighbours,
-        {
-            "word": dropdown("word", NEIGHBOUR_WORDS, "apple"),
-            "metric": dropdown("similarity", ["cosine", "dot"], "cosine"),
-            "k": slider("neighbours k", 10, 5, 15, 1, integer=True),
-        },
-        figsize=(9.5, 4.2),
-        update=update_neighbours,
-    )
+    controls = {"word": dropdown("word", NEIGHBOUR_WORDS, "apple"),
+                "metric": dropdown("similarity", ["cosine", "dot"], "cosine"),
+                "k": slider("neighbours k", 10, 5, 15, 1, integer=True)}
+    return Explorer(draw_neighbours, controls, figsize=(9.5, 4.2), update=update_neighbours)
 
 
 def analogy_explorer():
     """a is to b as c is to ?: the words nearest to b - a + c."""
-    return Explorer(
-        draw_analogy,
-        {
-            "a": dropdown("a", ANALOGY_WORDS, "man"),
-            "b": dropdown("is to b", ANALOGY_WORDS, "king"),
-            "c": dropdown("as c is to ?", ANALOGY_WORDS, "woman"),
-        },
-        figsize=(9.5, 4.0),
-        layout="row",
-        update=update_analogy,
-    )
+    controls = {"a": dropdown("a", ANALOGY_WORDS, "man"), "b": dropdown("is to b", ANALOGY_WORDS, "king"),
+                "c": dropdown("as c is to ?", ANALOGY_WORDS, "woman")}
+    return Explorer(draw_analogy, controls, figsize=(9.5, 4.0), layout="row", update=update_analogy)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

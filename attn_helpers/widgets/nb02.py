@@ -57,11 +57,7 @@ def draw_geometry(fig, X=None, tokens=JOURNEY_TOKENS, query="journey"):
 
 
 def draw_scores(fig, query="journey", metric="dot product", tokens=JOURNEY_TOKENS, X=None):
-    """Left: the score matrix with the query's row outlined; right: that row as bars.
-
-    Draws everything that stays put when only the query changes; :func:`update_scores`
-    then moves the outline, the row's numbers and the bars (the live widget's fast path).
-    """
+    """Left: the score matrix with the query's row outlined; right: that row as bars."""
     X = journey_embeddings() if X is None else np.asarray(X)
     tokens = list(tokens)
     T = len(tokens)

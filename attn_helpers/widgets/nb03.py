@@ -41,11 +41,7 @@ def _as_temperature(value):
 
 
 def draw_temperature(fig, query="journey", temperature=1.0, tokens=JOURNEY_TOKENS, X=None):
-    """Left: the query's weights at temperature τ (black marks: τ = 1); right: entropy against τ.
-
-    Draws the axes, ticks and fixed lines once; :func:`update_temperature` sets the bars,
-    the τ = 1 marks, the entropy curve and the current point (the live widget's fast path).
-    """
+    """Left: the query's weights at temperature τ (black marks: τ = 1); right: entropy against τ."""
     X = journey_embeddings() if X is None else np.asarray(X)
     tokens = list(tokens)
     T = len(tokens)

@@ -33,15 +33,9 @@ def _label_groups(points, tokens, radius):
 
 def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKENS, query=None, limits=None,
                    moved=None, frame=True, labels=True):
-    """One 2-D view of the weighted sum: input arrows, their hull, the context arrow.
+    """One 2-D view (two features) of the weighted sum: input arrows as wide as their weights, hull, context.
 
-    The view keeps two features of the vectors (a projection), so the hull drawn is the
-    hull of the projected inputs, and the projected context vector is the same weighted
-    average of the projected inputs: it lies inside. Each input arrow takes its token's
-    colour (:func:`attn_helpers.plotting.token_colours`) and grows wider with its weight;
-    the context vector is black and ends in a white ring, so its end point stays visible.
-    ``moved`` (a token index) adds "(moved)" to that token's name; ``labels=False``
-    leaves the names out (a second view, read by colour).
+    ``moved`` (a token index) adds "(moved)" to that token's name; ``labels=False`` leaves names out.
     """
     a, b = dims
     tokens = list(tokens)
@@ -136,11 +130,7 @@ def draw_tip_to_tail(ax, X, weights_row, dims=(0, 1), tokens=JOURNEY_TOKENS, que
 
 def draw_context(fig, query="journey", token="with", delta_0=0.0, delta_1=0.0, delta_2=0.0, tokens=JOURNEY_TOKENS,
                  X=None):
-    """Weights of one query (bars) and its context vector in two views, after nudging one token.
-
-    The axes are drawn here once; :func:`update_context` draws what moves (bars, arrows,
-    hull, labels), so the live widget redraws only those.
-    """
+    """Weights of one query (bars) and its context vector in two views, after nudging one token."""
     tokens = list(tokens)
     base = (journey_embeddings() if X is None else np.asarray(X)).astype(float)
     bars_ax, front, side = fig.subplots(1, 3, width_ratios=[1.25, 1, 1])

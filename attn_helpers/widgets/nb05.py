@@ -33,10 +33,6 @@ def _matrices(values):
     return out
 
 
-def _rows(matrix, tokens):
-    return " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, matrix, strict=False))
-
-
 def _limits(matrix, signed):
     """Colour limits rounded outwards to whole numbers, so small edits keep the same colorbar."""
     if signed:
@@ -46,11 +42,7 @@ def _limits(matrix, signed):
 
 
 def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
-    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note.
-
-    :func:`update_qkv` then changes only the cells (colours and numbers) while the colour
-    limits still hold, so the live widget redraws just those.
-    """
+    """Heatmaps of Q K^T / sqrt(d_k), the weights and the output ``weights @ V``; Q, K, V in the note."""
     tokens = list(tokens)
     X = i_love_ai(dtype=np.float64)["X"] if X is None else np.asarray(X, dtype=float)
     W = _matrices(entries)
@@ -74,11 +66,7 @@ def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
 
 
 def update_qkv(fig, **entries):
-    """Recolour and renumber the cells for new matrices (the live widget's fast path).
-
-    Values outside a colorbar widen its limits in place (the same limits a fresh drawing
-    would choose); the explorer then redraws the background once, not the whole figure.
-    """
+    """Recolour and renumber the cells; values outside a colorbar widen its limits (the background is redrawn)."""
     handles = fig.handles
     tokens = handles["tokens"]
     W = _matrices(entries)
@@ -103,18 +91,14 @@ def update_qkv(fig, **entries):
     best = [np.flatnonzero(row >= row.max() - 1e-6) for row in weights]  # several keys when tied
     attends = ", ".join(f"{tokens[q]} → {' / '.join(tokens[k] for k in keys)}{' (tied)' if len(keys) > 1 else ''}"
                         for q, keys in enumerate(best))
-    lines = [f"<code>{name} = X {name_w}: {_rows(steps[name], tokens)}</code>"
-             for name, name_w in (("Q", "W_q"), ("K", "W_k"), ("V", "W_v"))]
+    lines = [f"<code>{name} = X W_{name.lower()}: "
+             + " | ".join(f"{t} [{' '.join(f'{v:.2f}' for v in row)}]" for t, row in zip(tokens, steps[name]))
+             + "</code>" for name in "QKV"]
     return "<br>".join(lines + [symmetry, f"Each query attends most to: {attends}."])
 
 
 class MatrixExplorer(Explorer):
-    """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v.
-
-    ``controls`` keeps the flat ``{"W_q_00": box, ...}`` mapping (what ``draw`` and the
-    latency benchmark use); only the layout changes, plus a button that restores the
-    hand-worked values.
-    """
+    """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v."""
 
     def __init__(self, draw, controls, figsize=(12, 3.9), update=None):
         super().__init__(draw, controls, figsize, update=update)

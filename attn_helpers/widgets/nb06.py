@@ -38,18 +38,8 @@ _SIDE_COLOURS = (SERIES_COLOURS[1], SERIES_COLOURS[0])
 _DIGIT_BLANK, _POINT_BLANK = "\u2007", "\u2008"  # figure space, punctuation space: as wide as "0" and "."
 
 
-def _blank(number_text):
-    """Blanks exactly as wide as ``number_text`` (digits and a point), for the fixed part of a text."""
-    return "".join(_POINT_BLANK if ch == "." else _DIGIT_BLANK for ch in number_text)
-
-
 class _Fields(Artist):
-    """The changing parts of a fixed text (a legend label): each drawn where it sits in the full string.
-
-    ``base`` shows the fixed words with blanks (:func:`_blank`) where the numbers go, left-aligned on
-    its baseline (as legend labels are); ``fields`` are ``(index into base's string, Text)`` pairs.
-    Drawn after the legend (zorder 6), so ``base`` is already in place.
-    """
+    """The changing parts (``(index, Text)`` pairs) of a legend label ``base`` whose blanks stand for them."""
 
     def __init__(self, base, starts):
         super().__init__()
@@ -81,11 +71,7 @@ class _Fields(Artist):
 
 
 def _split_title(parent, x, y, transform, changing, fixed, va="baseline", **props):
-    """A centred one-line title as two texts: ``changing`` (right-aligned) then ``fixed`` (left-aligned).
-
-    The join is placed so that the whole title is centred on ``x`` for this ``changing`` text; later
-    values of other widths shift it by a few pixels at most. Returns the changing Text.
-    """
+    """A centred title as two texts, ``changing`` (returned, right-aligned) then ``fixed`` (left-aligned)."""
     fig = parent if isinstance(parent, Figure) else parent.figure
     renderer = fig.canvas.get_renderer()  # the Agg canvas of every Explorer figure (public API)
     font = FontProperties(size=props.get("fontsize"))
@@ -107,11 +93,6 @@ def _query_words(percentile):
     return "a typical (median) query" if percentile == 50 else f"the query at percentile {percentile}"
 
 
-def _x_limit(d_k):
-    """Half-width of the score axis: the unscaled spread grows with d_k, the scaled one does not."""
-    return max(4.0 * np.sqrt(d_k), 5.0)
-
-
 #: The per-query numbers in the right legend, each always 4 characters wide (d.dd).
 _ROW_METRICS = ("largest", "entropy", "||J||")
 
@@ -122,19 +103,13 @@ def _two(value):
 
 
 def draw_scaling(fig, d_k=64, percentile=50):
-    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways.
-
-    Draws the frame (axes, labels, the fixed words of the legends and titles) with placeholder data and
-    lists the artists that change in ``fig.dynamic``; :func:`update_scaling` fills them in (the live
-    widget calls only that one afterwards). The sample query on the right is chosen by the percentile of
-    its unscaled largest weight among the 400 (50: a typical, median query).
-    """
+    """Left: the score distributions without/with scaling on one x-axis; right: one query's weights, both ways."""
     d_k, percentile = _clean(d_k, percentile)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1], gridspec_kw={"left": 0.05, "right": 0.98, "top": 0.84,
                                                                           "bottom": 0.14, "wspace": 0.22})
     keys = np.arange(NUM_KEYS)
-    blank = _blank("0.00")
+    blank = _DIGIT_BLANK + _POINT_BLANK + 2 * _DIGIT_BLANK  # as wide as "0.00"
     left_labels = ("without scaling: std ", "with scaling ")  # + "8.03", + "(/ sqrt(64)): std 1.00"
     right_labels = [f"{side}: " + ", ".join(f"{metric} {blank}" for metric in _ROW_METRICS)
                     for side in ("unscaled", "scaled")]
@@ -176,7 +151,7 @@ def update_scaling(fig, d_k=64, percentile=50, **_):
     query = query_at_percentile(d_k, percentile)
     scores = score_sample(d_k)
     summary = scaling_summary(d_k)
-    limit = _x_limit(d_k)  # one x-axis for both histograms
+    limit = max(4.0 * np.sqrt(d_k), 5.0)  # one x-axis for both histograms: the unscaled spread grows with d_k
     std = {name: summary[name]["score std"] for name in summary}
     sides = ((f"{std['unscaled']:.2f}", 1.0, np.linspace(-limit, limit, 41)),
              (f"(/ sqrt({d_k})): std {std['scaled']:.2f}", 1.0 / np.sqrt(d_k), np.linspace(-5, 5, 21)))

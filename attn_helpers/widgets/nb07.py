@@ -35,11 +35,7 @@ def _hatch(ax, facecolor):
 
 
 def draw_masking(fig, causal=True, query="creature", length=8, example=None, tokens=CREATURE_TOKENS):
-    """Left: the weights heatmap (masked cells hatched), the query's row outlined; right: that row as bars.
-
-    Draws the frame (axes, token labels, colorbar, legend) and the artists that change, listed in
-    ``fig.dynamic``; :func:`update_masking` fills them in (the live widget calls only that one afterwards).
-    """
+    """Left: the weights heatmap (masked cells hatched), the query's row outlined; right: that row as bars."""
     example = creature_example() if example is None else example
     tokens = list(tokens)
     T = len(tokens)

@@ -1,17 +1,8 @@
-"""Notebook 08: multi-head attention. Which features each head gets, and what each head contributes.
-
-Two explorers:
-
-- :func:`grouping_explorer`: colour every number of the projected ``(T, d_model)`` matrix by the
-  head it lands in, for the right split (``split_heads``: reshape, then swap axes) and for two
-  plausible wrong ones. The right split gives vertical stripes (every head sees every token); a
-  bare reshape to ``(h, T, d_h)`` gives horizontal bands (each head gets whole tokens).
-- :func:`head_explorer`: pick a head of the creature sentence (``examples.creature_heads_example``:
-  head 0 of 2 is notebook 05's hand-designed head, the rest random); see its attention pattern and
-  its share of each token's output.
-"""
+"""Notebook 08: multi-head attention: which numbers each head gets (right and wrong splits), what each adds."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 from matplotlib.colors import ListedColormap, to_rgb
@@ -31,10 +22,6 @@ __all__ = ["HEAD_COLOURS", "SPLITS", "head_assignment", "head_contributions", "h
 HEAD_COLOURS = (*SERIES_COLOURS, OKABE_ITO["black"])
 
 
-def _text_colour(background):
-    """Black or white, whichever reads better on ``background`` (by its relative luminance)."""
-    red, green, blue = to_rgb(background)
-    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
 
 #: The ways to cut ``(T, d_model)`` into heads that the grouping explorer offers (label -> key).
 SPLITS = {
@@ -48,24 +35,11 @@ HEAD_CHOICES = (1, 2, 4, 8)
 
 
 def head_assignment(T, d_model, num_heads, split="right"):
-    """Which head each number of a ``(T, d_model)`` matrix lands in, for a given way of splitting.
+    """``head[t, f]``, shape (T, d_model): the head that gets feature f of token t, for a way of splitting.
 
-    Parameters
-    ----------
-    T, d_model, num_heads : int
-        ``num_heads`` must divide ``d_model``.
-    split : {"right", "reshape", "strided"}
-        ``"right"``: ``reshape(T, h, d_h)`` then swap the first two axes (what ``split_heads`` does);
-        ``"reshape"``: ``reshape(h, T, d_h)`` with no transpose; ``"strided"``: ``reshape(T, d_h, h)``
-        with the head axis last, moved to the front.
+    ``split``: ``"right"`` (``split_heads``: reshape (T, h, d_h), swap axes), ``"reshape"`` (straight to
+    (h, T, d_h)) or ``"strided"`` (reshape (T, d_h, h), heads last).
 
-    Returns
-    -------
-    head : ndarray of int, shape (T, d_model)
-        ``head[t, f]`` is the head that receives feature ``f`` of token ``t``.
-
-    Examples
-    --------
     >>> head_assignment(2, 4, 2)
     array([[0, 0, 1, 1],
            [0, 0, 1, 1]])
@@ -88,24 +62,10 @@ def head_assignment(T, d_model, num_heads, split="right"):
 
 
 def head_contributions(context, W_o):
-    r"""Each head's part of the output: :math:`\mathrm{head}_i\, W_o^{(i)}`, which sum to the output.
+    r"""Each head's part of the output, shape (h, T, d_out): :math:`\mathrm{head}_i\, W_o^{(i)}` (they sum to it).
 
-    :math:`\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_o = \sum_i \mathrm{head}_i W_o^{(i)}`
-    where :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``.
+    :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
 
-    Parameters
-    ----------
-    context : array_like, shape (h, T, d_h)
-        The per-head context vectors.
-    W_o : array_like, shape (h * d_h, d_out)
-
-    Returns
-    -------
-    parts : ndarray, shape (h, T, d_out)
-        ``parts.sum(axis=0)`` equals ``merge_heads(context) @ W_o``.
-
-    Examples
-    --------
     >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
     >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
     >>> head_contributions(context, W_o)[1]
@@ -121,21 +81,10 @@ def head_contributions(context, W_o):
 
 
 def head_shares(parts):
-    """Each head's share of each token's output: the norm of its part over the sum of all heads' norms.
+    """Each head's share (h, T) of each token's output: the norm of its part over the sum of all heads' norms.
 
-    Parameters
-    ----------
-    parts : array_like, shape (h, T, d_out)
-        From :func:`head_contributions`.
+    Columns sum to 1: "how much each head pushes", not an exact decomposition (parts can cancel).
 
-    Returns
-    -------
-    shares : ndarray, shape (h, T)
-        Non-negative; each column sums to 1. (Norms do not add up: parts can point in opposite
-        directions. So this is "how much does each head push", not an exact decomposition.)
-
-    Examples
-    --------
     >>> head_shares(np.array([[[3.0, 4.0]], [[0.0, 5.0]]]))   # norms 5 and 5
     array([[0.5],
            [0.5]])
@@ -149,18 +98,8 @@ def head_shares(parts):
 # Explorer 1: which numbers go to which head
 
 
-def _grouping_choice(num_heads, split):
-    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
-    split = SPLITS.get(split, split)
-    return num_heads, split if split in ("right", "reshape", "strided") else "right"
-
-
 def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
-    """Colour the projected ``(T, d_model)`` matrix by the head each number goes to.
-
-    The axes are drawn here; :func:`update_grouping` recolours the cells and redraws the
-    legend and title, so the live widget redraws only those.
-    """
+    """Colour the projected ``(T, d_model)`` matrix by the head each number goes to."""
     T = len(tokens)
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
     ax = fig.add_axes((0.14, 0.2, 0.7, 0.62))
@@ -188,7 +127,9 @@ def update_grouping(fig, num_heads=4, split="right", **_):
     """Recolour the cells for another h or split (the live widget's fast path)."""
     handles = fig.handles
     tokens, d_model = handles["tokens"], handles["d_model"]
-    num_heads, split = _grouping_choice(num_heads, split)
+    num_heads = int(num_heads) if num_heads in HEAD_CHOICES else 4
+    split = SPLITS.get(split, split)
+    split = split if split in SPLITS.values() else "right"
     T = len(tokens)
     head_dim = d_model // num_heads
     owner = head_assignment(T, d_model, num_heads, split)
@@ -224,10 +165,7 @@ def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
     """Pick the number of heads and a way to split; see which head gets which number of a (T, d_model) matrix."""
     controls = {"num_heads": dropdown("number of heads h", HEAD_CHOICES, 4),
                 "split": dropdown("split", list(SPLITS), next(iter(SPLITS)))}
-
-    def draw(fig, **values):
-        return draw_grouping(fig, tokens=tokens, d_model=d_model, **values)
-
+    draw = partial(draw_grouping, tokens=tokens, d_model=d_model)
     return Explorer(draw, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
@@ -236,10 +174,7 @@ def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
 
 
 def _hatch_future(ax, T):
-    """Cover the masked cells above the diagonal with one hatched grey staircase (as plotting.heatmap draws masks).
-
-    One polygon instead of one patch per masked cell keeps the slider callback fast.
-    """
+    """Hatch the masked cells above the diagonal as one staircase polygon (one patch per cell would be slow)."""
     if T < 2:
         return
     corners = [(0.5, -0.5), (T - 0.5, -0.5), (T - 0.5, T - 1.5)]  # top edge, then down the right edge
@@ -266,11 +201,7 @@ def _head_state(example, num_heads, head, causal, T):
 
 
 def draw_head(fig, num_heads=2, head=0, causal=False, tokens=CREATURE_TOKENS, example=None):
-    """Left: the chosen head's attention weights; right: each head's share of each token's output.
-
-    The axes are drawn here; :func:`update_head` changes the pattern, the bars and the
-    texts, so the live widget redraws only those.
-    """
+    """Left: the chosen head's attention weights; right: each head's share of each token's output."""
     example = creature_heads_example() if example is None else example
     T = len(tokens)
     fig.set_layout_engine("none")
@@ -304,6 +235,8 @@ def update_head(fig, num_heads=2, head=0, causal=False, **_):
     handles["image"].set_data(weights[head])
     handles["left"].set_title(f"head {head} of {num_heads} (d_h = {head_dim})")
     redraw_dynamic(fig, "hatch", lambda: _hatch_future(handles["left"], T) if causal else None)
+    red, green, blue = to_rgb(HEAD_COLOURS[head])
+    ink = "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"  # by relative luminance
     for t in range(T):
         handles["own"][t].set_width(shares[head, t])
         handles["own"][t].set_color(HEAD_COLOURS[head])
@@ -312,7 +245,7 @@ def update_head(fig, num_heads=2, head=0, causal=False, **_):
         text = handles["texts"][t]
         text.set_x(shares[head, t] / 2)
         text.set_text(f"{shares[head, t]:.0%}")
-        text.set_color(_text_colour(HEAD_COLOURS[head]))
+        text.set_color(ink)
     handles["equal"].set_xdata([1 / num_heads, 1 / num_heads])
     others = {1: "no other heads", 2: "grey: the other head"}.get(num_heads, f"grey: the other {num_heads - 1} heads")
     handles["right"].set_title(f"head {head}'s share of each token's output\n({others})", fontsize=12)
@@ -325,10 +258,9 @@ def update_head(fig, num_heads=2, head=0, causal=False, **_):
 
 
 def head_explorer(example=None, tokens=CREATURE_TOKENS):
-    """Pick the number of heads, a head and the mask; see the head's pattern and its share of the output.
+    """Pick h, a head and the mask; see the head's pattern and its share of the output.
 
-    ``example`` is a dict ``X, W_q, W_k, W_v, W_o`` (default: ``examples.creature_heads_example()``).
-    The same four weight matrices serve every number of heads: only the way they are cut changes.
+    ``example``: a dict ``X, W_q, W_k, W_v, W_o`` (default ``creature_heads_example()``), cut for every h.
     """
     example = creature_heads_example() if example is None else example
     heads = slider("head", 0, 0, max(HEAD_CHOICES) - 1, 1, integer=True)
@@ -340,11 +272,7 @@ def head_explorer(example=None, tokens=CREATURE_TOKENS):
 
     num_heads.observe(follow, names="value")
     controls = {"num_heads": num_heads, "head": heads, "causal": toggle("causal mask", False)}
-
-    def draw(fig, **values):
-        return draw_head(fig, tokens=tokens, example=example, **values)
-
-    return Explorer(draw, controls, figsize=(10, 4.4), update=update_head)
+    return Explorer(partial(draw_head, tokens=tokens, example=example), controls, figsize=(10, 4.4), update=update_head)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

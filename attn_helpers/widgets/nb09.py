@@ -1,16 +1,9 @@
-"""Notebook 09: word order. Three explorers, each drawing numbers the numpy core computes.
-
-- :func:`order_explorer`: put "dog bites man" in any order, with or without positions added; see the
-  context vectors and how far each word's output moved (:func:`~attn_helpers.examples.reorder_outputs`).
-- :func:`encoding_explorer`: the sinusoidal encoding as a heatmap for a chosen ``d_model``, and the dot
-  product of one position's vector with every other (:func:`~attn_helpers.positions.positional_encoding`).
-- :func:`rotation_explorer`: one query pair and one key pair rotated by RoPE in the plane; shift both
-  positions and the score stays (:func:`~attn_helpers.positions.rope`).
-"""
+"""Notebook 09: word order: reordered sentences, the sinusoidal encoding, RoPE's rotation (numbers from the core)."""
 
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import numpy as np
 
@@ -39,11 +32,7 @@ def _largest_change():
 
 
 def draw_order(fig, sentence="man bites dog", positions=False, y_max=None):
-    """Left: the context vectors of the reordered sentence; right: how far each word's output moved.
-
-    Draws the frame (axes, colorbar, feature ticks) and the artists that change, listed in
-    ``fig.dynamic``; :func:`update_order` fills them in (the live widget calls only that one afterwards).
-    """
+    """Left: the context vectors of the reordered sentence; right: how far each word's output moved."""
     words = DOG_BITES_MAN_TOKENS
     T = len(words)
     left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
@@ -102,11 +91,7 @@ def order_explorer():
     y_max = _largest_change()
     controls = {"sentence": dropdown("word order", list(ORDERS), "man bites dog"),
                 "positions": toggle("add sinusoidal positions", False)}
-
-    def draw(fig, sentence, positions):
-        return draw_order(fig, sentence=sentence, positions=positions, y_max=y_max)
-
-    return Explorer(draw, controls, figsize=(11, 3.9), update=update_order)
+    return Explorer(partial(draw_order, y_max=y_max), controls, figsize=(11, 3.9), update=update_order)
 
 
 #: Positions the encoding explorer draws (rows of its heatmap).
@@ -117,11 +102,7 @@ D_MODEL_CHOICES = (16, 32, 64, 128)
 
 
 def draw_encoding(fig, position=10, d_model=64):
-    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position marked; right: its dot products.
-
-    Draws the frame for this ``d_model`` and the artists that follow the position (listed in
-    ``fig.dynamic``); :func:`update_encoding` moves them (the live widget's fast path).
-    """
+    """Left: ``positional_encoding(50, d_model)`` as a heatmap, one position marked; right: its dot products."""
     T = ENCODING_POSITIONS
     d_model = int(d_model)
     pe = positional_encoding(T, d_model, dtype=np.float64)  # (T, d_model)
@@ -177,8 +158,6 @@ ROPE_KEY = (0.3, 1.1)
 def rotated_pair(query_position, key_position, shift=0):
     """The RoPE-rotated query and key pairs (d = 2: one radian per position) and their score.
 
-    Examples
-    --------
     >>> q, k, score = rotated_pair(3, 1)
     >>> round(score, 4) == round(rotated_pair(7, 5)[2], 4)  # same offset, same score
     True
@@ -189,11 +168,7 @@ def rotated_pair(query_position, key_position, shift=0):
 
 
 def draw_rotation(fig, query_position=3, key_position=1, shift=0):
-    """The query and key pairs before (faint) and after the rotation, with the score and the offset.
-
-    Draws the plane (circle, axes, the unrotated pairs); :func:`update_rotation` draws the rotated
-    pairs and the title (the live widget redraws only those).
-    """
+    """The query and key pairs before (faint) and after the rotation, with the score and the offset."""
     ax = fig.subplots()
     circle = np.linspace(0, 2 * np.pi, 200)
     radius = max(np.hypot(*ROPE_QUERY), np.hypot(*ROPE_KEY))

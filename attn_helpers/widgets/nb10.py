@@ -1,12 +1,4 @@
-"""Notebook 10: the transformer block. Figures and one explorer.
-
-- :func:`draw_block_diagram`: post-norm and pre-norm blocks side by side, as boxes and arrows.
-- :func:`draw_parameter_breakdown`: where the parameters of GPT-2 (small to XL) sit.
-- :func:`stream_explorer`: stack up to 12 random blocks on the creature sentence, pre-norm or
-  post-norm, with or without residual connections, and watch the residual stream: the length of
-  the token vectors, how much of each token's own input survives, and whether the tokens stay
-  distinct. Every number comes from :func:`attn_helpers.examples.stack_diagnostics`.
-"""
+"""Notebook 10: the block diagram, GPT-2's parameters, the residual stream of stacked blocks (``stack_diagnostics``)."""
 
 from __future__ import annotations
 
@@ -137,8 +129,6 @@ def draw_parameter_breakdown(fig, configs=None):
 def all_diagnostics(example=None):
     """:func:`stack_diagnostics` of the example's blocks for every (placement, residual) pair.
 
-    Examples
-    --------
     >>> diagnostics = all_diagnostics()
     >>> sorted(diagnostics)[0], diagnostics[(True, True)]["norm"].shape
     ((False, False), (13,))
@@ -148,18 +138,9 @@ def all_diagnostics(example=None):
             for norm_first in (True, False) for residual in (True, False)}
 
 
-def _setting(placement, residual):
-    norm_first = PLACEMENTS.get(placement, placement) if isinstance(placement, str) else bool(placement)
-    return bool(norm_first), bool(residual)
-
-
 def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, diagnostics=None,
                 tokens=CREATURE_TOKENS):
-    """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix.
-
-    The frame (axes, the grey curves of all four settings, the colorbar) is drawn once; the artists
-    that change are listed in ``fig.dynamic`` and refilled by :func:`update_stream`.
-    """
+    """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix."""
     diagnostics = all_diagnostics() if diagnostics is None else diagnostics
     fig.set_layout_engine("none")  # fixed margins: a constrained layout would double the render time
     length_ax, cosine_ax, matrix_ax = fig.subplots(1, 3, width_ratios=[1, 1, 1.05], gridspec_kw={
@@ -200,7 +181,8 @@ def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, 
 def update_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, **_):
     """Refill the highlighted curves, the similarity matrix and the titles (the live widget's fast path)."""
     h = fig.handles
-    norm_first, residual = _setting(placement, residual)
+    norm_first = bool(PLACEMENTS.get(placement, placement) if isinstance(placement, str) else placement)
+    residual = bool(residual)
     d = h["diagnostics"][(norm_first, residual)]
     depth = len(d["norm"]) - 1
     n = int(min(max(num_blocks, 0), depth))

@@ -1,10 +1,8 @@
-"""Notebook 11: watch trained attention form. Snapshot figures, a loss curve, a progress bar, an explorer.
-
-Every number drawn here comes from :mod:`attn_helpers.training` (the runs, their losses and
-snapshots); this module only draws.
-"""
+"""Notebook 11: watch trained attention form (numbers from :mod:`attn_helpers.training`; this module draws)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import ipywidgets as widgets
 import numpy as np
@@ -20,8 +18,7 @@ __all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves
 class LossProgress:
     """A progress bar with the live loss, for ``train(..., progress=bar)``; shows nothing outside Jupyter.
 
-    ``bar(step, loss)`` moves the bar and rewrites the label; the widget's output cannot be stored
-    byte for byte (tag its cell ``nbval-ignore-output``), so print a summary in the next cell.
+    ``bar(step, loss)`` moves the bar and rewrites the label.
     """
 
     def __init__(self, steps, description="training"):
@@ -63,19 +60,13 @@ def _heads(run, step):
 
 
 def masked_weights(run, weights):
-    """``weights`` with the cells the task's mask forbids set to NaN: drawn in the masked grey, never as a 0.
-
-    (Faster to draw than ``heatmap(..., mask=...)``'s hatching, which a figure of many panels cannot afford.)
-    """
+    """``weights`` with the cells the task's mask forbids set to NaN: drawn in the masked grey, never as a 0."""
     mask = run.the_task().mask()
     return weights if mask is None else np.where(mask, weights, np.nan)
 
 
 def draw_snapshots(fig, run, steps=None, layer=0, head=0):
-    """One heatmap of the probe's attention weights per training step, side by side, one colorbar.
-
-    Returns a one-line note (the steps and their losses).
-    """
+    """One heatmap of the probe's attention weights per training step, one colorbar; returns the steps' losses."""
     steps = list(run.snapshots) if steps is None else [_nearest_snapshot(run, s) for s in steps]
     labels = token_labels(run.task, run.probe)
     # fixed margins (no layout engine): a row of many heatmaps is slow to lay out, and these never need it
@@ -133,12 +124,7 @@ def _layout_key(run):
 
 
 def draw_training(fig, task="reverse", step=20, runs=None):
-    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve.
-
-    Lists in ``fig.dynamic`` the artists that a change of step or of run (of the same shape) edits:
-    the heatmaps and their titles, the loss curve and its legend, the step marker and the curve's
-    title; :func:`update_training` edits them.
-    """
+    """The explorer's figure: the probe's attention at one snapshot (every layer and head) and the loss curve."""
     run = runs[task]
     step = _nearest_snapshot(run, min(int(step), run.steps))
     panels = _heads(run, step)
@@ -165,11 +151,7 @@ def draw_training(fig, task="reverse", step=20, runs=None):
 
 
 def _switch_run(fig, task):
-    """Show another run on the same axes (same panels and tokens): new loss curve, legend and titles.
-
-    These are dynamic artists. A run of another length also moves the x-limits, a static part:
-    then the background is drawn again (``fig.background_changed``).
-    """
+    """Show another run on the same axes (same panels and tokens): new loss curve, legend and titles."""
     h = fig.handles
     run = h["runs"][task]
     if _layout_key(run) != h["layout"]:
@@ -205,16 +187,13 @@ def training_explorer(runs=None):
     """Pick a task and a training step: the attention weights of the shipped run at that step."""
     runs = load_runs() if runs is None else runs
 
-    def draw(fig, task, step):
-        return draw_training(fig, task=task, step=step, runs=runs)
-
     controls = {  # the step first: moving it only redraws the heatmaps (a task switch redraws the figure)
         "step": widgets.SelectionSlider(options=list(SHIPPED_SNAPSHOTS), value=20, description="training step",
                                         continuous_update=False, style={"description_width": "initial"},
                                         layout=widgets.Layout(width="420px")),
         "task": dropdown("task", list(runs), "reverse"),
     }
-    return Explorer(draw, controls, figsize=(12, 4.2), update=update_training)
+    return Explorer(partial(draw_training, runs=runs), controls, figsize=(12, 4.2), update=update_training)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -1,14 +1,8 @@
-"""Notebook 12: a head view of all-MiniLM-L6-v2 for any sentence the learner types.
-
-:func:`head_view` joins a text box and two sliders (layer, head) to one figure: left, all 72
-attention matrices of the sentence as a 6 x 12 grid (one small ``T x T`` map per head, the
-chosen one framed); right, the chosen head enlarged with its tokens as labels. The numbers come
-from :mod:`attn_helpers.pretrained` (``model.run`` and ``head_fingerprints``); this module draws.
-"""
+"""Notebook 12: a head view of all-MiniLM-L6-v2 (all 72 heads, one enlarged) for any sentence the learner types."""
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 
 import ipywidgets as widgets
 import matplotlib as mpl
@@ -32,22 +26,8 @@ MAX_LABELS = 16
 
 
 def head_mosaic(attentions, gap=0):
-    """All heads' weight matrices side by side: one image, heads across, layers down.
+    """All heads' (layers, heads, T, T) weight matrices as one image, heads across, layers down, ``gap`` NaN between.
 
-    Parameters
-    ----------
-    attentions : array_like, shape (layers, heads, T, T)
-    gap : int
-        Empty cells (NaN) between neighbouring maps.
-
-    Returns
-    -------
-    mosaic : ndarray, shape (layers * (T + gap) - gap, heads * (T + gap) - gap)
-        The map of head ``h`` in layer ``l`` starts at row ``l * (T + gap)``, column ``h * (T + gap)``.
-        Float32 weights give a float32 mosaic (which matplotlib also draws a little faster).
-
-    Examples
-    --------
     >>> head_mosaic(np.ones((2, 3, 2, 2))).shape
     (4, 6)
     >>> head_mosaic(np.arange(8.0).reshape(1, 2, 2, 2), gap=1)
@@ -78,11 +58,7 @@ def head_summary(result, layer, head):
 
 
 def fit_text(model, text):
-    """``(text, note)``: ``text`` itself, or its longest beginning that the model takes (at most 256 tokens).
-
-    A longer text is cut (at a space where one is near), as sentence-transformers cuts it, and the
-    note says so; the model itself refuses it rather than cut it silently.
-    """
+    """``(text, note)``: ``text`` itself, or its longest beginning that the model takes (at most 256 tokens)."""
     total = len(model.tokenizer.tokenize(text))
     if total <= MAX_TOKENS:
         return text, ""
@@ -114,11 +90,7 @@ def _charmap(path):
 
 @lru_cache(maxsize=64)
 def _fonts_for(characters):
-    """``(families, missing)``: the fonts to draw ``characters`` with, and those no installed font has.
-
-    ``families`` is None when the default font has them all; else the default font then the first
-    installed :data:`FALLBACK_FONTS` font with the most of the missing ones (matplotlib's fallback).
-    """
+    """``(families, missing)``: the fonts to draw ``characters`` with, and those no installed font has."""
     default = font_manager.FontProperties(family=mpl.rcParams["font.family"])
     missing = {c for c in characters if ord(c) not in _charmap(font_manager.findfont(default))}
     if not missing:
@@ -144,21 +116,8 @@ def _drawable(tokens):
                               f"{NO_GLYPH} (the tokens above are exact; a font such as Noto Sans CJK would draw them).")
 
 
-def _choice(layer, head, result):
-    layers, heads = result.attentions.shape[:2]
-    return min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
-
-
 def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
-    """Left: the 6 x 12 grid of every head's weights; right: the chosen head with its tokens.
-
-    Only the axes are drawn here; the images, the token labels and the frame around the chosen
-    head are set by :func:`update_head_view`, which the live widget calls alone on every change.
-    The grid is drawn in head units (each head a unit square, whatever the number of tokens)
-    and the tokens are a fixed set of text artists, not tick labels, so a new sentence changes
-    no axis: it refills the artists of ``fig.middle`` (the grid and its lines, the tokens, the
-    axis titles placed next to them); a layer or head redraws ``fig.dynamic`` only.
-    """
+    """Left: the 6 x 12 grid of every head's weights; right: the chosen head with its tokens."""
     model = load_minilm() if model is None else model
     layers, heads = model.num_layers, model.num_heads
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
@@ -196,11 +155,7 @@ def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
 
 
 def _axis_titles(ax, xlabel, ylabel):
-    """The axis titles of the enlarged map as text artists that :func:`update_head_view` moves.
-
-    They look like ``set_xlabel``/``set_ylabel`` (same size, alignment, rotation), but an axis
-    label is drawn with its axis, in the static background; these are drawn with the tokens.
-    """
+    """The axis titles of the enlarged map as text artists that :func:`update_head_view` moves."""
     style = {"fontsize": mpl.rcParams["axes.labelsize"], "fontweight": mpl.rcParams["axes.labelweight"],
              "color": mpl.rcParams["axes.labelcolor"], "transform": ax.transAxes, "ha": "center"}
     return (ax.text(0.5, 0, xlabel, va="top", **style),
@@ -208,11 +163,7 @@ def _axis_titles(ax, xlabel, ylabel):
 
 
 def _token_label_pool(ax):
-    """Room for the tokens along both edges of the enlarged map: MAX_LABELS rows, then MAX_LABELS columns.
-
-    Made once; a new sentence sets their text, place, size and visibility (:func:`_show_tokens`),
-    which costs far less than removing and creating text artists.
-    """
+    """Room for the tokens along both edges of the enlarged map: MAX_LABELS rows, then MAX_LABELS columns."""
     rows = [ax.text(0, 0, "", ha="right", va="center") for _ in range(MAX_LABELS)]
     columns = [ax.text(0, 0, "", ha="right", va="top", rotation=60, rotation_mode="anchor")
                for _ in range(MAX_LABELS)]
@@ -220,11 +171,7 @@ def _token_label_pool(ax):
 
 
 def _show_tokens(labels, tokens, families=None):
-    """The tokens along both edges of the enlarged map (every k-th one beyond MAX_LABELS tokens).
-
-    ``families``: the fonts to draw them with (None: the default). Returns the width of the longest
-    label, in characters of the 11-point labels.
-    """
+    """The tokens along both edges of the enlarged map (every k-th beyond MAX_LABELS); returns the longest's width."""
     T = len(tokens)
     for label in labels:
         label.set_family(families or mpl.rcParams["font.family"])
@@ -244,12 +191,7 @@ def _show_tokens(labels, tokens, families=None):
 
 
 def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
-    """Show another sentence, layer or head (the live widget's fast path).
-
-    A new layer or head redraws only the frame and the enlarged map. A new sentence also
-    refills the grid, the token labels and the axis titles (``fig.middle``, drawn
-    again over the static background: ``fig.middle_changed``); no axis, tick or layout changes.
-    """
+    """Show another sentence, layer or head (the live widget's fast path)."""
     h = fig.handles
     if text != h["text"]:  # a new sentence: run the model, refill the grid, relabel (the middle layer)
         shown, cut_note = fit_text(h["model"], text)
@@ -267,7 +209,8 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
         fig.middle_changed = True
         h.update(text=text, result=result, notes=(cut_note, font_note))
     result = h["result"]
-    layer, head = _choice(layer, head, result)
+    layers, heads = result.attentions.shape[:2]
+    layer, head = min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
     h["frame"].set_xy((head, layer))
     h["big"].set_data(result.attentions[layer, head])
     h["big_ax"].set_title(f"layer {layer}, head {head}", fontsize=13)
@@ -284,11 +227,7 @@ def head_view(text=EXAMPLE_TEXT, layer=0, head=0, model=None):
     controls = {"text": text_box,
                 "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
                 "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
-
-    def draw(fig, **values):
-        return draw_head_view(fig, model=model, **values)
-
-    return Explorer(draw, controls, figsize=(13, 5.2), update=update_head_view,
+    return Explorer(partial(draw_head_view, model=model), controls, figsize=(13, 5.2), update=update_head_view,
                     samples={"text": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
 
 

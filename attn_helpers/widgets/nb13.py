@@ -1,9 +1,4 @@
-"""Notebook 13: step through the tiles of attention computed with the online softmax.
-
-Every number drawn comes from :func:`attn_helpers.online.tiled_attention_steps`; this
-module only draws it: the grid of scores tile by tile (computed, live, skipped, not yet
-reached) and, for one query row, its running max and running sum after each tile.
-"""
+"""Notebook 13: the tiles of online-softmax attention, step by step (numbers from ``tiled_attention_steps``)."""
 
 from __future__ import annotations
 
@@ -13,10 +8,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch, Rectangle
 
+from ..config import SEED
 from ..core import causal_mask
-from ..examples import CREATURE_TOKENS, SEED
+from ..examples import CREATURE_TOKENS
 from ..online import tiled_attention_steps
-from ..plotting import MASKED_COLOUR, OKABE_ITO
+from ..plotting import HATCH_COLOUR, MASKED_COLOUR, OKABE_ITO
 from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider, toggle
 
 __all__ = ["tiling_example", "draw_tiles", "update_tiles", "tile_count", "tile_explorer", "EXPLORERS"]
@@ -24,7 +20,6 @@ __all__ = ["tiling_example", "draw_tiles", "update_tiles", "tile_count", "tile_e
 _LIVE = OKABE_ITO["vermillion"]
 _DONE = OKABE_ITO["blue"]
 _FINAL = OKABE_ITO["black"]
-_HATCH_COLOUR = "#969696"  # the hatching of masked cells in plotting.heatmap (no constant there yet)
 
 
 def tiling_example(T=8, d_k=4, seed=SEED):
@@ -62,11 +57,7 @@ def _row_limits(example, T, block_size):
 
 
 def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example=None, tokens=CREATURE_TOKENS):
-    """Left: the scores tile by tile; right: the chosen row's running max and running sum after each tile.
-
-    Draws the frame for one tile size (axes, tile grid, colorbar, legends, fixed limits) and
-    the artists that change, listed in ``fig.dynamic``; :func:`update_tiles` fills them in.
-    """
+    """Left: the scores tile by tile; right: the chosen row's running max and running sum after each tile."""
     example = tiling_example(len(tokens)) if example is None else example
     tokens = list(tokens)
     T = len(tokens)
@@ -82,7 +73,7 @@ def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example
     masked = left.imshow(np.full((T, T), np.nan), cmap=ListedColormap([MASKED_COLOUR]), vmin=0, vmax=1)
     for tile in steps:  # the tile grid
         left.add_patch(Rectangle((tile.cols.start - 0.5, tile.rows.start - 0.5), len(tile.cols), len(tile.rows),
-                                 fill=False, edgecolor=_HATCH_COLOUR, linewidth=0.8))
+                                 fill=False, edgecolor=HATCH_COLOUR, linewidth=0.8))
     live = left.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor=_LIVE, linewidth=3.5))
     row_box = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=_FINAL, linewidth=1.5,
                                        linestyle="--"))
@@ -92,7 +83,7 @@ def draw_tiles(fig, step=1, query="creature", block_size=2, causal=True, example
     left.set_ylabel("query")
     left.set_title(" ")
     left.legend(handles=[Patch(facecolor="none", edgecolor=_LIVE, linewidth=3, label="this tile"),
-                         Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=_HATCH_COLOUR, label="tile skipped"),
+                         Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR, label="tile skipped"),
                          Patch(facecolor=MASKED_COLOUR, label="masked")],
                 loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=11, frameon=False)
     limits = _row_limits(example, T, block_size)
@@ -139,7 +130,7 @@ def update_tiles(fig, step=1, query="creature", block_size=2, causal=True, **_):
             if done.skipped:
                 h["left"].add_patch(Rectangle((done.cols.start - 0.5, done.rows.start - 0.5), len(done.cols),
                                               len(done.rows), facecolor=MASKED_COLOUR, hatch="///",
-                                              edgecolor=_HATCH_COLOUR, linewidth=0))
+                                              edgecolor=HATCH_COLOUR, linewidth=0))
 
     redraw_dynamic(fig, "skipped", hatch_skipped)
     h["live"].set_xy((current.cols.start - 0.5, current.rows.start - 0.5))

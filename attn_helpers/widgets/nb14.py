@@ -1,12 +1,9 @@
-"""Notebook 14: the next-token distribution of the tiny GPT, and how temperature, top-k and top-p reshape it.
-
-Every number drawn here comes from :mod:`attn_helpers.gpt` (``next_token_probs``,
-``generate_ids``); this module only draws.
-"""
+"""Notebook 14: the tiny GPT's next-token distribution under temperature, top-k and top-p (numbers: ``gpt``)."""
 
 from __future__ import annotations
 
 import functools
+from functools import partial
 
 import ipywidgets as widgets
 import numpy as np
@@ -14,15 +11,15 @@ from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font
 from matplotlib.patches import Patch
 
-from ..examples import SEED
+from ..config import SEED
 from ..gpt import generate_ids, load_tiny_gpt, next_token_probs
-from ..plotting import OKABE_ITO
+from ..plotting import FAINT_COLOUR, OKABE_ITO
 from . import LABEL_STYLE, Explorer, FullRedraw, slider
 
 __all__ = ["drawable", "sampling_view", "draw_sampling", "update_sampling", "sampling_explorer", "EXPLORERS"]
 
 _KEPT = OKABE_ITO["blue"]
-_REMOVED = "#bdbdbd"
+_REMOVED = FAINT_COLOUR
 _RAW = OKABE_ITO["orange"]
 SAMPLE_PROMPTS = ("Elizabeth", "Mr. Darcy", "It is a truth", "", "🙂 über", "she said")
 
@@ -39,11 +36,9 @@ def drawable(text):
 
 
 def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens=15, sample_tokens=12, seed=SEED):
-    """What the figure shows, as numbers: the most probable next tokens before and after the filters, and a sample.
+    """The figure's numbers: dict of ``tokens``, ``raw`` and ``shaped`` probabilities, ``kept``, ``sample``.
 
-    ``top_k = 0`` and ``top_p = 1`` switch the filters off. Returns a dict with ``tokens``
-    (labels), ``raw`` (the model's probabilities at temperature 1), ``shaped`` (after
-    temperature, top-k, top-p), ``kept`` (the number of tokens left) and ``sample`` (text).
+    ``top_k = 0`` and ``top_p = 1`` switch the filters off.
     """
     ids = model.tokenizer.encode(prompt)[-model.context_length:] or model.tokenizer.encode("\n")
     logits = model.logits(ids)[-1]  # (vocab,): the scores of the token after the prompt
@@ -58,11 +53,7 @@ def sampling_view(model, prompt, temperature=1.0, top_k=0, top_p=1.0, num_tokens
 
 
 def draw_sampling(fig, model, prompt, temperature, top_k, top_p):
-    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue).
-
-    Draws the axes, the token labels and the orange bars once per prompt; :func:`update_sampling`
-    sets the blue bars, their colours and the title (the live widget's fast path).
-    """
+    """Bars: the model's probability of its 15 favourite next tokens (orange) and what sampling uses (blue)."""
     view = sampling_view(model, prompt, sample_tokens=0)
     ax = fig.add_subplot()
     x = np.arange(len(view["tokens"]))
@@ -105,14 +96,8 @@ def sampling_explorer(model=None, prompt="Elizabeth"):
         "top_k": slider("top-k (0 = off)", 0, 0, 50, 1, integer=True),
         "top_p": slider("top-p (1 = off)", 1.0, 0.05, 1.0, 0.05, readout_format=".2f"),
     }
-
-    def draw(fig, prompt, temperature, top_k, top_p):
-        return draw_sampling(fig, model, prompt, temperature, top_k, top_p)
-
-    def update(fig, prompt, temperature, top_k, top_p):
-        return update_sampling(fig, prompt, temperature, top_k, top_p)
-
-    return Explorer(draw, controls, figsize=(10, 4.6), update=update, samples={"prompt": SAMPLE_PROMPTS})
+    return Explorer(partial(draw_sampling, model=model), controls, figsize=(10, 4.6), update=update_sampling,
+                    samples={"prompt": SAMPLE_PROMPTS})
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
