@@ -10,10 +10,7 @@ from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register
 __all__ = ["check_attention_scale", "check_scaled_scores", "check_score_std_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 06.1: the scale factor of one head
-
-
 @register_solution("attention_scale")
 def attention_scale(d_model, num_heads):
     """The factor that multiplies the scores of each head: 1 / sqrt(d_k), with d_k = d_model / h."""
@@ -56,10 +53,7 @@ def check_attention_scale(fn):
                                   "1 / sqrt(64) = 1/8, not 1 / sqrt(512).")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 06.2: scaled scores
-
-
 @register_solution("scaled_scores")
 def scaled_scores(queries, keys):
     """Scores Q K^T / sqrt(d_k) over the last two axes (works for (T, d_k) and (B, h, T, d_k))."""
@@ -117,9 +111,7 @@ def check_scaled_scores(fn):
 
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: the spread of unscaled scores at d_k = 256
-
 #: The key/query dimension of the prediction question.
 PREDICT_D_K = 256
 

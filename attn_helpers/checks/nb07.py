@@ -12,10 +12,7 @@ from ._predict import grade_token_set
 __all__ = ["check_causal_mask", "check_masked_attention", "check_masked_key_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 07.1: a causal mask
-
-
 @register_solution("build_causal_mask")
 def build_causal_mask(T):
     """Boolean (T, T) mask: True on and below the diagonal, so query i may attend to keys j <= i."""
@@ -71,10 +68,7 @@ def check_causal_mask(fn):
                           success="True on and below the diagonal: token i sees itself and everything before it.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 07.2: masked scaled dot-product attention
-
-
 @register_solution("masked_attention")
 def masked_attention(queries, keys, values, mask):
     """Scaled dot-product attention with a boolean mask (True = may attend); returns (context, weights)."""
@@ -199,11 +193,7 @@ def _nan_rows_hint(fn, case):
 
 
 def _full_transposes(fn, case):
-    """The shapes of the batched (3-D or more) inputs that ``fn`` reversed with ``.T`` or ``.transpose()`` on ``case``.
-
-    On a batch, ``keys.T`` reverses EVERY axis, ``(B, T_k, d_k) -> (d_k, T_k, B)``, not just the last two:
-    the natural first attempt ``queries @ keys.T`` then fails (or mixes the sequences of the batch).
-    """
+    """The shapes of the batched inputs that ``fn`` reversed whole with ``.T`` or ``.transpose()`` on ``case``."""
     seen = []
 
     class Watched(np.ndarray):  # an array that notes when all of its axes are reversed
@@ -271,10 +261,7 @@ def _clean(verdict):
     return verdict
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: mask one more key under the causal mask
-
-
 def masked_key_rows(key="creature"):
     """The queries of the creature example whose weights change when ``key`` is masked too (causal mask on)."""
     ex = creature_example(dtype=np.float64)

@@ -14,10 +14,7 @@ from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_v
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction", "check_length_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 09.1: the sinusoidal encoding
-
-
 @register_solution("sinusoidal_encoding")
 def sinusoidal_encoding(T, d_model):
     """PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(the same angle); shape (T, d_model)."""
@@ -144,9 +141,7 @@ def check_sinusoidal_encoding(fn):
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 09.2: predict, then run: which outputs change when "dog bites man" becomes "man bites dog"?
-
 #: The reordering of the prediction exercise: "dog bites man" -> "man bites dog".
 MAN_BITES_DOG = (2, 1, 0)
 
@@ -213,9 +208,7 @@ def check_order_prediction(prediction):
                          f"not move.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Do positions generalise in length? Predict which kinds still work at 16 tokens, trained on 8.
-
 #: The length of the question and the accuracy that counts as "still works".
 LONG_LENGTH = 16
 GOOD_ENOUGH = 0.8

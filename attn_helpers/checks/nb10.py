@@ -18,10 +18,7 @@ from ._predict import is_complex
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.1: layer norm
-
-
 @register_solution("my_layer_norm")
 def my_layer_norm(x, gamma, beta, eps=1e-5):
     """Normalise each token (each row) over its features, then scale by gamma and shift by beta."""
@@ -128,10 +125,7 @@ def check_layer_norm(fn):
                           success="each token gets mean 0 and variance 1 over its features, then gamma and beta.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.2: one pre-norm block
-
-
 @register_solution("my_pre_norm_block")
 def my_pre_norm_block(x, p):
     """x + MHA(LN_1(x)), then x + FFN(LN_2(x)): the sub-layers read a normalised copy, the stream stays raw."""
@@ -243,18 +237,10 @@ def check_pre_norm_block(fn):
     return verdict
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.3: predict, then run: which outputs of a decoder block change?
-
-
 def changed_rows(position, causal=True, example=None):
-    """The output rows of the creature example's first block that change when token ``position`` changes.
+    """The output rows of the example's first (pre-norm) block that change when token ``position`` is negated.
 
-    The block is ``example["blocks"][0]`` (pre-norm); token ``position`` of ``X`` is replaced by
-    its negative.
-
-    Examples
-    --------
     >>> changed_rows(2)
     [2, 3, 4, 5, 6, 7]
     >>> changed_rows(2, causal=False)
@@ -312,10 +298,7 @@ def check_decoder_changed_rows(prediction, position=2):
     return Verdict(False, f"you predicted rows {predicted}; the block changed rows {actual}", hint)
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.4: GPT-2 small's parameter count, block by block
-
-
 @register_solution("my_gpt2_parameter_count")
 def my_gpt2_parameter_count(config):
     """Count GPT-2's parameters from its configuration, one block first (d_ff = 4 d_model, biases, tied)."""
