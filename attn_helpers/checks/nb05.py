@@ -186,10 +186,6 @@ def check_changed_rows(prediction):
 
 
 # Spot the slip: the scaled scores of "love" as a set of hand-written notes printed them
-#: Row "love" of S / sqrt(d_k) as printed in a set of hand-written notes, with one slip in it.
-NOTES_ROW = (0.71, 0.71, 0.71)
-
-
 @register_solution("score_slip")
 def score_slip():
     """One line finds it: compare the notes' row with the computed one, entry by entry."""

@@ -95,27 +95,15 @@ def _scores(q, k, scale=None):
     return q @ np.swapaxes(k, -1, -2) * scale
 
 
-def _after_softmax_no_renorm(q, k, v, mask):
-    return np.where(mask, _softmax_rows(_scores(q, k)), 0.0)
-
-
-def _magic_constant(q, k, v, mask):
-    return _softmax_rows(np.where(mask, _scores(q, k), -1e9))
-
-
-def _inverted(q, k, v, mask):
-    return masked_attention(q, k, v, ~np.asarray(mask, dtype=bool))[1]
-
-
 def _weights_wrongs():
     return [
         Wrong(lambda q, k, v, m: _softmax_rows(_scores(q, k)),
               "the mask is not applied: set masked scores to -inf BEFORE the softmax, "
               "np.where(mask, scores, -np.inf)"),
-        Wrong(_after_softmax_no_renorm,
+        Wrong(lambda q, k, v, m: np.where(m, _softmax_rows(_scores(q, k)), 0.0),
               "you zeroed the masked weights AFTER the softmax, so the rows no longer sum to 1. Mask the scores "
               "before the softmax (or renormalise each row)"),
-        Wrong(_inverted,
+        Wrong(lambda q, k, v, m: masked_attention(q, k, v, ~np.asarray(m, dtype=bool))[1],
               "your mask is inverted: True means 'may attend', so keep the scores where mask is True: "
               "np.where(mask, scores, -np.inf)"),
         Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0),
@@ -128,7 +116,7 @@ def _weights_wrongs():
               "you divided by sqrt(d_v), the dimension of the values; d_k is the last axis of the queries and keys"),
         Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(k.shape[-2])),
               "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
-        Wrong(_magic_constant,
+        Wrong(lambda q, k, v, m: _softmax_rows(np.where(m, _scores(q, k), -1e9)),
               "a fully masked row came out uniform (1/T_k each): that is what the magic constant -1e9 does, "
               "since every score in the row is then equal. Use -np.inf, which needs no constant, and give a row "
               "with no allowed key all-zero weights"),

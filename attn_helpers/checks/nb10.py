@@ -79,10 +79,8 @@ _LN_WRONGS = [
           "together: give each token its own, x.mean(axis=-1, keepdims=True)"),
 ]
 
-#: The slip that hides best: eps left out (or BERT's 1e-12 typed in), visible only in the 6th digit.
-_TINY_EPS = 1e-12
 
-
+# The slip that hides best: eps left out (or BERT's 1e-12 typed in), visible only in the 6th digit.
 def _eps_slip(fn):
     """A verdict when ``fn`` matches layer norm with no eps or eps = 1e-12 on the first case, else None."""
     case = _ln_cases()[0]
@@ -96,7 +94,7 @@ def _eps_slip(fn):
     expected = my_layer_norm(*case.args)
     if got.shape != expected.shape or np.allclose(got, expected, rtol=1e-6, atol=1e-7):
         return None
-    if not np.allclose(got, my_layer_norm(*case.args, eps=_TINY_EPS), rtol=1e-9, atol=1e-12):
+    if not np.allclose(got, my_layer_norm(*case.args, eps=1e-12), rtol=1e-9, atol=1e-12):
         return None
     worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape)
     gap = float(got[worst] - expected[worst])

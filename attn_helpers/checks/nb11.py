@@ -125,11 +125,6 @@ def _gradient_check(fn):
                          "on masked and fully masked rows and on a batch too.")
 
 
-def _expected_keys(task):
-    pattern = TASKS[task].expected_pattern(TASKS[task].seq_len)
-    return pattern.argmax(axis=-1)  # (T,): the key each query should attend to
-
-
 @never_raises("could not use this prediction",
               "give a list of integers, one key position per query, e.g. [0, 0, 1, 2, 3, 4, 5, 6]")
 def check_attention_prediction(predicted_keys, task="reverse"):
@@ -148,7 +143,7 @@ def check_attention_prediction(predicted_keys, task="reverse"):
     if got.shape != (T,) or got.dtype.kind not in "iu":
         return Verdict(False, f"the prediction has shape {got.shape} and dtype {got.dtype}, expected {T} integers",
                        f"one key position (0 .. {T - 1}) for each of the {T} queries")
-    expected = _expected_keys(task)
+    expected = TASKS[task].expected_pattern(TASKS[task].seq_len).argmax(axis=-1)  # (T,): the key of each query
     wrong = np.flatnonzero(got != expected)
     if wrong.size == 0:
         return Verdict(True, f"query i attends to key {', '.join(map(str, expected))} for i = 0 .. {T - 1}. "
