@@ -179,18 +179,13 @@ def check_skipped_tiles(prediction, T=8, block_size=2):
     ])
 
 
-def _published(model):
-    """The name in PUBLISHED_CONFIGS that ``model`` spells (case, spaces, dashes ignored), or None."""
-    def key(name):
-        return "".join(ch for ch in name.lower() if ch.isalnum())
-
-    return {key(name): name for name in PUBLISHED_CONFIGS}.get(key(model)) if isinstance(model, str) else None
-
-
 @never_raises("could not grade this prediction", "give a number of GiB, for example my_cache_gib = 1.5")
 def check_cache_prediction(prediction_gib, model="Llama 2 7B", T=4096, bytes_per_number=2):
     """Grade a prediction, in GiB, of a published model's KV cache at ``T`` tokens in float16."""
-    name = _published(model)
+    def key(name):  # case, spaces and dashes ignored
+        return "".join(ch for ch in name.lower() if ch.isalnum())
+
+    name = {key(known): known for known in PUBLISHED_CONFIGS}.get(key(model)) if isinstance(model, str) else None
     if name is None:
         return Verdict(False, f"model {model!r:.40} is not one of the published configurations",
                        "use one of " + ", ".join(repr(known) for known in PUBLISHED_CONFIGS))
