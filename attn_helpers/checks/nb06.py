@@ -109,7 +109,6 @@ def check_scaled_scores(fn):
     return verdict
 
 
-
 # Predict, then run: the spread of unscaled scores at d_k = 256
 #: The key/query dimension of the prediction question.
 PREDICT_D_K = 256

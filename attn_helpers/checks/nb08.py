@@ -21,7 +21,6 @@ __all__ = ["check_split_heads", "check_merge_heads", "check_parameter_count", "c
            "check_weights_shape"]
 
 
-
 def _labelled(T, d_model):
     """``x[t, f] = 10 * t + f``: every number says which token and feature it came from."""
     return (10.0 * np.arange(T)[:, None] + np.arange(d_model)[None, :]).astype(np.float64)
