@@ -1,14 +1,8 @@
-"""Exercise checkers: ``check_*`` functions that grade a learner's answer with a hint.
+"""Exercise checkers: ``check_*`` functions that grade a learner's answer with a hint, one module per notebook.
 
-Each notebook's checkers live in their own module (``nb00``, ``nb01``, ...); this
-package re-exports them by name, so a notebook can write
-``from attn_helpers.checks import check_softmax, solution``. A new notebook's module
-adds one import line below and its names to ``__all__`` (``tests/test_checks.py``
-fails when a ``check_*`` function of a module is missing here).
-
-Checkers never raise and never hang: whatever they are given (``None``, a list, the
-wrong shape, a function that crashes, calls ``sys.exit()`` or loops forever) they
-answer with a :class:`Verdict`.
+A notebook writes ``from attn_helpers.checks import check_softmax, solution``; a new notebook's module adds one
+import line and its names to ``__all__`` below. Checkers never raise and never hang: whatever they are given
+(``None``, a list, the wrong shape, a function that crashes or loops forever) they answer with a :class:`Verdict`.
 """
 
 from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution, solution
@@ -46,71 +40,24 @@ from .nb13 import check_cache_prediction, check_online_attention, check_online_s
 from .nb14 import check_layer_norm_backward, check_merge_pair, check_top_p
 
 __all__ = [
-    # the grading machinery
-    "Case", "Verdict", "Wrong", "grade_function", "grade_value", "register_solution", "solution",
-    # 00 Start here
-    "check_first_token_share",
-    "check_mean_embedding",
-    "check_num_tokens",
-    # 01 Embeddings
-    "check_cosine_scores",
-    "check_one_hot",
-    "check_shared_neighbours",
-    # 02 Dot-product scores
-    "check_best_key",
-    "check_dot_score",
-    "check_score_matrix",
-    # 03 Softmax
-    "check_cold_choice",
-    "check_softmax_any_axis",
-    "check_spot_the_slip",
-    "NOTES_SCORES",
-    "NOTES_WEIGHTS",
-    # 04 Context vectors
-    "check_context_vectors",
-    "check_doubled_weights",
-    # 05 Q, K and V projections
-    "check_asymmetric_keys",
-    "check_changed_rows",
-    "check_roamed_keys",
-    "check_score_slip",
+    "Case", "Verdict", "Wrong", "grade_function", "grade_value", "register_solution", "solution",  # the machinery
+    "check_first_token_share", "check_mean_embedding", "check_num_tokens",  # 00 Start here
+    "check_cosine_scores", "check_one_hot", "check_shared_neighbours",  # 01 Embeddings
+    "check_best_key", "check_dot_score", "check_score_matrix",  # 02 Dot-product scores
+    "check_cold_choice", "check_softmax_any_axis", "check_spot_the_slip", "NOTES_SCORES", "NOTES_WEIGHTS",  # 03
+    "check_context_vectors", "check_doubled_weights",  # 04 Context vectors
+    "check_asymmetric_keys", "check_changed_rows", "check_roamed_keys", "check_score_slip",  # 05 Q, K and V
     "check_self_attention_qkv",
-    # 06 Scaling by √d_k
-    "check_attention_scale",
-    "check_scaled_scores",
-    "check_score_std_prediction",
-    # 07 Causal masking
-    "check_causal_mask",
-    "check_masked_attention",
-    "check_masked_key_prediction",
-    # 08 Multi-head attention
-    "check_merge_heads",
-    "check_parameter_count",
-    "check_parameter_count_with_biases",
-    "check_split_heads",
-    "check_weights_shape",
-    # 09 Word order and positions
-    "check_length_prediction",
-    "check_order_prediction",
-    "check_sinusoidal_encoding",
-    # 10 The transformer block
-    "check_decoder_changed_rows",
-    "check_gpt2_parameter_count",
-    "check_layer_norm",
+    "check_attention_scale", "check_scaled_scores", "check_score_std_prediction",  # 06 Scaling by √d_k
+    "check_causal_mask", "check_masked_attention", "check_masked_key_prediction",  # 07 Causal masking
+    "check_merge_heads", "check_parameter_count", "check_parameter_count_with_biases",  # 08 Multi-head attention
+    "check_split_heads", "check_weights_shape",
+    "check_length_prediction", "check_order_prediction", "check_sinusoidal_encoding",  # 09 Positions
+    "check_decoder_changed_rows", "check_gpt2_parameter_count", "check_layer_norm",  # 10 The transformer block
     "check_pre_norm_block",
-    # 11 Training attention in numpy
-    "check_attention_prediction",
-    "check_softmax_backward",
-    "check_training_prediction",
-    # 12 A real pretrained model
-    "check_ablation_prediction",
-    "check_previous_token_head",
-    "check_previous_token_weight",
+    "check_attention_prediction", "check_softmax_backward", "check_training_prediction",  # 11 Training
+    "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained
     "check_sink_prediction",
-    # 13 What attention costs, and how real systems make it cheap
-    "check_cache_prediction",
-    "check_online_attention",
-    "check_online_softmax",
-    "check_skipped_tiles",
+    "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost
     "check_layer_norm_backward", "check_merge_pair", "check_top_p",  # 14 A tiny GPT of your own
 ]

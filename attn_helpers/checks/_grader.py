@@ -1,19 +1,8 @@
-"""The grading machinery behind every ``check_*`` function.
+"""The grading machinery behind every ``check_*`` function: it never raises and never hangs.
 
-A checker never raises, whatever the learner passes: it runs the learner's function
-on a few cases, compares with the reference, and answers with a :class:`Verdict`
-that says what is right or gives a hint about what is wrong (wrong shape, wrong
-axis, forgot to scale, NaN, ...).
-
-Everything that touches the learner's code or answer goes through :func:`call_quietly`:
-it runs in the calling thread with warnings and floating-point errors silenced, and any
-exception (even ``SystemExit``, or ``KeyboardInterrupt`` from the ■ button) comes back as a
-value. Where ``signal.setitimer`` exists (Linux, macOS) and the call is on the main thread (a
-notebook cell), an alarm stops code still running after ``TIME_LIMIT`` seconds (a loop that
-never ends, ``time.sleep``); elsewhere (Windows, another thread, Pyodide) there is no time
-limit, and the ■ button stops it. A numpy call that runs long stops when it returns. Answers become numbers only through
-:func:`as_numbers`, which refuses what is not real numbers (text, complex numbers,
-integers too large for a float) instead of converting it silently.
+The learner's code runs through :func:`call_quietly` (calling thread, warnings silenced, any exception returned
+as a value; on the main thread where ``signal.setitimer`` exists, an alarm stops it after ``TIME_LIMIT`` s).
+Answers become numbers only through :func:`as_numbers`, which refuses text, complex numbers and huge integers.
 """
 
 from __future__ import annotations
@@ -84,9 +73,7 @@ class Wrong:
 
 
 class TimeLimit(BaseException):
-    """The learner's code was still running after ``TIME_LIMIT`` seconds.
-
-    A ``BaseException``, so that ``except Exception:`` in the learner's loop does not catch it."""
+    """Still running after ``TIME_LIMIT`` s (a ``BaseException``: ``except Exception:`` does not catch it)."""
 
 
 class NotNumbers(ValueError):
@@ -102,11 +89,8 @@ def _silenced():
 
 
 def _on_alarm(signum, frame):
-    """SIGALRM after ``TIME_LIMIT``: raise :class:`TimeLimit` in the learner's code, and from now on at each of
-    its lines too (a bare ``except:`` that swallows the first one then raises it in its own body).
-
-    The alarm fires again every 0.1 s until the call ends. Never raised in :func:`call_quietly`'s own
-    frame, where the call is already over."""
+    """SIGALRM (every 0.1 s after ``TIME_LIMIT``): raise :class:`TimeLimit` now and at each later line of the
+    learner's code (so a bare ``except:`` cannot swallow it), never in :func:`call_quietly`'s own frame."""
     if frame is not None and frame.f_code in _OWN_CODE:
         return
     sys.settrace(_stop_at_each_line)
@@ -125,12 +109,7 @@ def _stop_at_each_line(frame, event, arg):
 
 
 def call_quietly(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` that never raises and never hangs: returns ``(result, error)``.
-
-    ``error`` is ``None`` on success, else the exception the call raised (any
-    ``BaseException``, ``SystemExit`` and ``KeyboardInterrupt`` included), or a :class:`TimeLimit`
-    when it was still running after ``TIME_LIMIT`` seconds (see the module's docstring for
-    where). Warnings and numpy floating-point errors are silenced during the call.
+    """``fn(*args, **kwargs)`` as ``(result, None)``, or ``(None, error)`` for any ``BaseException`` it raised.
 
     >>> call_quietly(divmod, 7, 2)
     ((3, 1), None)
@@ -180,9 +159,6 @@ def describe_error(error: BaseException) -> str:
 def as_numbers(value) -> np.ndarray:
     """``value`` as a float64 array of real numbers, or :class:`NotNumbers` saying what it is instead.
 
-    Unlike ``np.asarray(value, dtype=float)`` it does not read text as numbers, does not
-    drop an imaginary part, and names an integer too large for a float.
-
     >>> as_numbers([1, 2.5])
     array([1. , 2.5])
     >>> as_numbers(1 + 1j)
@@ -216,8 +192,6 @@ def as_numbers(value) -> np.ndarray:
 def read_answer(value, name: str = "value"):
     """``(array, "")`` with ``value`` as float64 numbers, or ``(None, message)`` saying why it is not numbers.
 
-    For checkers that grade a value with their own logic; it never raises or hangs.
-
     >>> read_answer("6", name="T")
     (None, 'T is str, not an array of numbers')
     """
@@ -245,19 +219,8 @@ def _close(a, b, rtol, atol) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=False))
 
 
-def _describe(case: Case, index: int) -> str:
-    return case.label or f"test case {index + 1}"
-
-
-def _call(fn, case: Case):
-    """Call ``fn`` on copies of the case's arrays, never raising; returns (result, error)."""
-    args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case.args)
-    return call_quietly(fn, *args, **(case.kwargs or {}))
-
-
 def _never_loud(grader):
-    """Run a grader with warnings and floating-point errors silenced (a learner may have set
-    ``np.seterr(all="raise")``, which would make the references raise)."""
+    """Run a grader silenced: a learner's ``np.seterr(all="raise")`` must not make the references raise."""
 
     @functools.wraps(grader)
     def quiet_grader(*args, **kwargs):
@@ -268,10 +231,7 @@ def _never_loud(grader):
 
 
 def never_raises(message: str, hint: str):
-    """Decorator for a checker with logic of its own: if that logic raises, the checker answers instead.
-
-    Whatever the learner passes, the checker returns ``Verdict(False, f"{message} ({ErrorType})", hint)``
-    rather than a traceback (the learner's own code still goes through :func:`call_quietly`).
+    """Decorator: a checker whose own logic raises answers ``Verdict(False, f"{message} ({ErrorType})", hint)``.
 
     >>> @never_raises("could not use this value", "give a number")
     ... def check_half(x):
@@ -308,25 +268,19 @@ def grade_function(
     shape_hint: str = "",
     hints: Mapping[str, str] | None = None,
 ) -> Verdict:
-    """Grade a learner's function against ``reference_fn`` on ``cases``.
+    """Grade a learner's function against ``reference_fn`` on ``cases``: on the first failing case, say whether
+    it raised, returned no array, NaN, a known wrong answer (``wrongs``), a wrong shape or wrong values.
 
-    Order of diagnosis for the first failing case: not callable / raised / returned
-    None -> NaN or inf in the result -> a known wrong answer (``wrongs``) -> wrong
-    shape (transposed? a missing batch axis?) -> wrong values.
-
-    ``hints`` replaces the generic hint for a kind of failure with one in the
-    lesson's own terms: ``"matmul"`` (a matrix product whose inner sizes do not
-    agree), ``"tuple"`` (the function returned a tuple, not one array) and ``"nan"``
-    (NaN or inf in the result).
-    """
+    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``."""
     hints = dict(hints or {})
     if not callable(learner_fn):
         return Verdict(False, f"expected your {what} (a function), got {type(learner_fn).__name__}",
                        "pass the function itself, without calling it: check(my_function), not check(my_function())")
     wrongs = tuple(wrongs)
     for i, case in enumerate(cases):
-        where = _describe(case, i)
-        result, error = _call(learner_fn, case)
+        where = case.label or f"test case {i + 1}"
+        args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case.args)  # copies
+        result, error = call_quietly(learner_fn, *args, **(case.kwargs or {}))
         if error is not None:
             return failed_call(error, where, hints)
         got, problem = _as_result_array(result)
@@ -364,23 +318,21 @@ def grade_function(
 def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | None = None) -> Verdict:
     """The verdict when the learner's function raised ``error`` (or did not return) on case ``where``."""
     problem = describe_error(error)
-    return Verdict(False, f"on {where}, {problem}", _raised_hint(problem, hints or {}))
-
-
-def _raised_hint(problem: str, hints: Mapping[str, str]) -> str:
     if "not implemented" in problem:
-        return "write the body of the function, then run this cell again"
-    if "did not return within" in problem or "you stopped your function" in problem:
-        return ("check that each loop ends (a `while` condition that becomes False, a counter that grows); "
+        hint = "write the body of the function, then run this cell again"
+    elif "did not return within" in problem or "you stopped your function" in problem:
+        hint = ("check that each loop ends (a `while` condition that becomes False, a counter that grows); "
                 "if a cell keeps running, stop it with the ■ (interrupt) button")
-    if "sys.exit()" in problem:
-        return "end your function with `return result`; sys.exit() and exit() are for scripts, not notebook functions"
-    if "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
-        return hints.get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
-                                       "Print the shapes and check for a missing .T")
-    if "axis" in problem:
-        return "check the axis argument: attention weights normalise over the last axis (axis=-1)"
-    return "read the error message, then test your function on the tiny example above"
+    elif "sys.exit()" in problem:
+        hint = "end your function with `return result`; sys.exit() and exit() are for scripts, not notebook functions"
+    elif "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
+        hint = (hints or {}).get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
+                                               "Print the shapes and check for a missing .T")
+    elif "axis" in problem:
+        hint = "check the axis argument: attention weights normalise over the last axis (axis=-1)"
+    else:
+        hint = "read the error message, then test your function on the tiny example above"
+    return Verdict(False, f"on {where}, {problem}", hint)
 
 
 @_never_loud
@@ -409,13 +361,8 @@ def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[
 
 def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "prediction",
                  wrongs: Mapping[str, str] | None = None, hint: str = "", success: str = "") -> Verdict:
-    """Grade a prediction that names one of ``options`` (a token, say), with a hint for known wrong picks.
+    """Grade a prediction naming one of ``options``: ``wrongs[answer]`` or else ``hint`` for a wrong pick.
 
-    ``expected`` is computed by the caller from the core, never typed in. ``hint`` answers
-    any wrong option that ``wrongs`` does not name.
-
-    Examples
-    --------
     >>> grade_choice("b", "b", ["a", "b"]).passed, grade_choice(..., "b", ["a", "b"]).passed
     (True, False)
     """
@@ -435,9 +382,6 @@ def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "
         return Verdict(True, success or f"{name}: {answer!r} is right.")
     return Verdict(False, f"{name}: not {answer!r}", dict(wrongs or {}).get(answer, hint))
 
-
-# ---------------------------------------------------------------------------------------------
-# Solutions: reference implementations, hidden until a learner asks for one.
 
 SOLUTIONS: dict[str, Callable[..., Any]] = {}
 

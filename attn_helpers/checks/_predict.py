@@ -1,9 +1,4 @@
-"""Predict-then-run questions: read a learner's prediction (a set of tokens, a number, a shape) and compare.
-
-The learner writes a prediction first, runs the cell that shows the answer, and a checker compares the
-two with a hint aimed at the typical wrong prediction. These helpers turn whatever the learner typed
-into something comparable, or into a :class:`Verdict` saying what to type instead.
-"""
+"""Predict-then-run questions: read a learner's prediction (a set of tokens, a shape) or say what to type instead."""
 
 from __future__ import annotations
 
@@ -13,11 +8,11 @@ import numpy as np
 
 from ._grader import Verdict
 
-__all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex"]
+__all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex", "read_choice", "read_letter"]
 
 
 def is_complex(item) -> bool:
-    """Whether ``item`` is a complex number (or a complex array), checked without converting it.
+    """Whether ``item`` is a complex number or array, checked without converting it.
 
     >>> is_complex(2 + 1j), is_complex(np.array([1j])), is_complex(2)
     (True, True, False)
@@ -56,14 +51,9 @@ def as_token_set(answer, tokens: Sequence[str], name: str):
 
 def grade_token_set(answer, truth: set, tokens: Sequence[str], name: str, *, why: str, extra: str, missed: str,
                     hints: Mapping[str, str] | None = None) -> Verdict:
-    """Compare a predicted set of tokens with the set of positions ``truth``; on a miss, say what was overlooked.
+    """Compare a predicted set of tokens with the positions ``truth``. The hint on a miss is ``hints["I, AI"]``
+    (tokens in sentence order), else ``extra`` (tokens outside ``truth`` fill ``{extra}``), else ``missed``.
 
-    The hint is ``hints[said]`` for a prediction with a hint of its own (``said`` names its tokens as the
-    message does, in sentence order: ``"I, AI"``); else ``extra`` when it names tokens outside ``truth``;
-    else ``missed``. ``{extra}`` and ``{missed}`` in those two stand for the names of those tokens.
-
-    Examples
-    --------
     >>> grade_token_set(["b"], {0, 1}, ["a", "b", "c"], "my_guess", why="both.", extra="not {extra}",
     ...                 missed="look at {missed}")
     ❌ Not yet: you predicted b
@@ -106,3 +96,39 @@ def as_shape(answer, name: str):
         return None, Verdict(False, f"{name} is not a tuple of whole numbers",
                              "a shape is a tuple of whole numbers, e.g. (2, 3)")
     return tuple(int(n) for n in items), None
+
+
+def read_choice(answer, choices):
+    """The key of ``choices`` that ``answer`` names ("b", "(b)", "b.", "B)" or the choice's text), else ``None``.
+
+    >>> read_choice(" (B). ", {"a": "yes", "b": "under a third"}), read_choice("Under a third", {"b": "under a third"})
+    ('b', 'b')
+    """
+    if not isinstance(answer, str):
+        return None
+    text = " ".join(answer.strip().strip("'\"").lower().split())
+    key = text.strip("().: ")
+    if key in choices:
+        return key
+    for name, description in choices.items():
+        said = description.lower()
+        if text.rstrip(".") in (said, f"({name}) {said}", f"{name}) {said}", f"{name} {said}", f"{name}. {said}"):
+            return name
+    return None
+
+
+def read_letter(answer, questions, question, whose: str, quote: str):
+    """``(letter, None)`` for a prediction that names a choice of ``questions[question]``, else ``(None, Verdict)``."""
+    if answer is None or answer is Ellipsis:
+        return None, Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
+    if not isinstance(answer, str):
+        return None, Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
+                             'write one letter in quotes, e.g. "a"')
+    if question not in questions:
+        return None, Verdict(False, f"{question!r} is not one of {whose} questions",
+                             f"use one of {', '.join(map(repr, questions))}")
+    choice = read_choice(answer, questions[question]["choices"])
+    if choice is None:
+        letters = ", ".join(quote.format(key) for key in questions[question]["choices"])
+        return None, Verdict(False, f"{answer[:40]!r} is not one of the choices", f"answer {letters}")
+    return choice, None

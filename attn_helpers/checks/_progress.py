@@ -1,16 +1,9 @@
-"""Your progress through the exercises, kept on this machine only.
+"""Your progress through the exercises (passed, attempts, last try), kept on this machine only.
 
-Every verdict a ``check_*`` function gives is recorded in a small JSON file: for each notebook
-and exercise, whether it has passed (once passed, it stays passed), how many attempts were made
-and when the last one was. Nothing is sent anywhere. The file is ``attn_helpers/progress.json``
-under Jupyter's data directory (``jupyter --data-dir``), or the file that the environment variable
-``ATTN_HELPERS_PROGRESS`` names (``off`` records nothing).
+The JSON file is ``attn_helpers/progress.json`` under ``jupyter --data-dir``, or ``$ATTN_HELPERS_PROGRESS``
+(``off`` records nothing). A corrupt or unwritable file never breaks a checker: it says so once.
 
->>> import attn_helpers
->>> attn_helpers.progress()                          # doctest: +SKIP
 >>> attn_helpers.progress(export="progress.csv")     # doctest: +SKIP
-
-A corrupt or unwritable file never breaks a checker: it says so once and carries on.
 """
 
 from __future__ import annotations
@@ -91,12 +84,8 @@ def _checker_frame():
 
 
 def record(verdict) -> None:
-    """Record ``verdict`` for the checker that is producing it (called as each verdict is made).
-
-    A checker may make several verdicts in one call (a grader's, then its own): only the last
-    counts, as one attempt. Verdicts made outside a notebook's checker, and the answers to an
-    untouched exercise (``...`` or ``raise NotImplementedError``), are not recorded.
-    """
+    """Record ``verdict`` for the notebook checker making it: one attempt per call (its last verdict counts);
+    nothing for verdicts outside a checker or for an untouched exercise (``...``, ``NotImplementedError``)."""
     if os.environ.get(ENV) == "off":  # e.g. nbgrader grading learners' work: their progress is not the teacher's
         return
     try:
@@ -152,11 +141,8 @@ class Progress:
 
 
 def progress(export: str | os.PathLike | None = None):
-    """Your exercises so far, one row per notebook; with ``export``, also write a CSV file of one row per exercise.
-
-    The CSV (notebook, exercise, passed, attempts, last_tried) is something to hand in. Returns the
-    table, or the path of the CSV file written.
-    """
+    """Your exercises so far, one row per notebook; with ``export``, write a CSV of one row per exercise to
+    hand in (notebook, exercise, passed, attempts, last_tried) and return its path."""
     data, per_notebook, rows = _load(), exercises(), []
     for notebook, names in per_notebook.items():
         done = data.get(notebook, {})

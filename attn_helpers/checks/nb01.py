@@ -9,10 +9,7 @@ from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register
 __all__ = ["check_shared_neighbours", "check_one_hot", "check_cosine_scores"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 01.1: one-hot vectors (a row lookup written as a matrix product)
-
-
 @register_solution("one_hot")
 def one_hot(token_ids, vocab_size):
     """One row per token, one column per vocabulary word: a single 1 at column token_ids[i]."""
@@ -52,9 +49,7 @@ def check_one_hot(fn):
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 01.2: cosine similarity of one query with every row of a table
-
 ZERO_ROW_LABEL = "a table whose last row is the zero vector"
 
 

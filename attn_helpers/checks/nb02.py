@@ -39,14 +39,6 @@ def _dot_cases():
     ]
 
 
-def _norm_product(a, b):
-    return np.linalg.norm(a) * np.linalg.norm(b)
-
-
-def _cosine(a, b):
-    return (a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
-
-
 #: numpy's ready-made products, which exercise 02.1 asks the learner to re-create.
 _PRODUCTS = {np.dot: "np.dot", np.inner: "np.inner", np.vdot: "np.vdot", np.tensordot: "np.tensordot",
              np.einsum: "np.einsum"}
@@ -77,27 +69,17 @@ def _products_used(fn, case):
 
 def check_dot_score(fn):
     """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number), without ``@`` or np.dot."""
-    verdict = _grade_dot_score(fn)
-    if verdict.passed:
-        used = _products_used(fn, _dot_cases()[0])
-        if used:
-            return Verdict(False, f"the numbers are right, but your dot_score uses {used[0]}, the product this "
-                                  "exercise asks you to re-create",
-                           "multiply matching features with query * key, then add them up with .sum() (or a loop "
-                           "over the features): that is what @ computes")
-    return verdict
-
-
-def _grade_dot_score(fn):
-    return grade_function(
+    verdict = grade_function(
         fn, dot_score, _dot_cases(), what="dot_score",
         wrongs=[
             Wrong(lambda a, b: a * b, "that is the elementwise product, one number per feature; add the products up "
                                       "to get a single score"),
-            Wrong(_cosine, "you divided by the lengths: that is the cosine similarity. The score is the plain dot "
-                           "product, which also grows with the lengths of the vectors"),
-            Wrong(_norm_product, "that is |query| * |key|, the dot product without the cos(angle) factor: multiply "
-                                 "feature by feature, then sum"),
+            Wrong(lambda a, b: (a @ b) / (np.linalg.norm(a) * np.linalg.norm(b)),
+                  "you divided by the lengths: that is the cosine similarity. The score is the plain dot "
+                  "product, which also grows with the lengths of the vectors"),
+            Wrong(lambda a, b: np.linalg.norm(a) * np.linalg.norm(b),
+                  "that is |query| * |key|, the dot product without the cos(angle) factor: multiply "
+                  "feature by feature, then sum"),
             Wrong(lambda a, b: np.sum(a) * np.sum(b), "you multiplied the two sums; sum the products of matching "
                                                       "features instead: query[0]*key[0] + query[1]*key[1] + ..."),
             Wrong(lambda a, b: np.sum(a + b), "you added the vectors; a dot product multiplies matching features, "
@@ -106,6 +88,14 @@ def _grade_dot_score(fn):
         shape_hint="a score is one number: sum the products of matching features",
         success="a score is one number: the sum over the features of query[k] * key[k].",
     )
+    if verdict.passed:
+        used = _products_used(fn, _dot_cases()[0])
+        if used:
+            return Verdict(False, f"the numbers are right, but your dot_score uses {used[0]}, the product this "
+                                  "exercise asks you to re-create",
+                           "multiply matching features with query * key, then add them up with .sum() (or a loop "
+                           "over the features): that is what @ computes")
+    return verdict
 
 
 def _matrix_cases():

@@ -51,10 +51,6 @@ def _cases():
     ]
 
 
-def _other_axis(axis):
-    return 0 if axis in (-1, 1) else -1
-
-
 def _no_keepdims(on_max, on_sum):
     """A softmax that forgets keepdims=True on the max, on the sum, or on both."""
 
@@ -76,7 +72,7 @@ def _wrongs():
     return [
         Wrong(lambda x, axis=-1: _reference(x, axis=-1), axis_hint + " (your function always uses axis=-1)"),
         Wrong(lambda x, axis=-1: _reference(x, axis=0), axis_hint + " (your function always uses axis=0)"),
-        Wrong(lambda x, axis=-1: _reference(x, axis=_other_axis(axis)), axis_hint),
+        Wrong(lambda x, axis=-1: _reference(x, axis=0 if axis in (-1, 1) else -1), axis_hint),
         Wrong(_no_keepdims(False, False), _keepdims_hint()),
         Wrong(_no_keepdims(True, False), _keepdims_hint()),
         Wrong(_no_keepdims(False, True), _keepdims_hint()),

@@ -35,13 +35,8 @@ def self_attention_qkv(X, W_q, W_k, W_v):
 
 
 def _cases():
-    """The 'journey' case comes first: its sizes tell every wrong divisor apart.
-
-    There ``sqrt(d_k) = 1.41``, ``d_k = 2``, ``sqrt(d_in) = 1.73``, ``sqrt(d_v) = 2.24``, ``sqrt(T) = 2.45``
-    all differ, so the hint names the divisor the learner used. In "I love AI" every size is 2. A case in
-    which no size is 2 comes before the one with ``d_v = 2``, so a ``np.sqrt(2)`` left over from the worked
-    example is named as such, not as ``sqrt(d_v)``.
-    """
+    """First 'journey', whose sizes tell every wrong divisor apart; a case with no size 2 comes before d_v = 2,
+    so that a ``np.sqrt(2)`` left over from the worked example is named as such."""
     ex = i_love_ai()
     rng = np.random.default_rng(SEED + 5)
     X6 = journey_embeddings()
@@ -167,10 +162,7 @@ def check_asymmetric_keys(W_k):
                          f"{S[j, i]:.2f}: now a token can attend to another without being attended back.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: which rows of the scores change when one entry of W_q changes?
-
-
 def _changed_rows():
     ex = i_love_ai(dtype=np.float64)
     W_q_changed = ex["W_q"].copy()
@@ -193,14 +185,7 @@ def check_changed_rows(prediction):
                "W_q changes the query, which is one whole ROW of scores")
 
 
-# ---------------------------------------------------------------------------------------------
 # Spot the slip: the scaled scores of "love" as a set of hand-written notes printed them
-
-
-#: Row "love" of S / sqrt(d_k) as printed in a set of hand-written notes, with one slip in it.
-NOTES_ROW = (0.71, 0.71, 0.71)
-
-
 @register_solution("score_slip")
 def score_slip():
     """One line finds it: compare the notes' row with the computed one, entry by entry."""
@@ -255,10 +240,7 @@ def check_score_slip(slip_key, corrected=None):
                          "One line of code, np.isclose(notes_row, scaled[1], atol=0.005), finds it.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Design: choose W_k so that "roamed" attends to "creature"
-
-
 @register_solution("roamed_keys")
 def roamed_keys():
     """Only the creature has the feature "alive": let it answer the verb's question in key column 3."""

@@ -10,10 +10,7 @@ from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register
 __all__ = ["check_attention_scale", "check_scaled_scores", "check_score_std_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 06.1: the scale factor of one head
-
-
 @register_solution("attention_scale")
 def attention_scale(d_model, num_heads):
     """The factor that multiplies the scores of each head: 1 / sqrt(d_k), with d_k = d_model / h."""
@@ -21,14 +18,13 @@ def attention_scale(d_model, num_heads):
     return 1.0 / np.sqrt(d_k)
 
 
-def _scale_cases():
-    return [
-        Case((512, 8), label="d_model = 512, h = 8 (the paper's base model)"),
-        Case((768, 12), label="d_model = 768, h = 12 (GPT-2 small)"),
-        Case((1024, 16), label="d_model = 1024, h = 16 (the paper's big model)"),
-        Case((256, 4), label="d_model = 256, h = 4"),
-        Case((64, 1), label="d_model = 64, h = 1 (a single head)"),
-    ]
+_SCALE_CASES = [
+    Case((512, 8), label="d_model = 512, h = 8 (the paper's base model)"),
+    Case((768, 12), label="d_model = 768, h = 12 (GPT-2 small)"),
+    Case((1024, 16), label="d_model = 1024, h = 16 (the paper's big model)"),
+    Case((256, 4), label="d_model = 256, h = 4"),
+    Case((64, 1), label="d_model = 64, h = 1 (a single head)"),
+]
 
 
 _SCALE_WRONGS = [
@@ -50,16 +46,13 @@ _SCALE_WRONGS = [
 
 def check_attention_scale(fn):
     """Grade ``fn(d_model, num_heads) -> 1 / sqrt(d_k)`` (one number)."""
-    return grade_function(fn, attention_scale, _scale_cases(), what="attention_scale", wrongs=_SCALE_WRONGS,
+    return grade_function(fn, attention_scale, _SCALE_CASES, what="attention_scale", wrongs=_SCALE_WRONGS,
                           shape_hint="return one number (a float), not an array",
                           success="scale = 1 / sqrt(d_k) with d_k = d_model / h: for d_model = 512 and h = 8 that is "
                                   "1 / sqrt(64) = 1/8, not 1 / sqrt(512).")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 06.2: scaled scores
-
-
 @register_solution("scaled_scores")
 def scaled_scores(queries, keys):
     """Scores Q K^T / sqrt(d_k) over the last two axes (works for (T, d_k) and (B, h, T, d_k))."""
@@ -116,10 +109,7 @@ def check_scaled_scores(fn):
     return verdict
 
 
-
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: the spread of unscaled scores at d_k = 256
-
 #: The key/query dimension of the prediction question.
 PREDICT_D_K = 256
 

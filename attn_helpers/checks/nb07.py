@@ -12,10 +12,7 @@ from ._predict import grade_token_set
 __all__ = ["check_causal_mask", "check_masked_attention", "check_masked_key_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 07.1: a causal mask
-
-
 @register_solution("build_causal_mask")
 def build_causal_mask(T):
     """Boolean (T, T) mask: True on and below the diagonal, so query i may attend to keys j <= i."""
@@ -71,10 +68,7 @@ def check_causal_mask(fn):
                           success="True on and below the diagonal: token i sees itself and everything before it.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 07.2: masked scaled dot-product attention
-
-
 @register_solution("masked_attention")
 def masked_attention(queries, keys, values, mask):
     """Scaled dot-product attention with a boolean mask (True = may attend); returns (context, weights)."""
@@ -101,27 +95,15 @@ def _scores(q, k, scale=None):
     return q @ np.swapaxes(k, -1, -2) * scale
 
 
-def _after_softmax_no_renorm(q, k, v, mask):
-    return np.where(mask, _softmax_rows(_scores(q, k)), 0.0)
-
-
-def _magic_constant(q, k, v, mask):
-    return _softmax_rows(np.where(mask, _scores(q, k), -1e9))
-
-
-def _inverted(q, k, v, mask):
-    return masked_attention(q, k, v, ~np.asarray(mask, dtype=bool))[1]
-
-
 def _weights_wrongs():
     return [
         Wrong(lambda q, k, v, m: _softmax_rows(_scores(q, k)),
               "the mask is not applied: set masked scores to -inf BEFORE the softmax, "
               "np.where(mask, scores, -np.inf)"),
-        Wrong(_after_softmax_no_renorm,
+        Wrong(lambda q, k, v, m: np.where(m, _softmax_rows(_scores(q, k)), 0.0),
               "you zeroed the masked weights AFTER the softmax, so the rows no longer sum to 1. Mask the scores "
               "before the softmax (or renormalise each row)"),
-        Wrong(_inverted,
+        Wrong(lambda q, k, v, m: masked_attention(q, k, v, ~np.asarray(m, dtype=bool))[1],
               "your mask is inverted: True means 'may attend', so keep the scores where mask is True: "
               "np.where(mask, scores, -np.inf)"),
         Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0),
@@ -134,7 +116,7 @@ def _weights_wrongs():
               "you divided by sqrt(d_v), the dimension of the values; d_k is the last axis of the queries and keys"),
         Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(k.shape[-2])),
               "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
-        Wrong(_magic_constant,
+        Wrong(lambda q, k, v, m: _softmax_rows(np.where(m, _scores(q, k), -1e9)),
               "a fully masked row came out uniform (1/T_k each): that is what the magic constant -1e9 does, "
               "since every score in the row is then equal. Use -np.inf, which needs no constant, and give a row "
               "with no allowed key all-zero weights"),
@@ -199,11 +181,7 @@ def _nan_rows_hint(fn, case):
 
 
 def _full_transposes(fn, case):
-    """The shapes of the batched (3-D or more) inputs that ``fn`` reversed with ``.T`` or ``.transpose()`` on ``case``.
-
-    On a batch, ``keys.T`` reverses EVERY axis, ``(B, T_k, d_k) -> (d_k, T_k, B)``, not just the last two:
-    the natural first attempt ``queries @ keys.T`` then fails (or mixes the sequences of the batch).
-    """
+    """The shapes of the batched inputs that ``fn`` reversed whole with ``.T`` or ``.transpose()`` on ``case``."""
     seen = []
 
     class Watched(np.ndarray):  # an array that notes when all of its axes are reversed
@@ -271,10 +249,7 @@ def _clean(verdict):
     return verdict
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: mask one more key under the causal mask
-
-
 def masked_key_rows(key="creature"):
     """The queries of the creature example whose weights change when ``key`` is masked too (causal mask on)."""
     ex = creature_example(dtype=np.float64)

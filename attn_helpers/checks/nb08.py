@@ -21,16 +21,12 @@ __all__ = ["check_split_heads", "check_merge_heads", "check_parameter_count", "c
            "check_weights_shape"]
 
 
-
 def _labelled(T, d_model):
     """``x[t, f] = 10 * t + f``: every number says which token and feature it came from."""
     return (10.0 * np.arange(T)[:, None] + np.arange(d_model)[None, :]).astype(np.float64)
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 08.1: split the features into heads
-
-
 @register_solution("my_split_heads")
 def my_split_heads(x, num_heads):
     """(T, d_model) -> (num_heads, T, head_dim): head i takes features [i*head_dim : (i+1)*head_dim]."""
@@ -107,10 +103,7 @@ def check_split_heads(fn):
                          f"num_heads=4 is refused ({type(err).__name__}).")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 08.2: merge the heads back
-
-
 @register_solution("my_merge_heads")
 def my_merge_heads(heads):
     """(num_heads, T, head_dim) -> (T, num_heads * head_dim): the inverse of my_split_heads."""
@@ -157,10 +150,7 @@ def check_merge_heads(fn):
                           success="merge(split(x)) gives x back: each token's heads sit side by side again.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 08.3: the parameters of one attention layer, in the two conventions
-
-
 @register_solution("parameter_count")
 def parameter_count(d_model=512, num_heads=8):
     """The original Transformer's attention layer: W_q, W_k, W_v, W_o and no biases (as in its equations)."""
@@ -226,10 +216,7 @@ def check_parameter_count_with_biases(value):
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: the shape of the weights of a batch
-
-
 #: The question: a batch of B = 2 sentences of T = 8 tokens, d_model = 8, h = 4 heads.
 BATCH, TOKENS, HEADS = 2, 8, 4
 

@@ -14,10 +14,7 @@ from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_v
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction", "check_length_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 09.1: the sinusoidal encoding
-
-
 @register_solution("sinusoidal_encoding")
 def sinusoidal_encoding(T, d_model):
     """PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(the same angle); shape (T, d_model)."""
@@ -106,36 +103,25 @@ def _encoding_wrongs():
     ]
 
 
-def _encoding_cases():
-    return [
-        Case((6, 8), label="T = 6 positions, d_model = 8"),
-        Case((10, 16), label="T = 10, d_model = 16"),
-        Case((50, 4), label="T = 50, d_model = 4"),
-        Case((1, 2), label="T = 1, d_model = 2"),
-    ]
-
-
-_BROADCAST_HINT = ("the angle array has the wrong orientation for pe[:, 0::2]: build it with positions down the rows "
-                   "and pairs across the columns, position[:, None] / 10000 ** (two_i / d_model), shape "
-                   "(T, d_model/2)")
-
-
-def _broadcast_problem(fn):
-    """A verdict when ``fn`` crashes with a broadcasting error (an angle array of shape (d_model/2, T)), else None."""
-    case = _encoding_cases()[0]
-    _, err = call_quietly(fn, *case.args)  # never raises, never hangs: the grader below reports other failures
-    if isinstance(err, ValueError) and "broadcast" in str(err):
-        return Verdict(False, f"on {case.label}, your function raised ValueError: {err}", _BROADCAST_HINT)
-    return None
+_ENCODING_CASES = [
+    Case((6, 8), label="T = 6 positions, d_model = 8"),
+    Case((10, 16), label="T = 10, d_model = 16"),
+    Case((50, 4), label="T = 50, d_model = 4"),
+    Case((1, 2), label="T = 1, d_model = 2"),
+]
 
 
 def check_sinusoidal_encoding(fn):
     """Grade ``fn(T, d_model) -> (T, d_model)``: the sinusoidal positional encoding (even ``d_model``)."""
-    problem = _broadcast_problem(fn) if callable(fn) else None
-    if problem is not None:
-        return problem
+    case = _ENCODING_CASES[0]  # a broadcasting error: an angle array of shape (d_model/2, T)
+    err = call_quietly(fn, *case.args)[1] if callable(fn) else None  # the grader below reports other failures
+    if isinstance(err, ValueError) and "broadcast" in str(err):
+        return Verdict(False, f"on {case.label}, your function raised ValueError: {err}",
+                       "the angle array has the wrong orientation for pe[:, 0::2]: build it with positions down the "
+                       "rows and pairs across the columns, position[:, None] / 10000 ** (two_i / d_model), shape "
+                       "(T, d_model/2)")
     return grade_function(
-        fn, lambda T, d: positional_encoding(T, d, dtype=np.float64), _encoding_cases(),
+        fn, lambda T, d: positional_encoding(T, d, dtype=np.float64), _ENCODING_CASES,
         what="sinusoidal_encoding", wrongs=_encoding_wrongs(), atol=1e-6,
         shape_hint="one row per position and one column per feature: shape (T, d_model)",
         success="sin on the even features, cos on the odd ones, one frequency 1 / 10000^(2i/d_model) per pair.",
@@ -144,9 +130,7 @@ def check_sinusoidal_encoding(fn):
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 09.2: predict, then run: which outputs change when "dog bites man" becomes "man bites dog"?
-
 #: The reordering of the prediction exercise: "dog bites man" -> "man bites dog".
 MAN_BITES_DOG = (2, 1, 0)
 
@@ -213,9 +197,7 @@ def check_order_prediction(prediction):
                          f"not move.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Do positions generalise in length? Predict which kinds still work at 16 tokens, trained on 8.
-
 #: The length of the question and the accuracy that counts as "still works".
 LONG_LENGTH = 16
 GOOD_ENOUGH = 0.8

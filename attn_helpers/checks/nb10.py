@@ -12,16 +12,13 @@ from ..block import feed_forward, init_block_params, layer_norm, parameter_count
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, read_answer, register_solution
 from ._predict import is_complex
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.1: layer norm
-
-
 @register_solution("my_layer_norm")
 def my_layer_norm(x, gamma, beta, eps=1e-5):
     """Normalise each token (each row) over its features, then scale by gamma and shift by beta."""
@@ -82,21 +79,21 @@ _LN_WRONGS = [
           "together: give each token its own, x.mean(axis=-1, keepdims=True)"),
 ]
 
-#: The slip that hides best: eps left out (or BERT's 1e-12 typed in), visible only in the 6th digit.
-_TINY_EPS = 1e-12
 
-
+# The slip that hides best: eps left out (or BERT's 1e-12 typed in), visible only in the 6th digit.
 def _eps_slip(fn):
     """A verdict when ``fn`` matches layer norm with no eps or eps = 1e-12 on the first case, else None."""
     case = _ln_cases()[0]
-    args = [np.array(a, copy=True) for a in case.args]
-    got, err = call_quietly(lambda: np.asarray(fn(*args), dtype=np.float64))  # converting may run learner code too
+    got, err = call_quietly(fn, *(np.array(a, copy=True) for a in case.args))
     if err is not None:
+        return None
+    got, problem = read_answer(got)  # never hangs or raises on a result that does when read as numbers
+    if problem:
         return None
     expected = my_layer_norm(*case.args)
     if got.shape != expected.shape or np.allclose(got, expected, rtol=1e-6, atol=1e-7):
         return None
-    if not np.allclose(got, my_layer_norm(*case.args, eps=_TINY_EPS), rtol=1e-9, atol=1e-12):
+    if not np.allclose(got, my_layer_norm(*case.args, eps=1e-12), rtol=1e-9, atol=1e-12):
         return None
     worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape)
     gap = float(got[worst] - expected[worst])
@@ -125,10 +122,7 @@ def check_layer_norm(fn):
                           success="each token gets mean 0 and variance 1 over its features, then gamma and beta.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.2: one pre-norm block
-
-
 @register_solution("my_pre_norm_block")
 def my_pre_norm_block(x, p):
     """x + MHA(LN_1(x)), then x + FFN(LN_2(x)): the sub-layers read a normalised copy, the stream stays raw."""
@@ -240,18 +234,10 @@ def check_pre_norm_block(fn):
     return verdict
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.3: predict, then run: which outputs of a decoder block change?
-
-
 def changed_rows(position, causal=True, example=None):
-    """The output rows of the creature example's first block that change when token ``position`` changes.
+    """The output rows of the example's first (pre-norm) block that change when token ``position`` is negated.
 
-    The block is ``example["blocks"][0]`` (pre-norm); token ``position`` of ``X`` is replaced by
-    its negative.
-
-    Examples
-    --------
     >>> changed_rows(2)
     [2, 3, 4, 5, 6, 7]
     >>> changed_rows(2, causal=False)
@@ -309,10 +295,7 @@ def check_decoder_changed_rows(prediction, position=2):
     return Verdict(False, f"you predicted rows {predicted}; the block changed rows {actual}", hint)
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 10.4: GPT-2 small's parameter count, block by block
-
-
 @register_solution("my_gpt2_parameter_count")
 def my_gpt2_parameter_count(config):
     """Count GPT-2's parameters from its configuration, one block first (d_ff = 4 d_model, biases, tied)."""

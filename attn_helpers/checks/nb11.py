@@ -11,6 +11,7 @@ from ..core import softmax
 from ..examples import SEED
 from ..training import TASKS, load_runs
 from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, never_raises, register_solution
+from ._predict import read_choice, read_letter
 
 __all__ = ["check_softmax_backward", "check_attention_prediction", "check_training_prediction",
            "TRAINING_QUESTIONS", "read_choice"]
@@ -124,11 +125,6 @@ def _gradient_check(fn):
                          "on masked and fully masked rows and on a batch too.")
 
 
-def _expected_keys(task):
-    pattern = TASKS[task].expected_pattern(TASKS[task].seq_len)
-    return pattern.argmax(axis=-1)  # (T,): the key each query should attend to
-
-
 @never_raises("could not use this prediction",
               "give a list of integers, one key position per query, e.g. [0, 0, 1, 2, 3, 4, 5, 6]")
 def check_attention_prediction(predicted_keys, task="reverse"):
@@ -147,7 +143,7 @@ def check_attention_prediction(predicted_keys, task="reverse"):
     if got.shape != (T,) or got.dtype.kind not in "iu":
         return Verdict(False, f"the prediction has shape {got.shape} and dtype {got.dtype}, expected {T} integers",
                        f"one key position (0 .. {T - 1}) for each of the {T} queries")
-    expected = _expected_keys(task)
+    expected = TASKS[task].expected_pattern(TASKS[task].seq_len).argmax(axis=-1)  # (T,): the key of each query
     wrong = np.flatnonzero(got != expected)
     if wrong.size == 0:
         return Verdict(True, f"query i attends to key {', '.join(map(str, expected))} for i = 0 .. {T - 1}. "
@@ -164,29 +160,7 @@ def check_attention_prediction(predicted_keys, task="reverse"):
                    f"the answer at position {i} is the token at position {expected[i]}: attention must fetch it")
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run: the induction head and the ablations (answers measured on the shipped runs)
-
-
-def read_choice(answer, choices):
-    """The key of ``choices`` that ``answer`` names ("b", "(b)", "b.", "B)" or the choice's text), else ``None``.
-
-    >>> read_choice(" (B). ", {"a": "yes", "b": "under a third"}), read_choice("Under a third", {"b": "under a third"})
-    ('b', 'b')
-    """
-    if not isinstance(answer, str):
-        return None
-    text = " ".join(answer.strip().strip("'\"").lower().split())
-    key = text.strip("().: ")
-    if key in choices:
-        return key
-    for name, description in choices.items():
-        said = description.lower()
-        if text.rstrip(".") in (said, f"({name}) {said}", f"{name}) {said}", f"{name} {said}", f"{name}. {said}"):
-            return name
-    return None
-
-
 #: Each question of notebook 11's predictions: its choices, and a hint for each wrong choice.
 TRAINING_QUESTIONS = {
     "previous token": {
@@ -267,19 +241,10 @@ def training_answer(question, runs=None):
 @never_raises("could not use this prediction", 'answer with one letter, e.g. "a"')
 def check_training_prediction(answer, question=None):
     """Grade a prediction of notebook 11 (``question`` one of :data:`TRAINING_QUESTIONS`) on the shipped runs."""
-    if answer is None or answer is Ellipsis:
-        return Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
-    if not isinstance(answer, str):
-        return Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
-                       'write one letter in quotes, e.g. "a"')
-    if question not in TRAINING_QUESTIONS:
-        return Verdict(False, f"{question!r} is not one of this notebook's questions",
-                       f"use one of {', '.join(map(repr, TRAINING_QUESTIONS))}")
+    choice, problem = read_letter(answer, TRAINING_QUESTIONS, question, "this notebook's", '"{}"')
+    if problem is not None:
+        return problem
     choices = TRAINING_QUESTIONS[question]["choices"]
-    letters = ", ".join(f'"{key}"' for key in choices)
-    choice = read_choice(answer, choices)
-    if choice is None:
-        return Verdict(False, f"{answer[:40]!r} is not one of the choices", f"answer {letters}")
     right = training_answer(question)
     if choice == right:
         return Verdict(True, f"({right}) {choices[right]}. Run the next cells to see it in the trained models.")

@@ -1,13 +1,5 @@
-"""Checkers for notebook 12 (a real pretrained model): the previous-token head, and a prediction about a sink.
-
-Exercise 12.1 asks for a function that measures, for every head, the mean weight a token puts on
-the token just before it, then for the head where that is largest. Exercise 12.2 asks the learner
-to predict, before measuring, how much of what an attention-sink head writes comes from ``[CLS]``.
-Exercise 12.3 asks what removing a head changes (:mod:`attn_helpers.ablation`). The expected
-answers come from :mod:`attn_helpers.pretrained` (``head_fingerprints``, ``weighted_value_norms``)
-and :mod:`attn_helpers.ablation` on the real model.
-"""
-
+"""Checkers for notebook 12 (a real pretrained model): the previous-token head (12.1), the attention sink (12.2)
+and what removing a head changes (12.3), graded on measurements of the real model."""
 from __future__ import annotations
 
 import numbers
@@ -19,16 +11,13 @@ from ..ablation import ablation_effects
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
 from ._grader import Case, Verdict, Wrong, grade_function, register_solution
-from .nb11 import read_choice
+from ._predict import read_choice, read_letter
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction",
            "check_ablation_prediction", "sink_measurements", "ablated_heads", "ABLATION_QUESTIONS"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 12.1 (a): the previous-token weight of every head
-
-
 @register_solution("my_previous_token_weight")
 def my_previous_token_weight(attentions):
     """(layers, heads, T, T) -> (layers, heads): the mean over tokens i = 1..T-1 of attentions[..., i, i - 1]."""
@@ -92,10 +81,7 @@ def check_previous_token_weight(fn):
                           success="the mean weight on the previous token, one number per head.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 12.1 (b): which head is the previous-token head?
-
-
 @lru_cache(maxsize=1)
 def _model_fingerprints():
     model = load_minilm()
@@ -147,9 +133,7 @@ def check_previous_token_head(answer):
                    "(layer, head) of the largest value with np.unravel_index(np.argmax(...), shape)")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 12.2: predict, then measure: how much does a sink head take from [CLS]?
-
 SINK_LAYER, SINK_HEAD = 4, 5
 
 #: The choices of the prediction, and the range of the measured share each one stands for.
@@ -159,15 +143,8 @@ SINK_CHOICES = {"a": ("about 90%, like its weight", 0.75, 1.0),
 
 
 def sink_measurements(sentences=FINGERPRINT_SENTENCES, layer=SINK_LAYER, head=SINK_HEAD):
-    """Per sentence: the mean weight on ``[CLS]``, and ``[CLS]``'s mean share of the summed contribution lengths.
-
-    The share, for one query, is ``||w_i0 v_0 W_o|| / sum_j ||w_ij v_j W_o||``: a share of the summed
-    LENGTHS of the head's contributions (not of its output vector, in which they partly cancel).
-
-    Returns
-    -------
-    (weights, shares) : two ndarrays of shape (len(sentences),)
-    """
+    """Per sentence, two arrays of shape (len(sentences),): the mean weight on ``[CLS]`` and its mean share
+    ``||w_i0 v_0 W_o|| / sum_j ||w_ij v_j W_o||`` of the summed lengths of the head's contributions."""
     model = load_minilm()
     weights, shares = [], []
     for sentence in sentences:
@@ -214,10 +191,7 @@ def check_sink_prediction(prediction):
                    "lengths of the value vectors in the cell below")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 12.3: predict, then run: what does removing a head change?
-
-
 def ablated_heads(seed=SEED):
     """The heads exercise 12.3 removes: the previous-token head, a sink, and one drawn at random among the others."""
     named = {"previous-token (0, 2)": (0, 2), f"sink ({SINK_LAYER}, {SINK_HEAD})": (SINK_LAYER, SINK_HEAD)}
@@ -269,19 +243,10 @@ def ablation_answer(question, effects=None):
 
 def check_ablation_prediction(answer, question=None):
     """Grade a prediction of exercise 12.3 (``question`` one of :data:`ABLATION_QUESTIONS`) on the measurement."""
-    if answer is None or answer is Ellipsis:
-        return Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
-    if not isinstance(answer, str):
-        return Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
-                       'write one letter in quotes, e.g. "a"')
-    if question not in ABLATION_QUESTIONS:
-        return Verdict(False, f"{question!r} is not one of this exercise's questions",
-                       f"use one of {', '.join(map(repr, ABLATION_QUESTIONS))}")
+    choice, problem = read_letter(answer, ABLATION_QUESTIONS, question, "this exercise's", "{!r}")
+    if problem is not None:
+        return problem
     choices = ABLATION_QUESTIONS[question]["choices"]
-    choice = read_choice(answer, choices)
-    if choice is None:
-        return Verdict(False, f"{answer[:40]!r} is not one of the choices",
-                       f"answer {', '.join(repr(key) for key in choices)}")
     try:
         with np.errstate(all="ignore"):
             right = ablation_answer(question)

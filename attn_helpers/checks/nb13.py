@@ -13,10 +13,7 @@ from ._grader import Case, Verdict, Wrong, grade_function, grade_value, never_ra
 __all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 13.1: the online softmax of one row
-
-
 @register_solution("online_softmax_row")
 def online_softmax_row(scores):
     """Softmax of a 1-D row, its max and sum found in ONE pass (a loop over the entries)."""
@@ -82,10 +79,7 @@ def check_online_softmax(fn):
                 "the softmax.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Exercise 13.2: one query's context in one pass over the keys
-
-
 @register_solution("online_attention_row")
 def online_attention_row(query, keys, values):
     """The context of one query (d_k,) over keys (T, d_k) and values (T, d_v), one key at a time."""
@@ -158,10 +152,7 @@ def check_online_attention(fn):
                                   "without ever storing a weight.")
 
 
-# ---------------------------------------------------------------------------------------------
 # Predict, then run
-
-
 def _positive_ints(**values):
     """A verdict naming the first of ``values`` that is not a whole number >= 1, or None."""
     for name, value in values.items():
@@ -188,18 +179,13 @@ def check_skipped_tiles(prediction, T=8, block_size=2):
     ])
 
 
-def _published(model):
-    """The name in PUBLISHED_CONFIGS that ``model`` spells (case, spaces, dashes ignored), or None."""
-    def key(name):
-        return "".join(ch for ch in name.lower() if ch.isalnum())
-
-    return {key(name): name for name in PUBLISHED_CONFIGS}.get(key(model)) if isinstance(model, str) else None
-
-
 @never_raises("could not grade this prediction", "give a number of GiB, for example my_cache_gib = 1.5")
 def check_cache_prediction(prediction_gib, model="Llama 2 7B", T=4096, bytes_per_number=2):
     """Grade a prediction, in GiB, of a published model's KV cache at ``T`` tokens in float16."""
-    name = _published(model)
+    def key(name):  # case, spaces and dashes ignored
+        return "".join(ch for ch in name.lower() if ch.isalnum())
+
+    name = {key(known): known for known in PUBLISHED_CONFIGS}.get(key(model)) if isinstance(model, str) else None
     if name is None:
         return Verdict(False, f"model {model!r:.40} is not one of the published configurations",
                        "use one of " + ", ".join(repr(known) for known in PUBLISHED_CONFIGS))

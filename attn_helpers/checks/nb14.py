@@ -180,10 +180,6 @@ def top_p_keep_solution(probs, top_p):
     return keep
 
 
-def _top_p_reference(probs, top_p):
-    return np.isfinite(filter_logits(np.log(probs), top_p=top_p))
-
-
 def _top_p_cases():
     return [
         Case((np.array([0.5, 0.25, 0.125, 0.125]), 0.7), label="probs [0.5, 0.25, 0.125, 0.125], top_p = 0.7"),
@@ -217,7 +213,8 @@ def _top_p_wrongs():
 
 def check_top_p(fn):
     """Grade ``fn(probs, top_p) -> keep``: a boolean mask of the tokens top-p (nucleus) sampling keeps."""
-    return grade_function(fn, _top_p_reference, _top_p_cases(), what="top_p_keep", wrongs=_top_p_wrongs(),
+    return grade_function(fn, lambda probs, top_p: np.isfinite(filter_logits(np.log(probs), top_p=top_p)),
+                          _top_p_cases(), what="top_p_keep", wrongs=_top_p_wrongs(),
                           shape_hint="return one True/False per token, in the tokens' original order",
                           success="your nucleus matches filter_logits(..., top_p=...) on every case.")
 
