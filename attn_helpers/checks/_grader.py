@@ -1,7 +1,9 @@
 """The grading machinery behind every ``check_*`` function: it never raises and never hangs.
 
 The learner's code runs through :func:`call_quietly` (calling thread, warnings silenced, any exception returned
-as a value; on the main thread where ``signal.setitimer`` exists, an alarm stops it after ``TIME_LIMIT`` s).
+as a value; on the main thread where ``signal.setitimer`` exists, an alarm stops it after ``TIME_LIMIT`` s;
+CPython 3.10 runs no signal handler inside a loop of pure arithmetic wrapped in a bare ``except:``, so there,
+as for the notebook's interrupt button, only restarting the kernel stops that one).
 Answers become numbers only through :func:`as_numbers`, which refuses text, complex numbers and huge integers.
 """
 
