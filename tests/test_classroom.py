@@ -79,7 +79,9 @@ def test_progress_is_not_recorded_while_grading(course):
 
 
 def nbgrader(out, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               # as in an activated environment: nbgrader 0.9.5 (Python 3.10) runs its `alembic` command by name
+               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
