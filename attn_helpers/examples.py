@@ -173,8 +173,8 @@ def creature_example(dtype=np.float32):
     >>> ex = creature_example()
     >>> steps = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])
     >>> creature = CREATURE_TOKENS.index("creature")
-    >>> [CREATURE_TOKENS[j] for j in np.argsort(steps["weights"][creature])[::-1][:2]]
-    ['fluffy', 'blue']
+    >>> {CREATURE_TOKENS[j]: round(float(w), 2) for j, w in enumerate(steps["weights"][creature]) if w > 0.1}
+    {'fluffy': 0.45, 'blue': 0.45}
     """
     feature = {name: i for i, name in enumerate(CREATURE_FEATURES)}
     W_q = np.zeros((len(CREATURE_FEATURES), 4), dtype=dtype)  # (d_model, d_k)
