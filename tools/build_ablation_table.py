@@ -29,7 +29,8 @@ from attn_helpers.pretrained import FINGERPRINT_SENTENCES, MODEL_SHA256, load_mi
 def main() -> None:
     start = time.perf_counter()
     model = load_minilm()
-    heads = {f"({layer}, {head})": (layer, head) for layer in range(model.num_layers) for head in range(model.num_heads)}
+    heads = {f"({layer}, {head})": (layer, head)
+             for layer in range(model.num_layers) for head in range(model.num_heads)}
     table = all_heads_table(ablation_effects(model, FINGERPRINT_SENTENCES, heads), model.num_layers, model.num_heads)
     np.savez_compressed(ALL_HEADS_PATH, model_sha256=MODEL_SHA256, sentences=np.array(FINGERPRINT_SENTENCES), **table)
     print(f"wrote {ALL_HEADS_PATH.relative_to(ROOT)} ({ALL_HEADS_PATH.stat().st_size / 1024:.0f} KiB) "
