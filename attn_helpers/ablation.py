@@ -2,19 +2,31 @@
 
 Head ``h`` reaches the model only through rows ``h * d_h .. (h + 1) * d_h - 1`` of ``W_o``: zero ablation sets
 them to 0; mean ablation moves the head's mean contribution into ``b_o`` first. :func:`ablate_head` returns a copy.
+Every one of the 72 heads removed both ways takes longer than a notebook may run, so :func:`load_all_heads` reads
+that table, measured by ``tools/build_ablation_table.py`` on the same sentences with the same code.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from .block import transformer_block
 from .multihead import split_heads
+from .pretrained import FINGERPRINT_SENTENCES, MODEL_SHA256, RunResult, _blas
 
 __all__ = ["head_rows", "head_contexts", "mean_context", "ablate_head", "sentence_embeddings", "relative_change",
-           "ablation_effects"]
+           "ablation_effects", "MODES", "SUMMARY", "summarise", "all_heads_table", "load_all_heads"]
+
+#: The two ways of removing a head, in the order of the table's first axis.
+MODES = ("zero", "mean")
+#: The numbers notebook 12 prints for one removal, in the order of :func:`summarise`.
+SUMMARY = ("block", "last", "self cosine", "largest move", "neighbours changed")
+#: Every head removed both ways on ``FINGERPRINT_SENTENCES`` (``tools/build_ablation_table.py``).
+ALL_HEADS_PATH = Path(__file__).resolve().parent / "data" / "nb12_ablation_all_heads.npz"
 
 
 def head_rows(model, head) -> slice:
@@ -92,7 +104,8 @@ def ablation_effects(model, sentences, heads):
     for name, (layer, head) in heads.items():
         for mode in ("zero", "mean"):
             mean = mean_context(model, intact, layer, head) if mode == "mean" else None
-            results = [ablate_head(model, layer, head, mean).run(s) for s in sentences]
+            ablated_model = ablate_head(model, layer, head, mean)
+            results = [_run_from(ablated_model, run, layer) for run in intact]
             ablated = sentence_embeddings(results)
             ablated_similarities = ablated @ ablated.T
             effects[name, mode] = {
@@ -103,6 +116,49 @@ def ablation_effects(model, sentences, heads):
                 "neighbours changed": int((_nearest(ablated_similarities) != _nearest(similarities)).sum()),
             }
     return effects
+
+
+def _run_from(model, intact, layer):
+    """``model.run`` of ``intact``'s text, from block ``layer`` on: the blocks before it are those of ``intact``."""
+    x, hidden_states, attentions = intact.hidden_states[layer], list(intact.hidden_states[: layer + 1]), []
+    with _blas().limit(limits=1, user_api="blas"):  # as model.run
+        for params in model.blocks[layer:]:
+            x, weights = transformer_block.unchecked(x, params, None, False)  # post-norm: (T, d_model), (h, T, T)
+            hidden_states.append(x)
+            attentions.append(weights)
+    return RunResult(intact.tokens, np.stack(hidden_states), np.concatenate([intact.attentions[:layer], attentions]))
+
+
+def summarise(effect):
+    """One removal's numbers (an entry of :func:`ablation_effects`), in the order of ``SUMMARY``.
+
+    The mean relative change after the head's block and at the last layer, the lowest cosine of a sentence embedding
+    with the intact one, the largest move of a cosine between two sentences, and the neighbours changed.
+    """
+    return (effect["block"].mean(), effect["last"].mean(), effect["self cosine"].min(),
+            np.abs(effect["similarity change"]).max(), effect["neighbours changed"])
+
+
+def all_heads_table(effects, num_layers, num_heads):
+    """:func:`summarise` of every head, both ways: ``name -> (2 modes, layers, heads)`` for each name of ``SUMMARY``.
+
+    ``effects``: :func:`ablation_effects` of the heads named ``"(layer, head)"``.
+    """
+    table = np.array([[[summarise(effects[f"({layer}, {head})", mode]) for head in range(num_heads)]
+                       for layer in range(num_layers)] for mode in MODES])  # (2, layers, heads, 5)
+    return {name: table[..., k] for k, name in enumerate(SUMMARY)}
+
+
+def load_all_heads(path=ALL_HEADS_PATH):
+    """The shipped :func:`all_heads_table` of all-MiniLM-L6-v2 on ``FINGERPRINT_SENTENCES``.
+
+    It is checked to come from this model's weights and these sentences; ``ValueError`` otherwise.
+    """
+    with np.load(path) as data:
+        if str(data["model_sha256"]) != MODEL_SHA256 or tuple(data["sentences"]) != FINGERPRINT_SENTENCES:
+            raise ValueError(f"{path} was measured on another model or other sentences: run "
+                             "tools/build_ablation_table.py again")
+        return {name: data[name] for name in SUMMARY}
 
 
 def _nearest(similarities):

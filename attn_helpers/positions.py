@@ -176,9 +176,10 @@ def alibi_slopes(num_heads):
 
 
 def alibi_bias(T, num_heads):
-    r"""ALiBi's bias :math:`-m_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
+    r"""ALiBi's bias :math:`-\lambda_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
 
-    Slopes :math:`m_h` from :func:`alibi_slopes`; symmetric, so it also works without a causal mask.
+    Slopes :math:`\lambda_h` (:math:`m` in the paper) from :func:`alibi_slopes`; symmetric, so it also works
+    without a causal mask.
 
     Returns ``bias (num_heads, T, T)``: ``bias[h, i, j]``; zero on the diagonal.
 

@@ -6,15 +6,20 @@ import numpy as np
 import pytest
 
 from attn_helpers.ablation import (
+    ALL_HEADS_PATH,
+    MODES,
+    SUMMARY,
     ablate_head,
     ablation_effects,
     head_contexts,
     head_rows,
+    load_all_heads,
     mean_context,
     relative_change,
     sentence_embeddings,
+    summarise,
 )
-from attn_helpers.pretrained import load_minilm
+from attn_helpers.pretrained import FINGERPRINT_SENTENCES, load_minilm
 
 TEXT = "The cat sat on the mat because it was tired."
 
@@ -96,3 +101,35 @@ def test_ablation_effects_report_what_the_notebook_prints(model):
         assert effect["block"].shape == effect["last"].shape == (sum(len(model.run(s).tokens) for s in sentences),)
         assert effect["self cosine"].shape == (3,) and effect["similarity change"].shape == (3,)
         assert (effect["block"] > 0).all() and 0 <= effect["neighbours changed"] <= 3
+
+
+def test_ablation_effects_run_the_whole_ablated_model(model):
+    """The effects resume from the removed head's block: the same numbers as running the ablated copy from the start."""
+    sentences = ["A dog barked twice.", "The stock market fell today."]
+    effect = ablation_effects(model, sentences, {"h": (3, 7)})["h", "zero"]
+    intact = [model.run(s) for s in sentences]
+    whole = [ablate_head(model, 3, 7).run(s) for s in sentences]
+    np.testing.assert_allclose(effect["block"], relative_change(whole, intact, 4), atol=1e-6)
+    np.testing.assert_allclose(effect["last"], relative_change(whole, intact, -1), atol=1e-6)
+    np.testing.assert_allclose(effect["self cosine"], (sentence_embeddings(whole) * sentence_embeddings(intact)).sum(1),
+                               atol=1e-6)
+
+
+def test_the_shipped_table_of_all_heads_is_what_ablation_effects_measures(model):
+    table = load_all_heads()
+    assert all(table[name].shape == (len(MODES), 6, 12) for name in SUMMARY)
+    heads = {"(1, 3)": (1, 3), "(5, 11)": (5, 11)}
+    effects = ablation_effects(model, FINGERPRINT_SENTENCES, heads)
+    for name, (layer, head) in heads.items():
+        for m, mode in enumerate(MODES):
+            np.testing.assert_allclose([table[n][m, layer, head] for n in SUMMARY], summarise(effects[name, mode]),
+                                       atol=1e-3)
+
+
+def test_a_table_from_other_sentences_is_refused(tmp_path):
+    with np.load(ALL_HEADS_PATH) as data:
+        arrays = dict(data)
+    arrays["sentences"] = arrays["sentences"][:-1]
+    np.savez(tmp_path / "other.npz", **arrays)
+    with pytest.raises(ValueError, match="other sentences"):
+        load_all_heads(tmp_path / "other.npz")
