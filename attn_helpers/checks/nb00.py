@@ -6,7 +6,7 @@ import numpy as np
 
 from ..examples import journey_embeddings
 from ..measures import summary_shares
-from ._grader import Case, Wrong, grade_function, grade_value, register_solution
+from ._grader import Case, Wrong, grade_function, grade_value, register_solution, shows_verdict
 
 __all__ = ["check_mean_embedding", "check_num_tokens", "check_first_token_share"]
 
@@ -26,6 +26,7 @@ def _cases():
     ]
 
 
+@shows_verdict
 def check_mean_embedding(fn):
     """Grade ``fn(X) -> mean token vector`` of shape ``(d_model,)``."""
     return grade_function(
@@ -41,6 +42,7 @@ def check_mean_embedding(fn):
     )
 
 
+@shows_verdict
 def check_num_tokens(value):
     """Grade the number of tokens T of the 'journey' sentence."""
     X = journey_embeddings()
@@ -51,6 +53,7 @@ def check_num_tokens(value):
                                "counted, it stays right for any sentence.")
 
 
+@shows_verdict
 def check_first_token_share(value):
     """Grade a prediction: the share of the first token ('Your') in the running summary of the 6-token sentence."""
     T = journey_embeddings().shape[0]

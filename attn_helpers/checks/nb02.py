@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import attention_scores
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_choice, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_choice, grade_function, register_solution, shows_verdict
 
 __all__ = ["check_dot_score", "check_score_matrix", "check_best_key"]
 
@@ -67,6 +67,7 @@ def _products_used(fn, case):
     return used
 
 
+@shows_verdict
 def check_dot_score(fn):
     """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number), without ``@`` or np.dot."""
     verdict = grade_function(
@@ -108,6 +109,7 @@ def _matrix_cases():
     ]
 
 
+@shows_verdict
 def check_score_matrix(fn):
     """Grade ``fn(X) -> scores`` of shape ``(T, T)`` with ``scores[i, j] = X[i] @ X[j]``."""
     return grade_function(
@@ -131,6 +133,7 @@ def check_score_matrix(fn):
     )
 
 
+@shows_verdict
 def check_best_key(token, query="with"):
     """Grade a prediction: the key with which ``query`` has its highest score (the 'journey' sentence)."""
     X = journey_embeddings()

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Wrong, grade_choice, grade_function, register_solution
+from ._grader import Case, Wrong, grade_choice, grade_function, register_solution, shows_verdict
 
 __all__ = ["check_context_vectors", "check_doubled_weights", "DOUBLING_CHOICES"]
 
@@ -64,6 +64,7 @@ def _wrongs():
     ]
 
 
+@shows_verdict
 def check_context_vectors(fn):
     """Grade ``fn(X) -> context`` of shape ``(T, d_model)``: softmax(X X^T) X, unscaled."""
     return grade_function(
@@ -76,6 +77,7 @@ def check_context_vectors(fn):
     )
 
 
+@shows_verdict
 def check_doubled_weights(prediction, query="with"):
     """Grade a prediction: what happens to ``query``'s largest weight when every embedding is doubled (X -> 2 X)."""
     X = journey_embeddings()
