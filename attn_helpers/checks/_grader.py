@@ -246,8 +246,8 @@ def read_filled(value, name: str, *, example: str, hint: str = "", shape: tuple 
     if shape is not None and got.shape != tuple(shape):
         return None, Verdict(False, f"{name} has shape {got.shape}, expected {tuple(shape)}", hint)
     if not np.isfinite(got).all():
-        return None, Verdict(False, f"{name} contains NaN or inf", "use finite numbers: a NaN comes from 0/0 or "
-                                                                   "inf - inf, an inf from an overflow (exp(1000), 1/0)")
+        return None, Verdict(False, f"{name} contains NaN or inf",
+                             "use finite numbers: a NaN comes from 0/0 or inf - inf, an inf from an overflow")
     return got, None
 
 
