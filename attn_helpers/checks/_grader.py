@@ -32,6 +32,10 @@ __all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_c
 
 TIME_LIMIT = 5.0  # seconds a learner's function may run before a checker stops waiting for it
 
+#: The hint for values that differ in no known way: true in every notebook, whatever is above the exercise.
+VALUES_DIFFER = ("call your function on this case yourself and print each intermediate array: compare each step "
+                 "with the formula of the exercise")
+
 
 def _ipython():
     """The running IPython shell, or None (plain Python, doctests), found without importing IPython."""
@@ -333,11 +337,13 @@ def grade_function(
     atol: float = 1e-5,
     shape_hint: str = "",
     hints: Mapping[str, str] | None = None,
+    hint: str = "",
 ) -> Verdict:
     """Grade a learner's function against ``reference_fn`` on ``cases``: on the first failing case, say whether
     it raised, returned no array, NaN, a known wrong answer (``wrongs``), a wrong shape or wrong values.
 
-    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``."""
+    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``;
+    ``hint``, the one for values that differ in no known way (default: :data:`VALUES_DIFFER`)."""
     hints = dict(hints or {})
     if not callable(learner_fn):
         return Verdict(False, f"expected your {what} (a function), got {type(learner_fn).__name__}",
@@ -376,7 +382,7 @@ def grade_function(
             False,
             f"on {where}, the values differ (at index {tuple(int(j) for j in worst)}: "
             f"got {got[worst]:.4f}, expected {expected[worst]:.4f})",
-            "compare your code with the equation above, one term at a time",
+            hint or VALUES_DIFFER,
         )
     return Verdict(True, success or f"your {what} passes all {len(cases)} test cases.")
 
@@ -394,31 +400,36 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
     elif "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         hint = (hints or {}).get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                                                "Print the shapes and check for a missing .T")
-    elif "axis" in problem:
-        hint = "check the axis argument: attention weights normalise over the last axis (axis=-1)"
+    elif type(error).__name__ == "AxisError":  # numpy's, wherever its version keeps it
+        hint = "that axis does not exist: an array of shape (T, d) has axis 0 (rows) and 1 (columns), or -2 and -1"
+    elif isinstance(error, IndexError):
+        hint = ("an index or a loop went past the end of an axis: check the size each loop runs over "
+                "(X.shape[0] counts the rows, X.shape[1] the columns)")
     else:
-        hint = "read the error message, then test your function on the tiny example above"
+        hint = ("the error above names the problem: call your function on this case yourself and print the shape "
+                "of each intermediate array to find the line")
     return Verdict(False, f"on {where}, {problem}", hint)
 
 
 @_never_loud
 def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[Any, str]] = (),
-                rtol: float = 1e-4, atol: float = 1e-4, success: str = "") -> Verdict:
-    """Grade a value the learner computed, with hints for known wrong values."""
+                rtol: float = 1e-4, atol: float = 1e-4, success: str = "", hint: str = "") -> Verdict:
+    """Grade a value the learner computed, with hints for known wrong values (and ``hint`` for any other)."""
     got, problem = read_filled(value, name, example=f"your {name}", hint=f"give {name} as numbers, without quotes")
     if problem is not None:
         return problem
     expected = np.asarray(expected, dtype=np.float64)
     if _close(got, expected, rtol, atol):
         return Verdict(True, success or f"{name} is right.")
-    for wrong_value, hint in wrongs:
+    for wrong_value, wrong_hint in wrongs:
         alt = np.asarray(wrong_value, dtype=np.float64)
         if _close(got, alt, rtol, atol):
-            return Verdict(False, f"{name} matches a common mistake", hint)
+            return Verdict(False, f"{name} matches a common mistake", wrong_hint)
     if got.shape != expected.shape:
         return Verdict(False, f"{name} has shape {got.shape}, expected {expected.shape}",
                        "check which axes you kept; print the shape of each step")
-    return Verdict(False, f"{name} is not right yet", "redo the computation step by step on the tiny example")
+    return Verdict(False, f"{name} is not right yet", hint or "redo the computation one step at a time, printing "
+                                                              "each intermediate number")
 
 
 def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "prediction",
