@@ -400,6 +400,9 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
     elif "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         hint = (hints or {}).get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                                                "Print the shapes and check for a missing .T")
+    elif "as a data type" in problem or "values for argument 'dtype'" in problem:  # np.zeros(T, d): d read as a dtype
+        hint = ("np.zeros(T, d) (or np.ones) reads its second argument as a data type: give the shape as ONE tuple, "
+                "np.zeros((T, d))")
     elif type(error).__name__ == "AxisError":  # numpy's, wherever its version keeps it
         hint = "that axis does not exist: an array of shape (T, d) has axis 0 (rows) and 1 (columns), or -2 and -1"
     elif isinstance(error, IndexError):
