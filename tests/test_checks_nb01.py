@@ -199,3 +199,12 @@ def test_one_hot_slips_are_named(fn, hint):
     assert check_one_hot(_zeros_then(True, True)).passed
     verdict = check_one_hot(fn)
     assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_query_times_the_table_is_named():
+    def cosine_slip(query, vectors):
+        lengths = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+        return (query @ vectors) / lengths  # the columns of the table, not its rows
+
+    verdict = check_cosine_scores(cosine_slip)
+    assert not verdict.passed and "use vectors @ query" in verdict.hint, verdict

@@ -118,6 +118,9 @@ _COSINE_WRONGS = [
           "you divided by the squared lengths: take the square root (or use np.linalg.norm)"),
     Wrong(_safe(lambda q, V: 1.0 - (V @ q) / (np.linalg.norm(V, axis=1) * np.linalg.norm(q))),
           "that is the cosine *distance*, 1 - cosine; return the similarity itself"),
+    Wrong(_safe(lambda q, V: (q @ V) / (np.linalg.norm(V, axis=1) * np.linalg.norm(q))),
+          "query @ vectors multiplies the query with the COLUMNS of the table (one per feature), not with its rows "
+          "(one per word): use vectors @ query, (N, d) @ (d,) -> (N,)"),
 ]
 
 
