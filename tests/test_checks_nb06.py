@@ -300,3 +300,8 @@ def test_scaled_scores_slips_are_named(wrong, hint):
 def test_score_std_prediction_slips_and_fallback(value, hint):
     verdict = check_score_std_prediction(value)
     assert not verdict.passed and hint in verdict.hint and "tiny example" not in verdict.hint, verdict
+
+
+def test_a_four_axis_transpose_on_one_head_is_named():
+    verdict = check_scaled_scores(lambda q, k: q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1]))
+    assert not verdict.passed and "works only for 4-D arrays" in verdict.hint, verdict

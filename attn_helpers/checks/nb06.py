@@ -121,6 +121,10 @@ def check_scaled_scores(fn):
     raised_in_matmul = "raised" in verdict.message and ("matmul" in verdict.message or "aligned" in verdict.message)
     if not verdict.passed and "per-head" in verdict.message and raised_in_matmul:
         return Verdict(False, verdict.message, _TRANSPOSE_HINT)
+    if not verdict.passed and "axes don't match array" in verdict.message:
+        return Verdict(False, verdict.message, "keys.transpose(0, 1, 3, 2) names four axes, so it works only for "
+                                               "4-D arrays, and the first case is 2-D (one head). "
+                                               "np.swapaxes(keys, -1, -2) swaps the last two axes of any array")
     return verdict
 
 
