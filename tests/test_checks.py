@@ -595,6 +595,8 @@ def test_generic_hints_do_not_point_at_what_a_notebook_may_not_have():
     differ = _grader.grade_function(lambda x: x + 1, lambda x: x, [_grader.Case((np.ones(2),))])
     crash = _grader.failed_call(KeyError("x"), "case 1")
     wrong = _grader.grade_value(2.0, 1.0)
-    for verdict in (differ, crash, wrong):
+    transposed = _grader.grade_function(lambda x: x.T, lambda x: x, [_grader.Case((np.ones((2, 3)),))])
+    assert "looks transposed" in transposed.hint
+    for verdict in (differ, crash, wrong, transposed):
         assert not verdict.passed and verdict.hint
-        assert not any(claim in verdict.hint for claim in ("above:", "equation above", "tiny example", "table"))
+        assert not any(claim in verdict.hint for claim in ("above:", "equation above", "tiny example", "table", "quer"))

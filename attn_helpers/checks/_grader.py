@@ -375,7 +375,7 @@ def grade_function(
         if got.shape != expected.shape:
             hint = shape_hint or "print the shapes of your intermediate arrays"
             if got.shape == expected.shape[::-1] and got.ndim == 2:
-                hint = "your result looks transposed: check the order of the matrix product (rows are queries)"
+                hint = "your result looks transposed (rows and columns swapped): check each product's order and each .T"
             return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}", hint)
         worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
         return Verdict(
