@@ -596,7 +596,9 @@ def test_generic_hints_do_not_point_at_what_a_notebook_may_not_have():
     crash = _grader.failed_call(KeyError("x"), "case 1")
     wrong = _grader.grade_value(2.0, 1.0)
     transposed = _grader.grade_function(lambda x: x.T, lambda x: x, [_grader.Case((np.ones((2, 3)),))])
+    nan = _grader.grade_function(lambda x: x / 0, lambda x: x, [_grader.Case((np.zeros(2),))])
+    assert "0/0" in nan.hint and "row" not in nan.hint
     assert "looks transposed" in transposed.hint
-    for verdict in (differ, crash, wrong, transposed):
+    for verdict in (differ, crash, wrong, transposed, nan):
         assert not verdict.passed and verdict.hint
         assert not any(claim in verdict.hint for claim in ("above:", "equation above", "tiny example", "table", "quer"))

@@ -363,8 +363,8 @@ def grade_function(
             continue
         if np.isnan(got).any() or np.isinf(got).any():
             return Verdict(False, f"on {where}, your result contains NaN or inf", hints.get("nan") or (
-                "an exp() of large numbers overflows (subtract the maximum first), "
-                "or 0/0 happened (a row with nothing to sum)"))
+                "a NaN comes from 0/0 or inf - inf; an inf from a division by 0 or an exp() that overflows (subtract "
+                "the maximum before exp()): print your intermediate arrays on this case to find the first one"))
         for wrong in wrongs:
             try:
                 alt = np.asarray(wrong.fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
