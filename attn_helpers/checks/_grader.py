@@ -373,10 +373,12 @@ def grade_function(
             if _close(got, alt, rtol, atol):
                 return Verdict(False, f"on {where}, your result matches a common mistake", wrong.hint)
         if got.shape != expected.shape:
-            hint = shape_hint or "print the shapes of your intermediate arrays"
+            about_shape = shape_hint or "print the shapes of your intermediate arrays"
             if got.shape == expected.shape[::-1] and got.ndim == 2:
-                hint = "your result looks transposed (rows and columns swapped): check each product's order and each .T"
-            return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}", hint)
+                about_shape = ("your result looks transposed (rows and columns swapped): check each product's order "
+                               "and each .T")
+            return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}",
+                           about_shape)
         worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
         return Verdict(
             False,
