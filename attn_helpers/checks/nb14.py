@@ -9,7 +9,7 @@ from ..block import layer_norm
 from ..bpe import merge_pair
 from ..examples import SEED
 from ..gpt import filter_logits, layer_norm_backward
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, register_solution, shows_verdict
 
 __all__ = ["check_merge_pair", "check_layer_norm_backward", "check_top_p"]
 
@@ -63,6 +63,7 @@ def _merge_wrongs():
     ]
 
 
+@shows_verdict
 def check_merge_pair(fn):
     """Grade ``fn(ids, pair, new_id) -> list``: one BPE merge over a list of token ids."""
     return grade_function(fn, merge_pair, _merge_cases(), what="merge_pair", wrongs=_merge_wrongs(),
@@ -140,6 +141,7 @@ def _ln_gamma_wrongs():
                   "gamma is shared by every token: sum grad_out * x_hat over all the rows (every axis but the last)")]
 
 
+@shows_verdict
 def check_layer_norm_backward(fn):
     """Grade ``fn(grad_out, x, gamma, eps=1e-5) -> (grad_x, grad_gamma, grad_beta)``, then a gradient check."""
     hints = {"tuple": "return the three gradients as one tuple: grad_x, grad_gamma, grad_beta"}
@@ -211,6 +213,7 @@ def _top_p_wrongs():
     ]
 
 
+@shows_verdict
 def check_top_p(fn):
     """Grade ``fn(probs, top_p) -> keep``: a boolean mask of the tokens top-p (nucleus) sampling keeps."""
     return grade_function(fn, lambda probs, top_p: np.isfinite(filter_logits(np.log(probs), top_p=top_p)),
