@@ -8,7 +8,7 @@ import numpy as np
 from ._validate import checked, heads_inputs, merge_heads_input, multi_head_inputs
 from .core import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "multi_head_attention"]
+__all__ = ["split_heads", "merge_heads", "attend_heads", "multi_head_attention"]
 
 
 @checked(heads_inputs)
@@ -45,9 +45,38 @@ def _plus(a, b):
     return a if b is None else a + b
 
 
-@checked(multi_head_inputs)
+def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None):
+    r"""Steps 3 and 4 of multi-head attention, on heads already split: attend per head, merge, project.
+
+    ``queries (..., h, T, d_h)``, ``keys (..., h, T_k, d_h)``, ``values (..., h, T_k, d_v)``, ``W_o (h d_v, d_out)``;
+    ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)`` and the
+    weights ``(..., h, T, T_k)``. ``record``: a dict that gets what a backward pass needs (notebook 14).
+    Inputs are not checked here: :func:`multi_head_attention` checks them.
+
+    >>> heads = np.ones((2, 3, 4))   # h=2 heads, T=3, d_h=4
+    >>> out, weights = attend_heads(heads, heads, heads, np.eye(8))
+    >>> out.shape, weights.shape
+    ((3, 8), (2, 3, 3))
+    """
+    if mask is not None:
+        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
+    # 3. Attend, every head at once: the head axis is one more batch axis.
+    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
+    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
+    merged = merge_heads.unchecked(context)
+    if record is not None:
+        record.update(queries=queries, keys=keys, values=values, weights=weights, merged=merged)
+    return _plus(merged @ W_o, b_o), weights
+
+
+def _multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                       memory=None, record=None):
+    return (*multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory), record)
+
+
+@checked(_multi_head_inputs)
 def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                         memory=None):
+                         memory=None, record=None):
     r"""Multi-head attention; self-attention, or cross-attention when keys and values come from ``memory``.
 
     .. math:: \mathrm{out} = \mathrm{Concat}_i\big(\mathrm{Attention}(X W_q^{(i)}, M W_k^{(i)}, M W_v^{(i)})\big)\, W_o
@@ -55,7 +84,8 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     ``x (..., T, d_model)``; ``M`` is ``memory (..., T_k, d_memory)``, or ``x`` itself by default;
     ``W_q (d_model, h d_h)``, ``W_k, W_v (d_memory, h d_h)``, ``W_o (h d_h, d_out)``, biases optional;
     ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)``
-    and the weights ``(..., h, T, T_k)``.
+    and the weights ``(..., h, T, T_k)``. ``record``: a dict that gets ``x`` and every head's queries, keys,
+    values, weights and merged context, for a backward pass (notebook 14).
 
     >>> x, W_q, W_k, W_v, W_o = np.random.default_rng(0).standard_normal((5, 8, 8))
     >>> out, weights = multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads=2)
@@ -67,9 +97,6 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     queries = split_heads.unchecked(_plus(x @ W_q, b_q), num_heads)
     keys = split_heads.unchecked(_plus(source @ W_k, b_k), num_heads)  # (..., h, T_k, d_h)
     values = split_heads.unchecked(_plus(source @ W_v, b_v), num_heads)  # (..., h, T_k, d_v)
-    if mask is not None:
-        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
-    # 3. Attend, every head at once: the head axis is one more batch axis.
-    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
-    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    return _plus(merge_heads.unchecked(context) @ W_o, b_o), weights
+    if record is not None:
+        record["x"] = x
+    return attend_heads(queries, keys, values, W_o, mask, b_o, record)  # 3. attend, 4. merge and project

@@ -14,14 +14,18 @@ write into ``attn_helpers/gpt.py`` (``WEIGHTS_SHA256``).
 from __future__ import annotations
 
 import json
+import pathlib
 import sys
 import time
 
 from threadpoolctl import threadpool_limits
 
-from attn_helpers.bpe import train_bpe
-from attn_helpers.gpt import WEIGHTS_PATH, TinyGPT, corpus_split, init_tiny_gpt, mean_loss, ngram_losses, save_tiny_gpt
-from attn_helpers.gpt import train as train_gpt
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # save_models
+from save_models import save_tiny_gpt  # noqa: E402  (tools/save_models.py)
+
+from attn_helpers.bpe import train_bpe  # noqa: E402
+from attn_helpers.gpt import WEIGHTS_PATH, TinyGPT, corpus_split, init_tiny_gpt, mean_loss, ngram_losses  # noqa: E402
+from attn_helpers.gpt import train as train_gpt  # noqa: E402
 
 RECIPE = {"vocab_size": 512, "d_model": 64, "num_heads": 4, "num_layers": 2, "context_length": 64, "steps": 4000,
           "batch_size": 16, "learning_rate": 3e-3, "warmup": 100, "seed": 0}
