@@ -421,7 +421,7 @@ def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learni
     rng = np.random.default_rng(seed)
     losses = np.zeros(steps)
     for step in range(steps):
-        starts = rng.integers(0, len(train_ids) - context_length, size=batch_size)
+        starts = rng.integers(0, max(len(train_ids) - context_length - 1, 1), size=batch_size)  # (B,)
         loss, grads = _loss_and_grads(model, *windows(train_ids, context_length, starts))
         rate = learning_rate * min(1.0, (step + 1) / max(warmup, 1))
         if decay and step >= warmup:

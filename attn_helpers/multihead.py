@@ -8,7 +8,7 @@ import numpy as np
 from ._validate import checked, heads_inputs, merge_heads_input, multi_head_inputs
 from .core import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "attend_heads", "multi_head_attention"]
+__all__ = ["split_heads", "merge_heads", "attend_heads", "multi_head_attention", "head_contributions", "head_shares"]
 
 
 @checked(heads_inputs)
@@ -100,3 +100,36 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     if record is not None:
         record["x"] = x
     return attend_heads(queries, keys, values, W_o, mask, b_o, record)  # 3. attend, 4. merge and project
+
+
+def head_contributions(context, W_o):
+    r"""Each head's part of the output, shape (h, T, d_out): :math:`\mathrm{head}_i\, W_o^{(i)}` (they sum to it).
+
+    :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
+
+    >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
+    >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
+    >>> head_contributions(context, W_o)[1]
+    array([[0., 2.],
+           [0., 2.],
+           [0., 2.]])
+    """
+    context = np.asarray(context)
+    W_o = np.asarray(W_o)
+    num_heads, _, head_dim = context.shape
+    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
+
+
+def head_shares(parts):
+    """Each head's share (h, T) of each token's output: the norm of its part over the sum of all heads' norms.
+
+    Columns sum to 1: "how much each head pushes", not an exact decomposition (parts can cancel).
+
+    >>> head_shares(np.array([[[3.0, 4.0]], [[0.0, 5.0]]]))   # norms 5 and 5
+    array([[0.5],
+           [0.5]])
+    """
+    norms = np.linalg.norm(np.asarray(parts, dtype=np.float64), axis=-1)  # (h, T)
+    total = norms.sum(axis=0, keepdims=True)
+    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
