@@ -1,8 +1,8 @@
 r"""A tiny GPT of your own (notebooks 13 and 14): notebook 10's blocks stacked into a decoder, trained on a novel.
 
 :class:`Decoder` is the model (its blocks are :class:`~attn_helpers.block.BlockParams`);
-:func:`decoder_forward` runs it, with a KV cache or without (13); :func:`loss_and_grads` and :func:`train` train it
-with the backward pieces of :mod:`~attn_helpers.backprop`; :func:`filter_logits` and :func:`sample_next` sample
+:func:`decoder_forward` runs it, with a KV cache or without (13); :func:`gpt_loss_and_grads` and :func:`train_gpt`
+train it with the backward pieces of :mod:`~attn_helpers.backprop`; :func:`filter_logits` and :func:`sample_next` sample
 from it; :func:`load_tiny_gpt` loads the one trained on *Pride and Prejudice*.
 """
 
@@ -43,8 +43,8 @@ __all__ = [
     "corpus_split",
     "init_tiny_gpt",
     "decoder_arrays",
-    "loss_and_grads",
-    "train",
+    "gpt_loss_and_grads",
+    "train_gpt",
     "windows",
     "mean_loss",
     "ngram_losses",
@@ -317,7 +317,7 @@ _BLOCK_ARRAYS = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2", "b_q", "b_k", "b_v", 
 def decoder_arrays(decoder):
     """Every array of the decoder by name, the arrays themselves (not copies): ``embeddings``,
     ``blocks.0.W_q`` ... ``blocks.0.norm_2_beta``, ..., ``final_norm_gamma``, ``final_norm_beta``. These are
-    the names of :func:`loss_and_grads`' gradients, of what Adam updates in place, and of the weights file.
+    the names of :func:`gpt_loss_and_grads`' gradients, of what Adam updates in place, and of the weights file.
 
     >>> sorted(decoder_arrays(random_decoder(num_layers=1)))[:3]
     ['blocks.0.W_1', 'blocks.0.W_2', 'blocks.0.W_k']
@@ -349,7 +349,7 @@ def _batch_inputs(decoder, ids, targets):
     return decoder, ids, targets
 
 
-def loss_and_grads(decoder, ids, targets):
+def gpt_loss_and_grads(decoder, ids, targets):
     r"""Mean cross-entropy of the next-token predictions and its gradient for every parameter.
 
     The forward pass is :func:`decoder_forward`'s (for a batch), keeping a record of each block's
@@ -400,12 +400,12 @@ def _text_inputs(decoder, ids, context_length, name="ids"):
 
 
 @_one_thread
-def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
+def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
           warmup=50, decay=True, callback=None):
     """Train ``decoder`` with Adam on random windows of ``train_ids``; return the trained decoder and the losses.
 
     Each step draws ``batch_size`` windows of ``context_length`` tokens (seeded), computes
-    :func:`loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
+    :func:`gpt_loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
     learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a
     cosine to a tenth of its peak.
 

@@ -28,14 +28,14 @@ from attn_helpers.gpt import (
     filter_logits,
     generate,
     generate_ids,
+    gpt_loss_and_grads,
     init_tiny_gpt,
     load_tiny_gpt,
-    loss_and_grads,
     mean_loss,
     next_token_probs,
     ngram_losses,
     sample_next,
-    train,
+    train_gpt,
 )
 from attn_helpers.multihead import multi_head_attention
 from tests.test_block import _validation_entries
@@ -145,7 +145,7 @@ def test_block_backward_matches_finite_differences():
 def test_one_training_step_gives_every_parameter_its_gradient():
     decoder = _perturbed_decoder(vocab_size=12, d_model=4, num_heads=2)
     ids, targets = RNG.integers(0, 12, (2, 5)), RNG.integers(0, 12, (2, 5))
-    loss, grads = loss_and_grads(decoder, ids, targets)
+    loss, grads = gpt_loss_and_grads(decoder, ids, targets)
 
     def loss_of(array, value):
         kept = array.copy()
@@ -165,7 +165,7 @@ def test_one_training_step_gives_every_parameter_its_gradient():
 def test_a_training_step_validates_its_inputs_once():
     decoder = init_tiny_gpt(30, d_model=16, num_heads=2, num_layers=2)
     ids = RNG.integers(0, 30, (4, 9))
-    count = _validation_entries(lambda: loss_and_grads(decoder, ids[:, :-1], ids[:, 1:]))
+    count = _validation_entries(lambda: gpt_loss_and_grads(decoder, ids[:, :-1], ids[:, 1:]))
     assert 1 <= count <= 10, count
 
 
@@ -189,7 +189,7 @@ def _paths():
     x, w = np.ones((3, 8)), np.eye(8)
     return {
         "tiny GPT logits": lambda: decoder_forward(decoder, ids),
-        "one training step": lambda: loss_and_grads(decoder, ids[:-1], ids[1:]),
+        "one training step": lambda: gpt_loss_and_grads(decoder, ids[:-1], ids[1:]),
         "cached generation": lambda: generate_ids(decoder, [1, 2], 3, use_cache=True),
         "greedy cached generation": lambda: generate(decoder, [1, 2], 3, use_cache=True),
         "grouped-query attention": lambda: grouped_query_attention(x, w, w[:, :4], w[:, :4], w, 4, num_kv_heads=2),
@@ -222,7 +222,7 @@ def test_the_first_steps_make_the_loss_fall():
     tokenizer = train_bpe(text, 300)
     ids = tokenizer.encode(text)
     decoder = init_tiny_gpt(300, d_model=32, num_heads=2, num_layers=1)
-    _, losses = train(decoder, ids, 40, batch_size=8, context_length=32, warmup=10)
+    _, losses = train_gpt(decoder, ids, 40, batch_size=8, context_length=32, warmup=10)
     assert losses[0] == pytest.approx(np.log(300), abs=1.0)
     assert losses[-10:].mean() < losses[0] - 1.0
 
@@ -440,17 +440,17 @@ def test_the_training_and_evaluation_functions_name_what_they_got():
     from attn_helpers.gpt import TinyGPT
 
     tiny = TinyGPT(decoder, None)
-    for call in (lambda: train(tiny, ids, 1), lambda: mean_loss(tiny, ids), lambda: generate_ids(tiny, [1], 1)):
+    for call in (lambda: train_gpt(tiny, ids, 1), lambda: mean_loss(tiny, ids), lambda: generate_ids(tiny, [1], 1)):
         with pytest.raises(TypeError, match="got a TinyGPT: pass its decoder, model.decoder"):
             call()
     cases = [
-        (lambda: train(decoder, ids, 1, batch_size=0), ValueError, "batch_size must be >= 1"),
-        (lambda: train(decoder, ids, 1, context_length=0), ValueError, "context_length must be >= 1"),
-        (lambda: train(decoder, ids[:10], 1, context_length=16), ValueError,
+        (lambda: train_gpt(decoder, ids, 1, batch_size=0), ValueError, "batch_size must be >= 1"),
+        (lambda: train_gpt(decoder, ids, 1, context_length=0), ValueError, "context_length must be >= 1"),
+        (lambda: train_gpt(decoder, ids[:10], 1, context_length=16), ValueError,
          "train_ids has 10 tokens; expected at least context_length \\+ 1 = 17"),
-        (lambda: train(decoder, ids, 1, learning_rate="0.01"), TypeError, "learning_rate must be a positive number"),
-        (lambda: train(decoder, ids, 1, learning_rate=float("nan")), ValueError, "learning_rate must be a finite"),
-        (lambda: train(decoder, "some text", 1), TypeError, "train_ids must be token ids, not text"),
+        (lambda: train_gpt(decoder, ids, 1, learning_rate="0.01"), TypeError, "learning_rate must be a positive"),
+        (lambda: train_gpt(decoder, ids, 1, learning_rate=float("nan")), ValueError, "learning_rate must be a finite"),
+        (lambda: train_gpt(decoder, "some text", 1), TypeError, "train_ids must be token ids, not text"),
         (lambda: mean_loss(decoder, ids[:10], 16), ValueError, "ids has 10 tokens; expected at least"),
         (lambda: ngram_losses(ids, ids[:10], 30, 16), ValueError, "ids has 10 tokens; expected at least"),
         (lambda: generate_ids(decoder, [1], 2, context_length=2.5), TypeError, "context_length must be an integer"),
