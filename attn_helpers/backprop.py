@@ -52,7 +52,7 @@ def softmax_backward_inputs(weights, grad_weights):
     return p, g
 
 
-def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
     """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
     q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
     grad = as_float_array(grad_context, "grad_context", min_ndim=2)
@@ -69,7 +69,10 @@ def attention_backward_inputs(queries, keys, values, grad_context, mask=None, sc
         if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
             raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
                              f"(..., {q.shape[-2]}, {k.shape[-2]})")
-    return q, k, v, grad, mask, scale, weights
+    if keep is not None and (weights is None or np.shape(keep) != weights.shape):
+        raise ValueError(f"keep (the dropout mask) needs the weights it multiplied, of the same shape; got keep of "
+                         f"shape {np.shape(keep)} and weights {None if weights is None else weights.shape}")
+    return q, k, v, grad, mask, scale, weights, keep
 
 
 @checked(softmax_backward_inputs)
@@ -98,7 +101,7 @@ def softmax_backward(weights, grad_weights):
 
 
 @checked(attention_backward_inputs)
-def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
     r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
     .. math:: \partial V = P^\top G, \quad \partial S = s\, P \odot (G V^\top - \mathrm{rowsum}(G V^\top \odot P)),
@@ -107,7 +110,9 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     ``G`` is ``grad_context (..., T_q, d_v)``, the gradient of the loss with respect to the context;
     the other arguments are those of :func:`~attn_helpers.core.scaled_dot_product_attention` (scale
     ``s``), and optionally its ``weights`` ``P`` (recomputed when None). Returns the gradients of the
-    queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none.
+    queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none. ``keep``:
+    the dropout mask ``D`` that multiplied ``P`` (notebook 10's block in training): the context was
+    :math:`(P \odot D) V`, so :math:`\partial V = (P \odot D)^\top G` and :math:`G V^\top` is multiplied by ``D``.
 
     >>> x = np.eye(2)
     >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
@@ -118,9 +123,11 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     if weights is None:
         _, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale)  # (..., T_q, T_k)
-    G = grad_context
-    grad_values = np.swapaxes(weights, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
+    G, used = grad_context, (weights if keep is None else weights * keep)  # the weights the context was made with
+    grad_values = np.swapaxes(used, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
     grad_weights = G @ np.swapaxes(values, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
+    if keep is not None:
+        grad_weights = grad_weights * keep  # a dropped weight passes no gradient
     grad_scores = softmax_backward.unchecked(weights, grad_weights) * scale  # through the softmax and the scale
     grad_queries = grad_scores @ keys  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
     grad_keys = np.swapaxes(grad_scores, -1, -2) @ queries  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
@@ -402,7 +409,8 @@ def attention_layer_backward(grad_out, record, params):
     grad_merged, grad_W_o = linear_backward.unchecked(r["merged"], params.W_o, grad_out)  # (..., T, d), (d, d)
     grad_context = split_heads.unchecked(grad_merged, h)  # (..., h, T, d_h)
     grad_q, grad_k, grad_v = attention_backward.unchecked(r["queries"], r["keys"], r["values"], grad_context,
-                                                          None, 1 / math.sqrt(r["queries"].shape[-1]), r["weights"])
+                                                          None, 1 / math.sqrt(r["queries"].shape[-1]), r["weights"],
+                                                          r["keep"])
     grads = {"W_o": grad_W_o, "b_o": _rows_sum(grad_out)}
     grad_x = 0.0
     for name, grad_heads in (("q", grad_q), ("k", grad_k), ("v", grad_v)):
@@ -418,18 +426,21 @@ def block_backward(grad_out, record, params):
     r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 
     A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
-    FFN)``, ``grad_x = grad_m + (the path through attention)``.
+    FFN)``, ``grad_x = grad_m + (the path through attention)``. With dropout, the masks the forward pass
+    recorded multiply the gradient of each branch (a dropped number passes none).
 
     ``grad_out (..., T, d_model)``; ``record``: what :func:`~attn_helpers.block.transformer_block` wrote into
     its ``record`` (pre-norm); ``params``: the block. Returns ``grad_x (..., T, d_model)``; ``grads``: one
     gradient per array of the block (biases, gammas and betas included).
     """
-    p = params
-    grad_normed_2, grads = feed_forward_backward(grad_out, record["feed_forward"], p.W_1, p.W_2, p.activation)
+    p, drop_1, drop_2 = params, record["drop_attention"], record["drop_feed_forward"]  # dropout masks, or None
+    grad_ffn = grad_out if drop_2 is None else grad_out * drop_2  # a dropped number passes no gradient
+    grad_normed_2, grads = feed_forward_backward(grad_ffn, record["feed_forward"], p.W_1, p.W_2, p.activation)
     grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward.unchecked(
         grad_normed_2, record["middle"], p.norm_2_gamma, p.eps)
     grad_middle = grad_out + grad_middle_ffn  # the residual: the gradient goes straight through, plus the FFN's
-    grad_normed_1, attention_grads = attention_layer_backward(grad_middle, record["attention"], p)
+    grad_attended = grad_middle if drop_1 is None else grad_middle * drop_1
+    grad_normed_1, attention_grads = attention_layer_backward(grad_attended, record["attention"], p)
     grads.update(attention_grads)
     grad_x_attention, grads["norm_1_gamma"], grads["norm_1_beta"] = layer_norm_backward.unchecked(
         grad_normed_1, record["x"], p.norm_1_gamma, p.eps)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -27,7 +28,7 @@ from ._validate import (
 )
 from .config import SEED
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
-from .multihead import _plus, multi_head_attention
+from .multihead import _keep, _plus, dropout_inputs, multi_head_attention
 
 __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_params", "transformer_block",
            "residual_stream", "cross_attention", "block_parameter_count", "parameter_count"]  # (the counts: model_size)
@@ -91,7 +92,7 @@ ACTIVATIONS = {
 }
 
 
-def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):
+def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):  # (no dropout inside)
     return (*feed_forward_inputs(x, W_1, W_2, b_1, b_2, activation), record)
 
 
@@ -192,9 +193,9 @@ class BlockParams:
     def norm_2(self, x):
         return layer_norm.unchecked(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
-    def attention(self, x, mask=None, record=None):
+    def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
         return multi_head_attention.unchecked(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
-                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record)
+                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng)
 
     def feed_forward(self, x, record=None):
         return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
@@ -233,7 +234,7 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     )
 
 
-def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=None):
+def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
     if not isinstance(params, BlockParams):
         raise TypeError(f"params must be a BlockParams (see init_block_params); got {type(params).__name__}")
     x = as_float_array(x, "x", min_ndim=2)
@@ -245,11 +246,11 @@ def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=
     if record is not None and not isinstance(record, dict):
         raise TypeError(f"record must be a dict (it gets the forward's intermediate values) or None; got {record!r}")
     mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
-    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record
+    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, *dropout_inputs(dropout, rng)
 
 
 @checked(_block_inputs)
-def transformer_block(x, params, mask=None, norm_first=True, attention=None, record=None):
+def transformer_block(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
     r"""One transformer block: attention, then the feed-forward network, each inside a residual connection.
 
     .. math:: x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
@@ -259,24 +260,33 @@ def transformer_block(x, params, mask=None, norm_first=True, attention=None, rec
     and the weights ``(..., h, T, T)``. ``attention``: a function ``(x, mask, record=None) -> (out, weights)`` that
     replaces the block's multi-head attention (notebook 13 passes one that reads a KV cache). ``record``: a
     dict that gets the pre-norm forward's intermediate values, what notebook 14's backward pass reads.
+    ``dropout`` (training only; off by default, and off at inference): the probability of dropping each attention
+    weight and each number of the two branches before they are added to the stream, the others scaled by
+    ``1 / (1 - dropout)`` so that their mean is unchanged; ``rng`` (a Generator or a seed) draws which.
 
     >>> out, weights = transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))
     >>> out.shape, weights.shape
     ((5, 8), (2, 5, 5))
     """
     p = params
-    attend = p.attention if attention is None else attention  # notebook 13 passes one that reads a KV cache
+    attend = attention or (functools.partial(p.attention, dropout=dropout, rng=rng) if dropout else p.attention)
     keep = {} if record is None else record  # what notebook 14's backward pass reads
+
+    def drop(branch, name):  # dropout on a branch before it joins the stream (training only)
+        keep[name] = _keep(branch.shape, dropout, rng, branch.dtype)
+        return branch if keep[name] is None else branch * keep[name]
+
     if norm_first:
         keep["x"], keep["normed_1"] = x, p.norm_1(x)
         attended, weights = attend(keep["normed_1"], mask, keep.setdefault("attention", {}))
-        keep["middle"] = x = x + attended  # (..., T, d_model): the residual stream
+        keep["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
         keep["normed_2"] = p.norm_2(x)
-        x = x + p.feed_forward(keep["normed_2"], keep.setdefault("feed_forward", {}))  # (..., T, d_model)
+        ffn = p.feed_forward(keep["normed_2"], keep.setdefault("feed_forward", {}))
+        x = x + drop(ffn, "drop_feed_forward")  # (..., T, d_model)
     else:
         attended, weights = attend(x, mask)
-        x = p.norm_1(x + attended)  # (..., T, d_model)
-        x = p.norm_2(x + p.feed_forward(x))  # (..., T, d_model)
+        x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
+        x = p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward"))  # (..., T, d_model)
     return x, weights
 
 
@@ -284,7 +294,7 @@ def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
     blocks = [blocks] if isinstance(blocks, BlockParams) else list(blocks)
     if not blocks:
         raise ValueError("blocks is empty; expected a sequence of BlockParams (see init_block_params)")
-    x, _, mask, norm_first, _, _ = [_block_inputs(x, params, mask, norm_first) for params in blocks][0]
+    x, _, mask, norm_first, *_ = [_block_inputs(x, params, mask, norm_first) for params in blocks][0]
     return x, blocks, mask, norm_first, as_flag(residual, "residual")
 
 

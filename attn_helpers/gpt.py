@@ -32,6 +32,7 @@ from .bpe import BPETokenizer
 from .config import SEED
 from .core import softmax
 from .kv_cache import KVCache, cached_attention, init_grouped_query_params
+from .multihead import dropout_inputs
 from .positions import positional_encoding
 from .training import adam_step
 
@@ -192,7 +193,7 @@ def _check_cache(cache, decoder):
     return cache
 
 
-def _forward(decoder, ids, cache=None, record=None):
+def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     """The decoder on checked ``ids (..., T)``: logits ``(..., T, vocab_size)``. ``record`` (a dict) gets what
     the backward pass reads: each block's record, the stream before the final layer norm, and after it."""
     T_past, T = (0 if cache is None else cache[0].length), ids.shape[-1]
@@ -204,7 +205,7 @@ def _forward(decoder, ids, cache=None, record=None):
     for n, block in enumerate(decoder.blocks):
         blocks.append({})
         attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
-        x, _ = transformer_block.unchecked(x, block, mask, True, attention, blocks[-1])  # (..., T, d_model)
+        x, _ = transformer_block.unchecked(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
     final = layer_norm.unchecked(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
     if record is not None:
         record.update(stream=x, final=final)
@@ -339,17 +340,17 @@ def _copy(decoder):
 
 # --- training and evaluation --------------------------------------------------------------------------------
 
-def _batch_inputs(decoder, ids, targets):
+def _batch_inputs(decoder, ids, targets, dropout=0.0, rng=None):
     decoder = _as_decoder(decoder)
     ids = _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2))
     targets = _as_ids(targets, decoder.vocab_size, "targets", ndims=(1, 2))
     if ids.shape != targets.shape:
         raise ValueError(f"ids has shape {ids.shape} and targets {targets.shape}; expected the same shape, (B, T) "
                          "or (T,)")
-    return decoder, ids, targets
+    return decoder, ids, targets, *dropout_inputs(dropout, rng)
 
 
-def gpt_loss_and_grads(decoder, ids, targets):
+def gpt_loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     r"""Mean cross-entropy of the next-token predictions and its gradient for every parameter.
 
     The forward pass is :func:`decoder_forward`'s (for a batch), keeping a record of each block's
@@ -358,14 +359,16 @@ def gpt_loss_and_grads(decoder, ids, targets):
     embeddings get two contributions, as the output layer and as the input lookup, and they add.
 
     ``ids, targets (B, T) or (T,)``: ``targets[..., t]`` is the token after ``ids[..., t]``. Returns ``loss``:
-    nats per token; ``grads``: one gradient per array of :func:`decoder_arrays`, by the same names.
+    nats per token; ``grads``: one gradient per array of :func:`decoder_arrays`, by the same names. ``dropout``
+    (off by default): every block's dropout rate in this forward pass, ``rng`` draws the masks
+    (:func:`~attn_helpers.block.transformer_block`).
     """
-    return _loss_and_grads(*_batch_inputs(decoder, ids, targets))
+    return _loss_and_grads(*_batch_inputs(decoder, ids, targets, dropout, rng))
 
 
-def _loss_and_grads(decoder, ids, targets):
+def _loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     record = {}
-    logits = _forward(decoder, ids, record=record)
+    logits = _forward(decoder, ids, None, record, dropout, rng)
     loss = cross_entropy.unchecked(logits, targets)
     grad_logits = cross_entropy_backward.unchecked(logits, targets)  # (softmax - onehot) / N: (B, T, vocab)
     # The tied output layer: logits = final @ embeddings.T.
@@ -401,13 +404,14 @@ def _text_inputs(decoder, ids, context_length, name="ids"):
 
 @_one_thread
 def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
-          warmup=50, decay=True, callback=None):
+          warmup=50, decay=True, callback=None, dropout=0.0):
     """Train ``decoder`` with Adam on random windows of ``train_ids``; return the trained decoder and the losses.
 
     Each step draws ``batch_size`` windows of ``context_length`` tokens (seeded), computes
     :func:`gpt_loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
     learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a
-    cosine to a tenth of its peak.
+    cosine to a tenth of its peak. ``dropout`` (off by default) is every block's dropout rate while training
+    (:func:`~attn_helpers.block.transformer_block`), its masks drawn from the same seeded generator.
 
     Returns ``decoder``: a new decoder; the one passed in is not changed; ``losses (steps,)``: the training loss of
     each step's batch, in nats per token.
@@ -416,13 +420,13 @@ def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, le
     steps, batch_size = as_positive_int(steps, "steps", allow_zero=True), as_positive_int(batch_size, "batch_size")
     learning_rate = as_positive_number(learning_rate, "learning_rate")
     warmup, decay = as_positive_int(warmup, "warmup", allow_zero=True), as_flag(decay, "decay")
+    dropout, rng = dropout_inputs(dropout, seed)
     model = _copy(decoder)
     params, state = decoder_arrays(model), {}  # Adam updates the model's own arrays
-    rng = np.random.default_rng(seed)
     losses = np.zeros(steps)
     for step in range(steps):
         starts = rng.integers(0, max(len(train_ids) - context_length - 1, 1), size=batch_size)  # (B,)
-        loss, grads = _loss_and_grads(model, *windows(train_ids, context_length, starts))
+        loss, grads = _loss_and_grads(model, *windows(train_ids, context_length, starts), dropout, rng)
         rate = learning_rate * min(1.0, (step + 1) / max(warmup, 1))
         if decay and step >= warmup:
             rate *= 0.1 + 0.45 * (1 + math.cos(math.pi * (step - warmup) / max(steps - warmup, 1)))

@@ -507,3 +507,55 @@ def test_overlapping_calls_in_threads_restore_the_callers_thread_limits(monkeypa
         thread.join()
     assert all(event.is_set() for event in events.values()) and during == [1]
     assert blas.num_threads == 4
+
+
+# ---------------------------------------------------------------------------------------------- dropout (training only)
+
+def test_dropout_off_changes_nothing_and_on_drops_the_right_share():
+    block = _perturbed_decoder().blocks[0]
+    x, mask = RNG.standard_normal((2, 6, 8)), causal_mask(6)
+    np.testing.assert_array_equal(transformer_block(x, block, mask, dropout=0.0, rng=5)[0],
+                                  transformer_block(x, block, mask)[0])
+    record = {}
+    out, weights = transformer_block(x, block, mask, record=record, dropout=0.25, rng=np.random.default_rng(1))
+    assert not np.allclose(out, transformer_block(x, block, mask)[0])
+    np.testing.assert_array_equal(weights, transformer_block(x, block, mask)[1])  # the softmax's, before dropout
+    for keep in (record["drop_attention"], record["drop_feed_forward"], record["attention"]["keep"]):
+        assert set(np.unique(keep)) == {0.0, 1 / 0.75}
+        assert abs((keep == 0).mean() - 0.25) < 0.15  # about a quarter dropped (a few dozen draws each)
+    with pytest.raises(ValueError, match=r"dropout must be a number in \[0, 1\)"):
+        transformer_block(x, block, mask, dropout=1.0)
+
+
+def test_dropout_in_the_attention_weights_scales_the_kept_ones():
+    # One head, values = identity: the context is the weights themselves, after dropout.
+    x, eye = np.eye(4), np.eye(4)
+    record = {}
+    out, weights = multi_head_attention(x, eye, eye, eye, eye, 1, record=record, dropout=0.5, rng=3)
+    np.testing.assert_allclose(out, weights[0] * record["keep"][0], rtol=1e-12)
+
+
+def test_the_backward_pass_with_dropout_matches_finite_differences_with_the_same_masks():
+    decoder = _perturbed_decoder(vocab_size=12, d_model=4, num_heads=2, num_layers=1)
+    ids, targets = RNG.integers(0, 12, (2, 5)), RNG.integers(0, 12, (2, 5))
+    loss, grads = gpt_loss_and_grads(decoder, ids, targets, dropout=0.3, rng=7)
+    assert loss != pytest.approx(gpt_loss_and_grads(decoder, ids, targets)[0])
+
+    def loss_of(array, value):  # the same seed: the same masks
+        kept = array.copy()
+        array[...] = value
+        try:
+            return gpt_loss_and_grads(decoder, ids, targets, dropout=0.3, rng=7)[0]
+        finally:
+            array[...] = kept
+
+    for name, array in decoder_arrays(decoder).items():
+        _check(grads[name], numerical_gradient(lambda v, array=array: loss_of(array, v), array.copy()))
+
+
+def test_training_with_dropout_runs_and_is_seeded():
+    decoder = init_tiny_gpt(30, d_model=8, num_heads=2, num_layers=1)
+    ids = RNG.integers(0, 30, 300)
+    _, losses = train_gpt(decoder, ids, 5, batch_size=2, context_length=8, dropout=0.1)
+    np.testing.assert_array_equal(losses, train_gpt(decoder, ids, 5, batch_size=2, context_length=8, dropout=0.1)[1])
+    assert not np.array_equal(losses, train_gpt(decoder, ids, 5, batch_size=2, context_length=8)[1])
