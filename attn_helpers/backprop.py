@@ -10,8 +10,19 @@ import math
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, batch_shape, checked, sdpa_inputs
+from ._validate import (
+    as_flag,
+    as_float_array,
+    as_positive_int,
+    batch_shape,
+    check_bias,
+    checked,
+    eps_input,
+    sdpa_inputs,
+)
+from .block import _erfc
 from .core import scaled_dot_product_attention, softmax
+from .multihead import merge_heads, split_heads
 
 __all__ = [
     "softmax_backward",
@@ -22,6 +33,11 @@ __all__ = [
     "cross_entropy_backward",
     "numerical_gradient",
     "relative_error",
+    "layer_norm_backward",
+    "gelu_backward",
+    "feed_forward_backward",
+    "attention_layer_backward",
+    "block_backward",
 ]
 
 
@@ -36,7 +52,7 @@ def softmax_backward_inputs(weights, grad_weights):
     return p, g
 
 
-def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
     """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
     q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
     grad = as_float_array(grad_context, "grad_context", min_ndim=2)
@@ -53,7 +69,10 @@ def attention_backward_inputs(queries, keys, values, grad_context, mask=None, sc
         if weights.shape[-2:] != (q.shape[-2], k.shape[-2]):
             raise ValueError(f"weights has shape {weights.shape}; expected (..., T_q, T_k) = "
                              f"(..., {q.shape[-2]}, {k.shape[-2]})")
-    return q, k, v, grad, mask, scale, weights
+    if keep is not None and (weights is None or np.shape(keep) != weights.shape):
+        raise ValueError(f"keep (the dropout mask) needs the weights it multiplied, of the same shape; got keep of "
+                         f"shape {np.shape(keep)} and weights {None if weights is None else weights.shape}")
+    return q, k, v, grad, mask, scale, weights, keep
 
 
 @checked(softmax_backward_inputs)
@@ -82,7 +101,7 @@ def softmax_backward(weights, grad_weights):
 
 
 @checked(attention_backward_inputs)
-def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None):
+def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
     r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
     .. math:: \partial V = P^\top G, \quad \partial S = s\, P \odot (G V^\top - \mathrm{rowsum}(G V^\top \odot P)),
@@ -91,7 +110,9 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     ``G`` is ``grad_context (..., T_q, d_v)``, the gradient of the loss with respect to the context;
     the other arguments are those of :func:`~attn_helpers.core.scaled_dot_product_attention` (scale
     ``s``), and optionally its ``weights`` ``P`` (recomputed when None). Returns the gradients of the
-    queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none.
+    queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none. ``keep``:
+    the dropout mask ``D`` that multiplied ``P`` (notebook 10's block in training): the context was
+    :math:`(P \odot D) V`, so :math:`\partial V = (P \odot D)^\top G` and :math:`G V^\top` is multiplied by ``D``.
 
     >>> x = np.eye(2)
     >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
@@ -102,9 +123,11 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     if weights is None:
         _, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale)  # (..., T_q, T_k)
-    G = grad_context
-    grad_values = np.swapaxes(weights, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
+    G, used = grad_context, (weights if keep is None else weights * keep)  # the weights the context was made with
+    grad_values = np.swapaxes(used, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
     grad_weights = G @ np.swapaxes(values, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
+    if keep is not None:
+        grad_weights = grad_weights * keep  # a dropped weight passes no gradient
     grad_scores = softmax_backward.unchecked(weights, grad_weights) * scale  # through the softmax and the scale
     grad_queries = grad_scores @ keys  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
     grad_keys = np.swapaxes(grad_scores, -1, -2) @ queries  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
@@ -120,6 +143,15 @@ def _unbroadcast(grad, shape):
     return grad.sum(axis=axes, keepdims=True) if axes else grad
 
 
+def _linear_inputs(x, weight, grad_out):
+    x, w, g = as_float_array(x, "x"), as_float_array(weight, "weight", min_ndim=2), as_float_array(grad_out, "grad_out")
+    if w.ndim != 2 or x.shape[-1] != w.shape[0] or g.shape != (*x.shape[:-1], w.shape[1]):
+        raise ValueError(f"x has shape {x.shape}, weight {w.shape} and grad_out {g.shape}; expected "
+                         f"(..., d_in), (d_in, d_out) and (..., d_out)")
+    return x, w, g
+
+
+@checked(_linear_inputs)
 def linear_backward(x, weight, grad_out):
     r"""Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
 
@@ -134,18 +166,27 @@ def linear_backward(x, weight, grad_out):
     (array([[ 0.5, -1. ]]), array([[ 0.5, -1. ],
            [ 1. , -2. ]]))
     """
-    x = as_float_array(x, "x")
-    w = as_float_array(weight, "weight", min_ndim=2)
-    g = as_float_array(grad_out, "grad_out")
-    if w.ndim != 2 or x.shape[-1] != w.shape[0] or g.shape != (*x.shape[:-1], w.shape[1]):
-        raise ValueError(f"x has shape {x.shape}, weight {w.shape} and grad_out {g.shape}; expected "
-                         f"(..., d_in), (d_in, d_out) and (..., d_out)")
-    grad_x = g @ w.T  # (..., d_out) @ (d_out, d_in) -> (..., d_in)
+    g = grad_out
+    grad_x = g @ weight.T  # (..., d_out) @ (d_out, d_in) -> (..., d_in)
     rows_x, rows_g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])  # every row: (N, d_in), (N, d_out)
     grad_w = rows_x.T @ rows_g  # (d_in, N) @ (N, d_out) -> (d_in, d_out), summed over the N rows
     return grad_x, grad_w
 
 
+def _embedding_inputs(token_ids, grad_embedded, vocab_size):
+    ids = np.asarray(token_ids)
+    vocab_size = as_positive_int(vocab_size, "vocab_size")
+    g = as_float_array(grad_embedded, "grad_embedded")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"token_ids must be integers; got dtype {ids.dtype}")
+    if g.shape[:-1] != ids.shape:
+        raise ValueError(f"grad_embedded has shape {g.shape}; expected token_ids' shape {ids.shape} + (d_model,)")
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"token_ids must lie in [0, vocab_size={vocab_size}); got {ids.min()}..{ids.max()}")
+    return ids, g, vocab_size
+
+
+@checked(_embedding_inputs)
 def embedding_backward(token_ids, grad_embedded, vocab_size):
     r"""Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
 
@@ -160,15 +201,7 @@ def embedding_backward(token_ids, grad_embedded, vocab_size):
            [0.],
            [2.]])
     """
-    ids = np.asarray(token_ids)
-    vocab_size = as_positive_int(vocab_size, "vocab_size")
-    g = as_float_array(grad_embedded, "grad_embedded")
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"token_ids must be integers; got dtype {ids.dtype}")
-    if g.shape[:-1] != ids.shape:
-        raise ValueError(f"grad_embedded has shape {g.shape}; expected token_ids' shape {ids.shape} + (d_model,)")
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"token_ids must lie in [0, vocab_size={vocab_size}); got {ids.min()}..{ids.max()}")
+    ids, g = token_ids, grad_embedded
     grad_table = np.zeros((vocab_size, g.shape[-1]), dtype=g.dtype)
     np.add.at(grad_table, ids.reshape(-1), g.reshape(-1, g.shape[-1]))  # repeated tokens add up
     return grad_table
@@ -183,10 +216,15 @@ def _targets(logits, targets):
         raise ValueError(f"targets has shape {t.shape}; expected logits' shape without its last axis, {z.shape[:-1]}")
     if t.size and t.max() >= z.shape[-1]:
         raise ValueError(f"targets must be < the number of classes {z.shape[-1]}; got {t.max()}")
-    counted = t >= 0  # a negative target marks a position that the loss ignores
-    return z, np.where(counted, t, 0), counted, max(int(counted.sum()), 1)
+    return z, t
 
 
+def _counted(targets):
+    counted = targets >= 0  # a negative target marks a position that the loss ignores
+    return np.where(counted, targets, 0), counted, max(int(counted.sum()), 1)
+
+
+@checked(_targets)
 def cross_entropy(logits, targets):
     r"""Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
 
@@ -199,13 +237,14 @@ def cross_entropy(logits, targets):
     >>> round(cross_entropy(np.zeros((2, 4)), np.array([1, -1])), 4)  # uniform over 4 classes: log 4
     1.3863
     """
-    z, t, counted, n = _targets(logits, targets)
+    z, (t, counted, n) = logits, _counted(targets)
     shifted = z - z.max(axis=-1, keepdims=True)  # stable: the largest logit of each row becomes 0
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., num_classes)
     picked = np.take_along_axis(log_probs, t[..., None], axis=-1)[..., 0]  # log p of each target: (...)
     return float(-(picked * counted).sum() / n)
 
 
+@checked(_targets)
 def cross_entropy_backward(logits, targets):
     r"""Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
 
@@ -215,8 +254,8 @@ def cross_entropy_backward(logits, targets):
     array([[-0.5,  0.5],
            [ 0. ,  0. ]])
     """
-    z, t, counted, n = _targets(logits, targets)
-    probs = softmax(z, axis=-1)  # (..., num_classes)
+    z, (t, counted, n) = logits, _counted(targets)
+    probs = softmax.unchecked(z, axis=-1)  # (..., num_classes)
     onehot = np.arange(z.shape[-1]) == t[..., None]  # (..., num_classes)
     grad = np.where(counted[..., None], probs - onehot, 0.0) / n  # an ignored row gets exactly 0
     return grad.astype(z.dtype, copy=False)
@@ -257,3 +296,152 @@ def relative_error(analytic, numeric):
     if a.size == 0:
         return 0.0
     return float(np.abs(a - n).max() / max(float((np.abs(a) + np.abs(n)).max()), 1e-30))
+
+
+# --- notebook 14: the backward pass of a whole pre-norm block, piece by piece -----------------------------
+
+def _layer_norm_backward_inputs(grad_out, x, gamma=None, eps=1e-5):
+    g_out, x = as_float_array(grad_out, "grad_out"), as_float_array(x, "x")
+    if g_out.shape != x.shape:
+        raise ValueError(f"grad_out has shape {g_out.shape} and x has shape {x.shape}; expected the same shape")
+    return g_out, x, check_bias("gamma", gamma, x.shape[-1]), eps_input(eps)
+
+
+@checked(_layer_norm_backward_inputs)
+def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
+    r"""Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
+
+    With :math:`\hat x = (x - \mu)/\sigma`, :math:`\sigma = \sqrt{\mathrm{var} + \varepsilon}` and
+    :math:`g = \gamma \odot \partial\mathrm{out}` (row by row, over the ``d`` features):
+
+    .. math:: \partial x = \frac{1}{\sigma}\left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right), \quad
+              \partial\gamma = \sum_{\text{rows}} \partial\mathrm{out} \odot \hat x, \quad
+              \partial\beta = \sum_{\text{rows}} \partial\mathrm{out}
+
+    (a bar is the mean over the features). The two subtracted terms are the paths through
+    the mean and the variance: ``grad_x`` of each row sums to 0.
+
+    ``grad_out (..., d)``; ``x (..., d)``: the layer norm's input; ``gamma (d,)``: default 1. Returns
+    ``grad_x (..., d)``; ``grad_gamma, grad_beta (d,)``.
+
+    >>> grad_x, grad_gamma, grad_beta = layer_norm_backward(np.array([[1.0, 0.0, 0.0]]), np.array([[1.0, 2.0, 4.0]]))
+    >>> grad_x.shape, bool(abs(grad_x.sum()) < 1e-9), grad_beta   # each row of grad_x sums to 0
+    ((1, 3), True, array([1., 0., 0.]))
+    """
+    g_out = grad_out
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    sigma = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)  # (..., 1)
+    x_hat = (x - mean) / sigma  # (..., d)
+    g = g_out if gamma is None else g_out * gamma  # the gradient with respect to x_hat: (..., d)
+    grad_x = (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)) / sigma
+    rows = tuple(range(x.ndim - 1))  # gamma and beta are shared by every row
+    return grad_x.astype(x.dtype, copy=False), (g_out * x_hat).sum(axis=rows), g_out.sum(axis=rows)
+
+
+def _gelu_backward_inputs(grad_out, x, approximate=True):
+    g, x = as_float_array(grad_out, "grad_out", min_ndim=0), as_float_array(x, "x", min_ndim=0)
+    if g.shape != x.shape:
+        raise ValueError(f"grad_out has shape {g.shape} and x has shape {x.shape}; expected the same shape")
+    return g, x, as_flag(approximate, "approximate")
+
+
+@checked(_gelu_backward_inputs)
+def gelu_backward(grad_out, x, approximate=True):
+    r"""Gradient of GELU with respect to ``x``: GPT-2's tanh form by default, the exact form with ``approximate=False``.
+
+    With :math:`u = \sqrt{2/\pi}\,(x + 0.044715\,x^3)`,
+    :math:`\mathrm{GELU}(x) = \tfrac12 x (1 + \tanh u)`, so
+
+    .. math:: \frac{d\,\mathrm{GELU}}{dx} = \tfrac12 (1 + \tanh u)
+              + \tfrac12 x\,(1 - \tanh^2 u)\,\sqrt{2/\pi}\,(1 + 3 \cdot 0.044715\,x^2)
+
+    (exact: :math:`\Phi(x) + x\,\varphi(x)`). ``grad_out`` and ``x`` have the same shape.
+
+    >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).round(6)  # 0 far left, 1/2 at 0, 1 far right
+    array([-0. ,  0.5,  1. ])
+    """
+    g = grad_out
+    if approximate:
+        c = math.sqrt(2.0 / math.pi)
+        t = np.tanh(c * (x + 0.044715 * x**3))
+        slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+    else:
+        slope = 0.5 * _erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return (g * slope).astype(np.result_type(g, x), copy=False)
+
+
+def _rows_sum(grad):
+    return grad.reshape(-1, grad.shape[-1]).sum(axis=0)  # a bias is shared by every row
+
+
+_SLOPES = {"gelu_tanh": lambda g, x: gelu_backward.unchecked(g, x, True),
+           "gelu": lambda g, x: gelu_backward.unchecked(g, x, False),
+           "relu": lambda g, x: g * (x > 0)}
+
+
+def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
+    r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
+
+    Backwards through each step of the forward pass: the second linear layer, the activation
+    (:func:`gelu_backward`), the first linear layer (:func:`linear_backward`).
+
+    ``record``: what :func:`~attn_helpers.block.feed_forward` wrote into its ``record`` (``x``, ``pre``,
+    ``hidden``). Returns ``grad_x (..., d_model)``; ``grads``: ``W_1``, ``b_1``, ``W_2``, ``b_2``.
+    """
+    grad_hidden, grad_W_2 = linear_backward.unchecked(record["hidden"], W_2, grad_out)  # (..., T, d_ff), (d_ff, d)
+    grad_pre = _SLOPES[activation](grad_hidden, record["pre"])  # (..., T, d_ff)
+    grad_x, grad_W_1 = linear_backward.unchecked(record["x"], W_1, grad_pre)  # (..., T, d_model), (d_model, d_ff)
+    return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
+
+
+def attention_layer_backward(grad_out, record, params):
+    r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
+
+    Backwards: the output projection (:func:`linear_backward`), the concatenation (split the gradient back
+    into heads), every head's attention at once (:func:`attention_backward`: the head axis is a batch axis),
+    the merge of the heads, and the three projections; ``x`` feeds all three, so its gradient is the sum of theirs.
+
+    ``grad_out (..., T, d_model)``; ``record``: what :func:`~attn_helpers.multihead.multi_head_attention` wrote
+    into its ``record``; ``params``: the block's :class:`~attn_helpers.block.BlockParams`. Returns
+    ``grad_x (..., T, d_model)``; ``grads``: the gradient of each of the eight arrays.
+    """
+    r, h = record, params.num_heads
+    grad_merged, grad_W_o = linear_backward.unchecked(r["merged"], params.W_o, grad_out)  # (..., T, d), (d, d)
+    grad_context = split_heads.unchecked(grad_merged, h)  # (..., h, T, d_h)
+    grad_q, grad_k, grad_v = attention_backward.unchecked(r["queries"], r["keys"], r["values"], grad_context,
+                                                          None, 1 / math.sqrt(r["queries"].shape[-1]), r["weights"],
+                                                          r["keep"])
+    grads = {"W_o": grad_W_o, "b_o": _rows_sum(grad_out)}
+    grad_x = 0.0
+    for name, grad_heads in (("q", grad_q), ("k", grad_k), ("v", grad_v)):
+        grad_projected = merge_heads.unchecked(grad_heads)  # (..., h, T, d_h) -> (..., T, d)
+        grad_x_part, grads[f"W_{name}"] = linear_backward.unchecked(r["x"], getattr(params, f"W_{name}"),
+                                                                    grad_projected)
+        grads[f"b_{name}"] = _rows_sum(grad_projected)
+        grad_x = grad_x + grad_x_part  # x feeds the queries, the keys and the values
+    return grad_x, grads
+
+
+def block_backward(grad_out, record, params):
+    r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
+
+    A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
+    FFN)``, ``grad_x = grad_m + (the path through attention)``. With dropout, the masks the forward pass
+    recorded multiply the gradient of each branch (a dropped number passes none).
+
+    ``grad_out (..., T, d_model)``; ``record``: what :func:`~attn_helpers.block.transformer_block` wrote into
+    its ``record`` (pre-norm); ``params``: the block. Returns ``grad_x (..., T, d_model)``; ``grads``: one
+    gradient per array of the block (biases, gammas and betas included).
+    """
+    p, drop_1, drop_2 = params, record["drop_attention"], record["drop_feed_forward"]  # dropout masks, or None
+    grad_ffn = grad_out if drop_2 is None else grad_out * drop_2  # a dropped number passes no gradient
+    grad_normed_2, grads = feed_forward_backward(grad_ffn, record["feed_forward"], p.W_1, p.W_2, p.activation)
+    grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward.unchecked(
+        grad_normed_2, record["middle"], p.norm_2_gamma, p.eps)
+    grad_middle = grad_out + grad_middle_ffn  # the residual: the gradient goes straight through, plus the FFN's
+    grad_attended = grad_middle if drop_1 is None else grad_middle * drop_1
+    grad_normed_1, attention_grads = attention_layer_backward(grad_attended, record["attention"], p)
+    grads.update(attention_grads)
+    grad_x_attention, grads["norm_1_gamma"], grads["norm_1_beta"] = layer_norm_backward.unchecked(
+        grad_normed_1, record["x"], p.norm_1_gamma, p.eps)
+    return grad_middle + grad_x_attention, grads

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -27,7 +28,7 @@ from ._validate import (
 )
 from .config import SEED
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
-from .multihead import _plus, multi_head_attention
+from .multihead import _keep, _plus, dropout_inputs, multi_head_attention
 
 __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_params", "transformer_block",
            "residual_stream", "cross_attention", "block_parameter_count", "parameter_count"]  # (the counts: model_size)
@@ -91,20 +92,28 @@ ACTIVATIONS = {
 }
 
 
-@checked(feed_forward_inputs)
-def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
+def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):  # (no dropout inside)
+    return (*feed_forward_inputs(x, W_1, W_2, b_1, b_2, activation), record)
+
+
+@checked(_feed_forward_inputs)
+def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):
     r"""The position-wise feed-forward network: the same two-layer MLP applied to every token.
 
     .. math:: \mathrm{FFN}(x) = \mathrm{act}(x W_1 + b_1)\, W_2 + b_2
 
     ``x (..., T, d_model)``, ``W_1 (d_model, d_ff)``, ``W_2 (d_ff, d_out)``, biases optional;
-    ``activation`` is ``"gelu"`` (BERT), ``"gelu_tanh"`` (GPT-2) or ``"relu"`` (the 2017 paper).
+    ``activation`` is ``"gelu"`` (BERT), ``"gelu_tanh"`` (GPT-2) or ``"relu"`` (the 2017 paper);
+    ``record``: a dict that gets ``x``, ``pre`` (before the activation) and ``hidden``, for a backward pass.
 
     >>> W_1 = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])   # d_model = 2, d_ff = 4
     >>> feed_forward([[1.0, -1.0]], W_1, np.ones((4, 2)), activation="relu")   # relu([1, -1, 0, 0])
     array([[1., 1.]])
     """
-    hidden = ACTIVATIONS[activation](_plus(x @ W_1, b_1))  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
+    pre = _plus(x @ W_1, b_1)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
+    hidden = ACTIVATIONS[activation](pre)  # (..., T, d_ff)
+    if record is not None:
+        record.update(x=x, pre=pre, hidden=hidden)
     return _plus(hidden @ W_2, b_2)  # (..., T, d_ff) @ (d_ff, d_out) -> (..., T, d_out)
 
 
@@ -112,8 +121,7 @@ def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
 class BlockParams:
     """The parameters of one block, checked once: ``W_q .. W_o (d_model, d_model)``, ``W_1 (d_model, d_ff)``,
     ``W_2 (d_ff, d_model)``, optional biases; ``norm_1_*`` before attention, ``norm_2_*`` before the FFN
-    (``None``: gamma 1, beta 0). With ``num_kv_heads`` (:mod:`~attn_helpers.kv_cache`) ``W_k``, ``W_v`` are
-    ``num_kv_heads * d_h`` wide.
+    (``None``: gamma 1, beta 0).
 
     >>> params = init_block_params(d_model=8, num_heads=2)
     >>> params.d_model, params.d_ff, params.num_heads, params.num_parameters
@@ -139,7 +147,6 @@ class BlockParams:
     b_2: np.ndarray | None = None
     eps: float = 1e-5
     activation: str = "gelu"
-    num_kv_heads: int | None = None  # None: every query head has its own key/value head
 
     def __post_init__(self):
         def put(name, value):
@@ -149,11 +156,7 @@ class BlockParams:
         put("num_heads", as_positive_int(self.num_heads, "num_heads"))
         if d_model % self.num_heads:
             raise ValueError(f"d_model={d_model} must be divisible by num_heads={self.num_heads}")
-        if self.num_kv_heads is not None:
-            put("num_kv_heads", as_positive_int(self.num_kv_heads, "num_kv_heads"))
-            if self.num_heads % self.num_kv_heads:
-                raise ValueError(f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}")
-        kv_width = self.kv_heads * (d_model // self.num_heads)  # d_model unless grouped-query
+        kv_width = self.key_width  # d_model (notebook 13's grouped-query blocks have narrower keys and values)
         d_ff = as_float_array(self.W_1, "W_1", min_ndim=2).shape[-1]
         widths = {"W_q": d_model, "W_k": kv_width, "W_v": kv_width, "W_o": d_model, "W_1": d_ff, "W_2": d_model}
         for name, width in widths.items():
@@ -172,8 +175,8 @@ class BlockParams:
         return self.W_q.shape[0]
 
     @property
-    def kv_heads(self) -> int:  # num_kv_heads, or num_heads when that is None
-        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+    def key_width(self) -> int:  # the width of W_k and W_v (narrower in notebook 13's grouped-query blocks)
+        return self.W_q.shape[0]
 
     @property
     def d_ff(self) -> int:
@@ -190,19 +193,19 @@ class BlockParams:
     def norm_2(self, x):
         return layer_norm.unchecked(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
-    def attention(self, x, mask=None):
+    def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
         return multi_head_attention.unchecked(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
-                                              self.b_q, self.b_k, self.b_v, self.b_o)
+                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng)
 
-    def feed_forward(self, x):
-        return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation)
+    def feed_forward(self, x, record=None):
+        return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
 
 
-def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32, num_kv_heads=None):
+def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
     """Random parameters of one block: weights ``N(0, 1 / d_in)``, gammas 1, betas and biases 0.
 
     ``d_ff`` defaults to ``4 * d_model``; ``rng`` a Generator or a seed (default ``SEED``); ``bias=True``
-    adds zero biases; ``num_kv_heads`` makes ``W_k``, ``W_v`` ``(d_model, num_kv_heads * d_h)``.
+    adds zero biases.
 
     >>> params = init_block_params(d_model=6, num_heads=2, rng=np.random.default_rng(0), bias=True)
     >>> params.W_q.shape, params.W_1.shape, params.b_1.shape, params.W_q.dtype
@@ -210,9 +213,6 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     """
     d_model = as_positive_int(d_model, "d_model")
     d_ff = 4 * d_model if d_ff is None else as_positive_int(d_ff, "d_ff")
-    num_heads = as_positive_int(num_heads, "num_heads")
-    kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
-    kv_width = d_model // num_heads * kv_heads  # d_model unless grouped-query
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
     bias = as_flag(bias, "bias")
@@ -224,51 +224,69 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
         return np.zeros(n, dtype=dtype) if bias else None
 
     return BlockParams(
-        W_q=weight(d_model, d_model), W_k=weight(d_model, kv_width), W_v=weight(d_model, kv_width),
+        W_q=weight(d_model, d_model), W_k=weight(d_model, d_model), W_v=weight(d_model, d_model),
         W_o=weight(d_model, d_model), W_1=weight(d_model, d_ff), W_2=weight(d_ff, d_model),
-        num_heads=num_heads, num_kv_heads=num_kv_heads,
+        num_heads=num_heads,
         norm_1_gamma=np.ones(d_model, dtype=dtype), norm_1_beta=np.zeros(d_model, dtype=dtype),
         norm_2_gamma=np.ones(d_model, dtype=dtype), norm_2_beta=np.zeros(d_model, dtype=dtype),
-        b_q=zeros(d_model), b_k=zeros(kv_width), b_v=zeros(kv_width), b_o=zeros(d_model),
+        b_q=zeros(d_model), b_k=zeros(d_model), b_v=zeros(d_model), b_o=zeros(d_model),
         b_1=zeros(d_ff), b_2=zeros(d_model),
     )
 
 
-def _block_inputs(x, params, mask=None, norm_first=True):
+def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
     if not isinstance(params, BlockParams):
         raise TypeError(f"params must be a BlockParams (see init_block_params); got {type(params).__name__}")
-    if params.num_kv_heads not in (None, params.num_heads):
-        raise ValueError(f"params has num_kv_heads={params.num_kv_heads}: a grouped-query block runs in "
-                         "attn_helpers.kv_cache (decoder_block), not in transformer_block")
     x = as_float_array(x, "x", min_ndim=2)
     if x.shape[-1] != params.d_model:
         raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
-    return x, params, check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)"), as_flag(norm_first, "norm_first")
+    if attention is not None and not callable(attention):
+        raise TypeError(f"attention must be a function (x, mask, record=None) -> (out, weights) or None; got "
+                        f"{attention!r}")
+    if record is not None and not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (it gets the forward's intermediate values) or None; got {record!r}")
+    mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
+    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, *dropout_inputs(dropout, rng)
 
 
 @checked(_block_inputs)
-def transformer_block(x, params, mask=None, norm_first=True):
+def transformer_block(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
     r"""One transformer block: attention, then the feed-forward network, each inside a residual connection.
 
     .. math:: x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
 
     That is pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ...
     ``x (..., T, d_model)``, ``mask`` broadcastable to ``(..., T, T)``. Returns ``out`` (the shape of ``x``)
-    and the weights ``(..., h, T, T)``.
+    and the weights ``(..., h, T, T)``. ``attention``: a function ``(x, mask, record=None) -> (out, weights)`` that
+    replaces the block's multi-head attention (notebook 13 passes one that reads a KV cache). ``record``: a
+    dict that gets the pre-norm forward's intermediate values, what notebook 14's backward pass reads.
+    ``dropout`` (training only; off by default, and off at inference): the probability of dropping each attention
+    weight and each number of the two branches before they are added to the stream, the others scaled by
+    ``1 / (1 - dropout)`` so that their mean is unchanged; ``rng`` (a Generator or a seed) draws which.
 
     >>> out, weights = transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))
     >>> out.shape, weights.shape
     ((5, 8), (2, 5, 5))
     """
     p = params
+    attend = attention or (functools.partial(p.attention, dropout=dropout, rng=rng) if dropout else p.attention)
+    keep = {} if record is None else record  # what notebook 14's backward pass reads
+
+    def drop(branch, name):  # dropout on a branch before it joins the stream (training only)
+        keep[name] = _keep(branch.shape, dropout, rng, branch.dtype)
+        return branch if keep[name] is None else branch * keep[name]
+
     if norm_first:
-        attended, weights = p.attention(p.norm_1(x), mask)
-        x = x + attended  # (..., T, d_model): the residual stream
-        x = x + p.feed_forward(p.norm_2(x))  # (..., T, d_model)
+        keep["x"], keep["normed_1"] = x, p.norm_1(x)
+        attended, weights = attend(keep["normed_1"], mask, keep.setdefault("attention", {}))
+        keep["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
+        keep["normed_2"] = p.norm_2(x)
+        ffn = p.feed_forward(keep["normed_2"], keep.setdefault("feed_forward", {}))
+        x = x + drop(ffn, "drop_feed_forward")  # (..., T, d_model)
     else:
-        attended, weights = p.attention(x, mask)
-        x = p.norm_1(x + attended)  # (..., T, d_model)
-        x = p.norm_2(x + p.feed_forward(x))  # (..., T, d_model)
+        attended, weights = attend(x, mask)
+        x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
+        x = p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward"))  # (..., T, d_model)
     return x, weights
 
 
@@ -276,7 +294,7 @@ def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
     blocks = [blocks] if isinstance(blocks, BlockParams) else list(blocks)
     if not blocks:
         raise ValueError("blocks is empty; expected a sequence of BlockParams (see init_block_params)")
-    x, _, mask, norm_first = [_block_inputs(x, params, mask, norm_first) for params in blocks][0]
+    x, _, mask, norm_first, *_ = [_block_inputs(x, params, mask, norm_first) for params in blocks][0]
     return x, blocks, mask, norm_first, as_flag(residual, "residual")
 
 

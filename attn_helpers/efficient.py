@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 from ._validate import as_positive_int, attention_inputs
 from .online import online_update
 
-__all__ = ["tiled_attention", "best_time", "peak_memory", "attention_cost", "fitted_slope", "one_core"]
+__all__ = ["tiled_attention", "tile_count", "best_time", "peak_memory", "attention_cost", "fitted_slope", "one_core"]
 
 
 def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False):
@@ -118,3 +118,10 @@ def one_core():
     return threadpool_limits(limits=1)
 
 
+def tile_count(T, block_size):
+    """How many tiles a T x T grid of scores has in tiles of ``block_size`` x ``block_size``.
+
+    >>> tile_count(8, 3)   # 3 rows of tiles (3 + 3 + 2 positions), 3 columns
+    9
+    """
+    return (-(-int(T) // int(block_size))) ** 2

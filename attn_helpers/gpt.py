@@ -1,8 +1,9 @@
-r"""A tiny GPT of your own (notebook 14): notebook 10's blocks, every gradient written out, trained on a novel.
+r"""A tiny GPT of your own (notebooks 13 and 14): notebook 10's blocks stacked into a decoder, trained on a novel.
 
-The model is :class:`~attn_helpers.kv_cache.Decoder`; here: the backward pieces notebook 11 did not need (up to
-:func:`loss_and_grads`), :func:`train`, sampling (:func:`filter_logits`, :func:`sample_next`), the step to Llama
-(:func:`rms_norm`, :func:`swiglu_ffn`) and :func:`load_tiny_gpt`. Parameters travel as one flat dict of arrays.
+:class:`Decoder` is the model (its blocks are :class:`~attn_helpers.block.BlockParams`);
+:func:`decoder_forward` runs it, with a KV cache or without (13); :func:`gpt_loss_and_grads` and :func:`train_gpt`
+train it with the backward pieces of :mod:`~attn_helpers.backprop`; :func:`filter_logits` and :func:`sample_next` sample
+from it; :func:`load_tiny_gpt` loads the one trained on *Pride and Prejudice*.
 """
 
 from __future__ import annotations
@@ -15,34 +16,36 @@ import math
 import pathlib
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
-from ._validate import as_float_array, as_positive_int
-from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
-from .block import BlockParams, gelu, init_block_params, layer_norm
+from ._validate import as_flag, as_float_array, as_float_dtype, as_number, as_positive_int, as_positive_number
+from .backprop import (
+    block_backward,
+    cross_entropy,
+    cross_entropy_backward,
+    embedding_backward,
+    layer_norm_backward,
+    linear_backward,
+)
+from .block import BlockParams, init_block_params, layer_norm, transformer_block
 from .bpe import BPETokenizer
 from .config import SEED
-from .core import causal_mask, scaled_dot_product_attention, softmax
-from .kv_cache import Decoder, decoder_forward
-from .multihead import merge_heads, split_heads
+from .core import softmax
+from .kv_cache import KVCache, cached_attention, init_grouped_query_params
+from .multihead import dropout_inputs
 from .positions import positional_encoding
 from .training import adam_step
 
 __all__ = [
+    "Decoder",
+    "random_decoder",
+    "decoder_forward",
+    "generate",
     "corpus_split",
-    "block_arrays",
-    "make_block",
     "init_tiny_gpt",
-    "decoder_params",
-    "decoder_from_params",
-    "layer_norm_backward",
-    "gelu_backward",
-    "feed_forward_backward",
-    "attention_layer_backward",
-    "block_forward",
-    "block_backward",
-    "loss_and_grads",
-    "train",
+    "decoder_arrays",
+    "gpt_loss_and_grads",
+    "train_gpt",
     "windows",
     "mean_loss",
     "ngram_losses",
@@ -52,28 +55,225 @@ __all__ = [
     "generate_ids",
     "TinyGPT",
     "load_tiny_gpt",
-    "LLAMA2_7B",
-    "rms_norm",
-    "silu",
-    "swiglu_ffn",
-    "llama_parameter_count",
 ]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"
+#: Size and SHA-256 of ``pride_and_prejudice.txt`` as ``tools/build_tiny_gpt_corpus.py`` wrote it.
+CORPUS_BYTES, CORPUS_SHA256 = 682303, "0afca23e40c7bac74ec3291ce1ccb40167d82cea5f15ae1d8a89bc62343a45a6"
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
 
+@functools.cache
+def _blas():
+    """The BLAS libraries numpy loaded (looked up once)."""
+    return ThreadpoolController()
+
 
 def _one_thread(f):
     """Run ``f`` with BLAS limited to one thread: the products here are small, and several threads
-    fighting over a busy machine's cores make them several times slower, not faster."""
+    fighting over a busy machine's cores make them several times slower, not faster. A call that finds BLAS at
+    one thread already (the caller's limit, or another thread's call running) changes nothing, so the limit
+    that the last call out restores is always the caller's own."""
     @functools.wraps(f)
     def limited(*args, **kwargs):
-        with threadpool_limits(1):
+        if all(library.num_threads == 1 for library in _blas().lib_controllers):
+            return f(*args, **kwargs)
+        with _blas().limit(limits=1):
             return f(*args, **kwargs)
     return limited
+
+
+# --- the model ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Decoder:
+    """A GPT-style decoder made of notebook 10's blocks (untrained, unless you give it trained weights).
+
+    ``x = embeddings[ids] + positional_encoding(T)``; each of ``blocks`` is a pre-norm
+    :func:`~attn_helpers.block.transformer_block` with a causal mask; then
+    ``layer_norm(x, final_norm_gamma, final_norm_beta) @ embeddings.T`` gives one score per
+    token of the vocabulary (the output layer is tied to the embeddings, as in GPT-2).
+
+    ``embeddings (vocab_size, d_model)``; ``blocks``: every block has the same ``d_model`` and heads;
+    ``final_norm_gamma, final_norm_beta (d_model,)``.
+    """
+
+    embeddings: np.ndarray
+    blocks: tuple
+    final_norm_gamma: np.ndarray | None = None
+    final_norm_beta: np.ndarray | None = None
+
+    def __post_init__(self):
+        embeddings = as_float_array(self.embeddings, "embeddings", min_ndim=2)
+        if embeddings.ndim != 2:
+            raise ValueError(f"embeddings must have shape (vocab_size, d_model); got shape {embeddings.shape}")
+        blocks = (self.blocks,) if isinstance(self.blocks, BlockParams) else tuple(self.blocks)
+        if not blocks or not all(isinstance(block, BlockParams) for block in blocks):
+            raise TypeError("blocks must be a non-empty sequence of BlockParams (see init_block_params); got "
+                            f"{[type(block).__name__ for block in blocks]}")
+        shapes = {(block.d_model, block.num_heads, block.key_width) for block in blocks}
+        if len(shapes) != 1 or blocks[0].d_model != embeddings.shape[1]:
+            raise ValueError(f"every block needs d_model = {embeddings.shape[1]} (the embeddings' width) and the "
+                             f"same heads; got (d_model, num_heads, key width) = {sorted(shapes)}")
+        object.__setattr__(self, "embeddings", embeddings)
+        object.__setattr__(self, "blocks", blocks)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.embeddings.shape[0]
+
+    @property
+    def d_model(self) -> int:
+        return self.embeddings.shape[1]
+
+    def empty_cache(self) -> list:
+        """One empty :class:`~attn_helpers.kv_cache.KVCache` per block."""
+        return [KVCache() for _ in self.blocks]
+
+
+def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_kv_heads=None, dtype=np.float32,
+                   seed=SEED):
+    """A decoder with seeded random weights: what it writes means nothing, but it computes like a GPT.
+
+    Block ``n`` is ``init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]))``
+    and the embeddings ``np.random.default_rng(seed).standard_normal((vocab_size, d_model))``:
+    with the defaults these are notebook 10's creature sentence and blocks
+    (:func:`~attn_helpers.examples.creature_block_example`), one embedding per word.
+    ``num_kv_heads`` gives every block that many key/value heads
+    (:func:`~attn_helpers.kv_cache.init_grouped_query_params`; 1: multi-query).
+
+    >>> decoder = random_decoder(d_model=8, num_heads=4, num_layers=2, num_kv_heads=2)
+    >>> len(decoder.blocks), decoder.blocks[0].W_q.shape, decoder.blocks[0].W_k.shape
+    (2, (8, 8), (8, 4))
+    """
+    vocab_size, d_model = as_positive_int(vocab_size, "vocab_size"), as_positive_int(d_model, "d_model")
+    seed, dtype = as_positive_int(seed, "seed", allow_zero=True), as_float_dtype(dtype)
+    embeddings = np.random.default_rng(seed).standard_normal((vocab_size, d_model)).astype(dtype)
+    init = init_block_params if num_kv_heads is None else functools.partial(init_grouped_query_params,
+                                                                             num_kv_heads=num_kv_heads)
+    blocks = [init(d_model, num_heads, rng=np.random.default_rng([seed, n]), dtype=dtype)
+              for n in range(as_positive_int(num_layers, "num_layers"))]
+    return Decoder(embeddings, blocks, np.ones(d_model, dtype=dtype), np.zeros(d_model, dtype=dtype))
+
+
+def _as_decoder(decoder, name="decoder"):
+    if isinstance(decoder, TinyGPT):
+        raise TypeError(f"{name} must be a Decoder; got a TinyGPT: pass its decoder, model.decoder")
+    if not isinstance(decoder, Decoder):
+        raise TypeError(f"{name} must be a Decoder (see random_decoder, init_tiny_gpt); got {type(decoder).__name__}")
+    return decoder
+
+
+def _as_ids(ids, vocab_size, name, ndims=(1,)):
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be token ids, not text: encode it first (tokenizer.encode({ids[:20]!r}))")
+    array = np.asarray(ids)
+    if array.ndim not in ndims or not (array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
+        shape = " or ".join({1: "(T,)", 2: "(B, T)"}[n] for n in ndims)
+        raise TypeError(f"{name} must be integer token ids of shape {shape}; got {type(ids).__name__} of "
+                        f"shape {array.shape} and dtype {array.dtype}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty; expected at least one token id")
+    if array.min() < 0 or array.max() >= vocab_size:
+        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
+                         f"{array.max()}")
+    return array.astype(np.intp)
+
+
+def _check_cache(cache, decoder):
+    if not isinstance(cache, list) or len(cache) != len(decoder.blocks) or not all(
+            isinstance(layer, KVCache) for layer in cache):
+        raise TypeError(f"cache must be a list of {len(decoder.blocks)} KVCache, one per block "
+                        f"(decoder.empty_cache()); got {type(cache).__name__}")
+    lengths = {layer.length for layer in cache}
+    if len(lengths) != 1:
+        raise ValueError(f"cache: its layers hold different numbers of positions {sorted(lengths)}")
+    return cache
+
+
+def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
+    """The decoder on checked ``ids (..., T)``: logits ``(..., T, vocab_size)``. ``record`` (a dict) gets what
+    the backward pass reads: each block's record, the stream before the final layer norm, and after it."""
+    T_past, T = (0 if cache is None else cache[0].length), ids.shape[-1]
+    positions = positional_encoding(T_past + T, decoder.d_model, dtype=decoder.embeddings.dtype)[T_past:]  # (T, d)
+    x = decoder.embeddings[ids] + positions  # (..., T, d_model)
+    # New position i is position T_past + i: it may see keys 0 .. T_past + i (causal_mask(T) when T_past = 0).
+    mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T)
+    blocks = [] if record is None else record.setdefault("blocks", [])
+    for n, block in enumerate(decoder.blocks):
+        blocks.append({})
+        attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
+        x, _ = transformer_block.unchecked(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
+    final = layer_norm.unchecked(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
+    if record is not None:
+        record.update(stream=x, final=final)
+    return final @ decoder.embeddings.T  # (..., T, d_model) @ (d_model, vocab_size) -> (..., T, vocab_size)
+
+
+def decoder_forward(decoder, ids, cache=None):
+    """Scores of the next token after each position of ``ids``; with a ``cache``, of the new positions only.
+
+    Without a cache the whole sequence goes through every block at once, under
+    ``causal_mask(T)``. With one, ``ids`` are the tokens that follow the ``T_past`` cached
+    positions: only their rows go through the blocks, attending to the cached keys and
+    values and to each other's up to their own position; the cache (``decoder.empty_cache()``,
+    then passed again at every step) grows by ``len(ids)``. Returns logits ``(T, vocab_size)``: row
+    ``i`` scores the token after position ``T_past + i``, equal to row ``T_past + i`` of
+    ``decoder_forward(decoder, all_ids)`` to rounding (notebook 13 says why not bit for bit).
+
+    >>> decoder = random_decoder()
+    >>> cache = decoder.empty_cache()
+    >>> prompt_logits = decoder_forward(decoder, [0, 1, 2], cache)   # the prompt: 3 positions at once
+    >>> next_logits = decoder_forward(decoder, [5], cache)          # then one new token
+    >>> full = decoder_forward(decoder, [0, 1, 2, 5])                  # everything again
+    >>> cache[0].length, bool(np.allclose(next_logits, full[3:], rtol=1e-5, atol=1e-5))
+    (4, True)
+    """
+    decoder = _as_decoder(decoder)
+    ids = _as_ids(ids, decoder.vocab_size, "ids")
+    return _forward(decoder, ids, None if cache is None else _check_cache(cache, decoder))
+
+
+def generate(decoder, prompt, steps, *, use_cache=True):
+    """Greedy generation: append the highest-scoring next token ``steps`` times.
+
+    With ``use_cache=False`` the whole sequence goes through :func:`decoder_forward` at every
+    step; with ``use_cache=True`` the prompt goes through once, filling a cache, and then
+    each step runs only the newest token. Returns the ids (the prompt, then the ``steps`` new
+    ones) and the logits ``(steps, vocab_size)`` before each choice.
+
+    >>> decoder = random_decoder()
+    >>> ids, _ = generate(decoder, [0, 1, 2], steps=5)
+    >>> ids == generate(decoder, [0, 1, 2], steps=5, use_cache=False)[0]
+    True
+    """
+    decoder = _as_decoder(decoder)
+    ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
+    steps = as_positive_int(steps, "steps", allow_zero=True)
+    cache = decoder.empty_cache() if as_flag(use_cache, "use_cache") else None
+    new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
+    all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
+    for step in range(steps):
+        logits = _forward(decoder, np.array(new if cache else ids), cache)
+        all_logits[step] = logits[-1]  # the scores after the last position
+        ids.append(int(np.argmax(logits[-1])))
+        new = ids[-1:]
+    return ids, all_logits
+
+
+def _read_corpus():
+    """The novel's text, checked by its size and SHA-256."""
+    try:
+        data = CORPUS_PATH.read_bytes()
+    except OSError as err:  # missing, a folder, unreadable
+        data = f"{type(err).__name__}"
+    if len(data) != CORPUS_BYTES or hashlib.sha256(data).hexdigest() != CORPUS_SHA256:
+        raise RuntimeError(f"The corpus {CORPUS_PATH.name} is missing or damaged (its size or SHA-256 does not "
+                           "match): restore the file from the repository, or rebuild it with "
+                           "`python tools/build_tiny_gpt_corpus.py`.")
+    return data.decode("utf-8")
 
 
 def corpus_split(split):
@@ -84,27 +284,9 @@ def corpus_split(split):
     """
     if split not in ("train", "val"):
         raise ValueError(f"split must be 'train' or 'val'; got {split!r}")
-    paragraphs = CORPUS_PATH.read_text(encoding="utf-8").splitlines(keepends=True)
+    paragraphs = _read_corpus().splitlines(keepends=True)
     cut = int(0.9 * len(paragraphs))
     return "".join(paragraphs[:cut] if split == "train" else paragraphs[cut:])
-
-
-# ---------------------------------------------------------------------------------------------
-# A block's arrays, by the names that BlockParams and the notebooks share.
-_FIELDS = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2", "b_q", "b_k", "b_v", "b_o", "b_1", "b_2",
-           "norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta")
-
-
-def block_arrays(block):
-    """A block's arrays by the notebooks' names: ``{"W_q": ..., "b_q": ..., "norm_1_gamma": ...}``."""
-    return {name: getattr(block, name) for name in _FIELDS}
-
-
-def make_block(arrays, num_heads):
-    """A :class:`~attn_helpers.block.BlockParams` (GPT-2's tanh GELU) from :func:`block_arrays`' dict."""
-    return BlockParams(**{name: arrays[name] for name in _FIELDS}, num_heads=num_heads,
-                       activation="gelu_tanh")
-# ---------------------------------------------------------------------------------------------
 
 
 def init_tiny_gpt(vocab_size, d_model=64, num_heads=4, num_layers=2, *, seed=SEED, dtype=np.float32):
@@ -113,244 +295,94 @@ def init_tiny_gpt(vocab_size, d_model=64, num_heads=4, num_layers=2, *, seed=SEE
     Block ``n`` starts as ``init_block_params(d_model, num_heads, rng=default_rng([seed, n]),
     bias=True)``; the embeddings are normal with standard deviation ``1 / sqrt(d_model)``, so
     the first scores ``layer_norm(x) @ embeddings.T`` are about 1 in size and the first loss
-    is near ``log(vocab_size)``.
+    is near ``log(vocab_size)``. ``seed=None`` is ``SEED``.
 
     >>> decoder = init_tiny_gpt(vocab_size=300, d_model=16, num_heads=2, num_layers=1)
     >>> decoder.vocab_size, decoder.d_model, decoder.blocks[0].activation
     (300, 16, 'gelu_tanh')
     """
     vocab_size, d_model = as_positive_int(vocab_size, "vocab_size"), as_positive_int(d_model, "d_model")
-    num_layers = as_positive_int(num_layers, "num_layers")
+    num_layers, dtype = as_positive_int(num_layers, "num_layers"), as_float_dtype(dtype)
+    seed = SEED if seed is None else as_positive_int(seed, "seed", allow_zero=True)
     embeddings = (np.random.default_rng(seed).standard_normal((vocab_size, d_model)) / math.sqrt(d_model))
-    blocks = [make_block(block_arrays(init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]),
-                                                        dtype=dtype, bias=True)), num_heads)
+    blocks = [dataclasses.replace(init_block_params(d_model, num_heads, rng=np.random.default_rng([seed, n]),
+                                                    dtype=dtype, bias=True), activation="gelu_tanh")
               for n in range(num_layers)]
     return Decoder(embeddings.astype(dtype), blocks, np.ones(d_model, dtype=dtype), np.zeros(d_model, dtype=dtype))
 
 
-def decoder_params(decoder):
-    """The decoder's arrays as one flat dict (copies), the form Adam updates in place."""
-    params = {"embeddings": decoder.embeddings.copy()}
+_BLOCK_ARRAYS = ("W_q", "W_k", "W_v", "W_o", "W_1", "W_2", "b_q", "b_k", "b_v", "b_o", "b_1", "b_2",
+                 "norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta")
+
+
+def decoder_arrays(decoder):
+    """Every array of the decoder by name, the arrays themselves (not copies): ``embeddings``,
+    ``blocks.0.W_q`` ... ``blocks.0.norm_2_beta``, ..., ``final_norm_gamma``, ``final_norm_beta``. These are
+    the names of :func:`gpt_loss_and_grads`' gradients, of what Adam updates in place, and of the weights file.
+
+    >>> sorted(decoder_arrays(random_decoder(num_layers=1)))[:3]
+    ['blocks.0.W_1', 'blocks.0.W_2', 'blocks.0.W_k']
+    """
+    arrays = {"embeddings": decoder.embeddings}
     for n, block in enumerate(decoder.blocks):
-        params.update({f"blocks.{n}.{name}": array.copy() for name, array in block_arrays(block).items()})
-    params["final_norm_gamma"] = decoder.final_norm_gamma.copy()
-    params["final_norm_beta"] = decoder.final_norm_beta.copy()
-    return params
+        arrays.update({f"blocks.{n}.{name}": getattr(block, name) for name in _BLOCK_ARRAYS})
+    arrays.update(final_norm_gamma=decoder.final_norm_gamma, final_norm_beta=decoder.final_norm_beta)
+    return {name: array for name, array in arrays.items() if array is not None}
 
 
-def _num_layers(params):
-    return len({key.split(".")[1] for key in params if key.startswith("blocks.")})
+def _copy(decoder):
+    """The same decoder with copies of its arrays (training updates them in place)."""
+    blocks = [dataclasses.replace(block, **{name: getattr(block, name).copy() for name in _BLOCK_ARRAYS
+                                            if getattr(block, name) is not None}) for block in decoder.blocks]
+    gamma, beta = (None if a is None else a.copy() for a in (decoder.final_norm_gamma, decoder.final_norm_beta))
+    return Decoder(decoder.embeddings.copy(), blocks, gamma, beta)
 
 
-def _block_dict(params, n):
-    return {name: params[f"blocks.{n}.{name}"] for name in _FIELDS}
+# --- training and evaluation --------------------------------------------------------------------------------
 
-
-def decoder_from_params(params, num_heads):
-    """The :class:`~attn_helpers.kv_cache.Decoder` that a flat parameter dict describes."""
-    blocks = [make_block(_block_dict(params, n), num_heads) for n in range(_num_layers(params))]
-    return Decoder(params["embeddings"], blocks, params["final_norm_gamma"], params["final_norm_beta"])
-
-
-# --- backward pieces ---------------------------------------------------------------------------
-
-def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
-    r"""Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
-
-    With :math:`\hat x = (x - \mu)/\sigma`, :math:`\sigma = \sqrt{\mathrm{var} + \varepsilon}` and
-    :math:`g = \gamma \odot \partial\mathrm{out}` (row by row, over the ``d`` features):
-
-    .. math:: \partial x = \frac{1}{\sigma}\left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right), \quad
-              \partial\gamma = \sum_{\text{rows}} \partial\mathrm{out} \odot \hat x, \quad
-              \partial\beta = \sum_{\text{rows}} \partial\mathrm{out}
-
-    (a bar is the mean over the features). The two subtracted terms are the paths through
-    the mean and the variance: ``grad_x`` of each row sums to 0.
-
-    ``grad_out (..., d)``; ``x (..., d)``: the layer norm's input; ``gamma (d,)``: default 1. Returns
-    ``grad_x (..., d)``; ``grad_gamma, grad_beta (d,)``.
-
-    >>> grad_x, grad_gamma, grad_beta = layer_norm_backward(np.array([[1.0, 0.0, 0.0]]), np.array([[1.0, 2.0, 4.0]]))
-    >>> grad_x.shape, bool(abs(grad_x.sum()) < 1e-9), grad_beta   # each row of grad_x sums to 0
-    ((1, 3), True, array([1., 0., 0.]))
-    """
-    g_out = as_float_array(grad_out, "grad_out")
-    x = as_float_array(x, "x")
-    if g_out.shape != x.shape:
-        raise ValueError(f"grad_out has shape {g_out.shape} and x has shape {x.shape}; expected the same shape")
-    gamma = np.ones(x.shape[-1], dtype=x.dtype) if gamma is None else as_float_array(gamma, "gamma")
-    if gamma.shape != x.shape[-1:]:
-        raise ValueError(f"gamma has shape {gamma.shape}; expected ({x.shape[-1]},), one per feature of x")
-    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
-    sigma = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)  # (..., 1)
-    x_hat = (x - mean) / sigma  # (..., d)
-    g = g_out * gamma  # the gradient with respect to x_hat: (..., d)
-    grad_x = (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)) / sigma
-    rows = tuple(range(x.ndim - 1))  # gamma and beta are shared by every row
-    return grad_x.astype(x.dtype, copy=False), (g_out * x_hat).sum(axis=rows), g_out.sum(axis=rows)
-
-
-def gelu_backward(grad_out, x):
-    r"""Gradient of GPT-2's tanh GELU, ``gelu(x, approximate=True)``, with respect to ``x``.
-
-    With :math:`u = \sqrt{2/\pi}\,(x + 0.044715\,x^3)`,
-    :math:`\mathrm{GELU}(x) = \tfrac12 x (1 + \tanh u)`, so
-
-    .. math:: \frac{d\,\mathrm{GELU}}{dx} = \tfrac12 (1 + \tanh u)
-              + \tfrac12 x\,(1 - \tanh^2 u)\,\sqrt{2/\pi}\,(1 + 3 \cdot 0.044715\,x^2)
-
-    >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).round(6)  # 0 far left, 1/2 at 0, 1 far right
-    array([-0. ,  0.5,  1. ])
-    """
-    g = as_float_array(grad_out, "grad_out", min_ndim=0)
-    x = as_float_array(x, "x", min_ndim=0)
-    c = math.sqrt(2.0 / math.pi)
-    t = np.tanh(c * (x + 0.044715 * x**3))
-    slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
-    return (g * slope).astype(np.result_type(g, x), copy=False)
-
-
-def _rows_sum(grad):
-    return grad.reshape(-1, grad.shape[-1]).sum(axis=0)  # a bias is shared by every row
-
-
-def feed_forward_backward(grad_out, x, W_1, W_2, b_1=None):
-    r"""Gradients of ``FFN(x) = gelu_tanh(x W_1 + b_1) W_2 + b_2`` (the tiny GPT's feed-forward network).
-
-    Backwards through each step of the forward pass: the second linear layer, the GELU
-    (:func:`gelu_backward`), the first linear layer (:func:`~attn_helpers.backprop.linear_backward`).
-
-    Returns ``grad_x (..., d_model)``; ``grads``: ``W_1``, ``b_1``, ``W_2``, ``b_2``.
-    """
-    pre = x @ W_1 + (0.0 if b_1 is None else b_1)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
-    hidden = gelu(pre, approximate=True)  # (..., T, d_ff)
-    grad_hidden, grad_W_2 = linear_backward(hidden, W_2, grad_out)  # (..., T, d_ff), (d_ff, d_model)
-    grad_pre = gelu_backward(grad_hidden, pre)  # (..., T, d_ff)
-    grad_x, grad_W_1 = linear_backward(x, W_1, grad_pre)  # (..., T, d_model), (d_model, d_ff)
-    return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
-
-
-def _heads(x, a, num_heads, mask):
-    """The attention sub-layer's forward pass, keeping what the backward pass needs."""
-    queries = split_heads(x @ a["W_q"] + a["b_q"], num_heads)  # (..., T, d) @ (d, d) -> (..., h, T, d_h)
-    keys = split_heads(x @ a["W_k"] + a["b_k"], num_heads)  # (..., h, T, d_h)
-    values = split_heads(x @ a["W_v"] + a["b_v"], num_heads)  # (..., h, T, d_h)
-    context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask)  # (..., h, T, d_h)
-    return queries, keys, values, weights, merge_heads(context)  # merged: (..., T, d)
-
-
-def attention_layer_backward(grad_out, x, a, num_heads, mask=None):
-    r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
-
-    Backwards: the output projection (:func:`~attn_helpers.backprop.linear_backward`), the
-    concatenation (split the gradient back into heads), every head's attention at once
-    (:func:`~attn_helpers.backprop.attention_backward`: the head axis is a batch axis), the
-    merge of the heads, and the three projections; ``x`` feeds all three, so its gradient is
-    the sum of theirs.
-
-    ``grad_out (..., T, d_model)``; ``x (..., T, d_model)``: the sub-layer's input (after the layer norm); ``a``:
-    ``W_q``, ``W_k``, ``W_v``, ``W_o``, ``b_q``, ``b_k``, ``b_v``, ``b_o``. Returns ``grad_x (..., T, d_model)``;
-    ``grads``: the gradient of each of the eight arrays.
-    """
-    queries, keys, values, weights, merged = _heads(x, a, num_heads, mask)
-    grad_merged, grad_W_o = linear_backward(merged, a["W_o"], grad_out)  # (..., T, d), (d, d)
-    grad_context = split_heads(grad_merged, num_heads)  # (..., h, T, d_h)
-    grad_q, grad_k, grad_v = attention_backward(queries, keys, values, grad_context, mask=mask, weights=weights)
-    grads = {"W_o": grad_W_o, "b_o": _rows_sum(grad_out)}
-    grad_x = 0.0
-    for name, grad_heads in (("q", grad_q), ("k", grad_k), ("v", grad_v)):
-        grad_projected = merge_heads(grad_heads)  # (..., h, T, d_h) -> (..., T, d)
-        grad_x_part, grads[f"W_{name}"] = linear_backward(x, a[f"W_{name}"], grad_projected)
-        grads[f"b_{name}"] = _rows_sum(grad_projected)
-        grad_x = grad_x + grad_x_part  # x feeds the queries, the keys and the values
-    return grad_x, grads
-
-
-def block_forward(x, a, num_heads, mask=None, eps=1e-5):
-    """One pre-norm block as :func:`~attn_helpers.block.transformer_block` computes it, keeping what backward needs.
-
-    Returns ``out (..., T, d_model)``; ``saved``: ``x``, ``normed_1``, ``middle`` (the stream after attention),
-    ``normed_2``, ``weights``: what :func:`block_backward` reads.
-    """
-    normed_1 = layer_norm(x, a["norm_1_gamma"], a["norm_1_beta"], eps)
-    *_, weights, merged = _heads(normed_1, a, num_heads, mask)
-    middle = x + merged @ a["W_o"] + a["b_o"]  # the residual stream after attention: (..., T, d)
-    normed_2 = layer_norm(middle, a["norm_2_gamma"], a["norm_2_beta"], eps)
-    hidden = gelu(normed_2 @ a["W_1"] + a["b_1"], approximate=True)  # (..., T, d) @ (d, d_ff) -> (..., T, d_ff)
-    out = middle + hidden @ a["W_2"] + a["b_2"]  # (..., T, d_ff) @ (d_ff, d) -> (..., T, d)
-    return out, {"x": x, "normed_1": normed_1, "middle": middle, "normed_2": normed_2, "weights": weights}
-
-
-def block_backward(grad_out, saved, a, num_heads, mask=None, eps=1e-5):
-    r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
-
-    A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
-    FFN)``, ``grad_x = grad_m + (the path through attention)``.
-
-    ``grad_out (..., T, d_model)``; ``saved``: what the forward pass kept (``x``, ``normed_1``, ``middle``,
-    ``normed_2``); ``a``: the block's arrays (:func:`block_arrays`). Returns ``grad_x (..., T, d_model)``; ``grads``:
-    one gradient per array of ``a``.
-    """
-    grad_normed_2, grads = feed_forward_backward(grad_out, saved["normed_2"], a["W_1"], a["W_2"], a["b_1"])
-    grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward(
-        grad_normed_2, saved["middle"], a["norm_2_gamma"], eps)
-    grad_middle = grad_out + grad_middle_ffn  # the residual: the gradient goes straight through, plus the FFN's
-    grad_normed_1, attention_grads = attention_layer_backward(grad_middle, saved["normed_1"], a, num_heads, mask)
-    grads.update(attention_grads)
-    grad_x_attention, grads["norm_1_gamma"], grads["norm_1_beta"] = layer_norm_backward(
-        grad_normed_1, saved["x"], a["norm_1_gamma"], eps)
-    return grad_middle + grad_x_attention, grads
-
-
-def _forward(params, ids, num_heads):
-    """The whole model on a batch of token ids, ``(B, T)``, keeping what the backward pass needs."""
-    embeddings = params["embeddings"]
-    T, d_model = ids.shape[-1], embeddings.shape[1]
-    mask = causal_mask(T)
-    x = embeddings[ids] + positional_encoding(T, d_model, dtype=embeddings.dtype)  # (B, T, d_model)
-    saved = []
-    for n in range(_num_layers(params)):
-        x, block_saved = block_forward(x, _block_dict(params, n), num_heads, mask)
-        saved.append(block_saved)
-    final = layer_norm(x, params["final_norm_gamma"], params["final_norm_beta"])  # (B, T, d_model)
-    logits = final @ embeddings.T  # (B, T, d_model) @ (d_model, vocab) -> (B, T, vocab): the tied output layer
-    return logits, {"mask": mask, "blocks": saved, "x": x, "final": final}
-
-
-def loss_and_grads(params, ids, targets, num_heads):
-    r"""Mean cross-entropy of the next-token predictions and its gradient for every parameter.
-
-    The forward pass is :func:`~attn_helpers.kv_cache.decoder_forward`'s (for a batch); the
-    backward pass runs it in reverse: cross-entropy, the tied output layer, the final layer
-    norm, each block (:func:`block_backward`), and the embedding lookup. The embeddings get
-    two contributions, as the output layer and as the input lookup, and they add.
-
-    ``params``: :func:`decoder_params` of the model; ``ids, targets (B, T) or (T,)``: ``targets[..., t]`` is the token
-    after ``ids[..., t]``. Returns ``loss``: nats per token; ``grads``: same keys and shapes as ``params``.
-    """
-    ids, targets = np.asarray(ids), np.asarray(targets)
-    if ids.shape != targets.shape or ids.ndim not in (1, 2):
+def _batch_inputs(decoder, ids, targets, dropout=0.0, rng=None):
+    decoder = _as_decoder(decoder)
+    ids = _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2))
+    targets = _as_ids(targets, decoder.vocab_size, "targets", ndims=(1, 2))
+    if ids.shape != targets.shape:
         raise ValueError(f"ids has shape {ids.shape} and targets {targets.shape}; expected the same shape, (B, T) "
                          "or (T,)")
-    logits, saved = _forward(params, ids, num_heads)
-    loss = cross_entropy(logits, targets)
-    grad_logits = cross_entropy_backward(logits, targets)  # (softmax - onehot) / N: (B, T, vocab)
-    embeddings = params["embeddings"]
+    return decoder, ids, targets, *dropout_inputs(dropout, rng)
+
+
+def gpt_loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
+    r"""Mean cross-entropy of the next-token predictions and its gradient for every parameter.
+
+    The forward pass is :func:`decoder_forward`'s (for a batch), keeping a record of each block's
+    intermediate values; the backward pass runs it in reverse: cross-entropy, the tied output layer, the final
+    layer norm, each block (:func:`~attn_helpers.backprop.block_backward`), and the embedding lookup. The
+    embeddings get two contributions, as the output layer and as the input lookup, and they add.
+
+    ``ids, targets (B, T) or (T,)``: ``targets[..., t]`` is the token after ``ids[..., t]``. Returns ``loss``:
+    nats per token; ``grads``: one gradient per array of :func:`decoder_arrays`, by the same names. ``dropout``
+    (off by default): every block's dropout rate in this forward pass, ``rng`` draws the masks
+    (:func:`~attn_helpers.block.transformer_block`).
+    """
+    return _loss_and_grads(*_batch_inputs(decoder, ids, targets, dropout, rng))
+
+
+def _loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
+    record = {}
+    logits = _forward(decoder, ids, None, record, dropout, rng)
+    loss = cross_entropy.unchecked(logits, targets)
+    grad_logits = cross_entropy_backward.unchecked(logits, targets)  # (softmax - onehot) / N: (B, T, vocab)
     # The tied output layer: logits = final @ embeddings.T.
-    grad_final, grad_embeddings_T = linear_backward(saved["final"], embeddings.T, grad_logits)
+    grad_final, grad_embeddings_T = linear_backward.unchecked(record["final"], decoder.embeddings.T, grad_logits)
     grads = {"embeddings": grad_embeddings_T.T}
-    grad_x, grads["final_norm_gamma"], grads["final_norm_beta"] = layer_norm_backward(
-        grad_final, saved["x"], params["final_norm_gamma"])
-    for n in reversed(range(_num_layers(params))):
-        grad_x, block_grads = block_backward(grad_x, saved["blocks"][n], _block_dict(params, n), num_heads,
-                                             saved["mask"])
+    grad_x, grads["final_norm_gamma"], grads["final_norm_beta"] = layer_norm_backward.unchecked(
+        grad_final, record["stream"], decoder.final_norm_gamma)
+    for n in reversed(range(len(decoder.blocks))):
+        grad_x, block_grads = block_backward(grad_x, record["blocks"][n], decoder.blocks[n])
         grads.update({f"blocks.{n}.{name}": grad for name, grad in block_grads.items()})
     # The input lookup: x = embeddings[ids] + positions (the sinusoidal positions have no parameters).
-    grads["embeddings"] = grads["embeddings"] + embedding_backward(ids, grad_x, embeddings.shape[0])
-    return loss, {name: grads[name].astype(params[name].dtype, copy=False) for name in params}
+    grads["embeddings"] = grads["embeddings"] + embedding_backward.unchecked(ids, grad_x, decoder.vocab_size)
+    return loss, {name: grads[name].astype(array.dtype, copy=False) for name, array in decoder_arrays(decoder).items()}
 
-
-# --- training and evaluation --------------------------------------------------------------------
 
 def windows(ids, context_length, starts):
     """Inputs ``ids[s : s + T]`` and targets ``ids[s + 1 : s + T + 1]`` for each start ``s``: ``(B, T)`` each."""
@@ -359,28 +391,42 @@ def windows(ids, context_length, starts):
     return ids[offsets], ids[offsets + 1]
 
 
+def _text_inputs(decoder, ids, context_length, name="ids"):
+    """The decoder, ``ids`` and ``context_length`` checked: at least one window of ``context_length + 1`` ids."""
+    decoder = _as_decoder(decoder)
+    context_length = as_positive_int(context_length, "context_length")
+    ids = _as_ids(ids, decoder.vocab_size, name)
+    if len(ids) < context_length + 1:
+        raise ValueError(f"{name} has {len(ids)} tokens; expected at least context_length + 1 = "
+                         f"{context_length + 1} (one window and the token after it)")
+    return decoder, ids, context_length
+
+
 @_one_thread
-def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
-          warmup=50, decay=True, callback=None):
+def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
+          warmup=50, decay=True, callback=None, dropout=0.0):
     """Train ``decoder`` with Adam on random windows of ``train_ids``; return the trained decoder and the losses.
 
     Each step draws ``batch_size`` windows of ``context_length`` tokens (seeded), computes
-    :func:`loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
+    :func:`gpt_loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
     learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a
-    cosine to a tenth of its peak.
+    cosine to a tenth of its peak. ``dropout`` (off by default) is every block's dropout rate while training
+    (:func:`~attn_helpers.block.transformer_block`), its masks drawn from the same seeded generator.
 
     Returns ``decoder``: a new decoder; the one passed in is not changed; ``losses (steps,)``: the training loss of
     each step's batch, in nats per token.
     """
-    steps = as_positive_int(steps, "steps", allow_zero=True)
-    num_heads = decoder.blocks[0].num_heads
-    params, state = decoder_params(decoder), {}
-    train_ids = np.asarray(train_ids)
-    rng = np.random.default_rng(seed)
+    decoder, train_ids, context_length = _text_inputs(decoder, train_ids, context_length, "train_ids")
+    steps, batch_size = as_positive_int(steps, "steps", allow_zero=True), as_positive_int(batch_size, "batch_size")
+    learning_rate = as_positive_number(learning_rate, "learning_rate")
+    warmup, decay = as_positive_int(warmup, "warmup", allow_zero=True), as_flag(decay, "decay")
+    dropout, rng = dropout_inputs(dropout, seed)
+    model = _copy(decoder)
+    params, state = decoder_arrays(model), {}  # Adam updates the model's own arrays
     losses = np.zeros(steps)
     for step in range(steps):
-        starts = rng.integers(0, len(train_ids) - context_length - 1, size=batch_size)
-        loss, grads = loss_and_grads(params, *windows(train_ids, context_length, starts), num_heads)
+        starts = rng.integers(0, max(len(train_ids) - context_length - 1, 1), size=batch_size)  # (B,)
+        loss, grads = _loss_and_grads(model, *windows(train_ids, context_length, starts), dropout, rng)
         rate = learning_rate * min(1.0, (step + 1) / max(warmup, 1))
         if decay and step >= warmup:
             rate *= 0.1 + 0.45 * (1 + math.cos(math.pi * (step - warmup) / max(steps - warmup, 1)))
@@ -388,11 +434,10 @@ def train(decoder, train_ids, steps, *, batch_size=16, context_length=64, learni
         losses[step] = loss
         if callback is not None:
             callback(step, loss)
-    return decoder_from_params(params, num_heads), losses
+    return model, losses
 
 
 def _eval_windows(ids, context_length):
-    ids = np.asarray(ids)
     count = (len(ids) - 1) // context_length
     return windows(ids, context_length, np.arange(count) * context_length)
 
@@ -405,15 +450,13 @@ def mean_loss(decoder, ids, context_length=64, batch_size=64):
     window is dropped); every token of a window is predicted from the tokens before it in
     its window.
     """
+    decoder, ids, context_length = _text_inputs(decoder, ids, context_length)
+    batch_size = as_positive_int(batch_size, "batch_size")
     inputs, targets = _eval_windows(ids, context_length)
-    params = {"embeddings": decoder.embeddings, "final_norm_gamma": decoder.final_norm_gamma,
-              "final_norm_beta": decoder.final_norm_beta}
-    for n, block in enumerate(decoder.blocks):
-        params.update({f"blocks.{n}.{name}": array for name, array in block_arrays(block).items()})
     total = 0.0
     for start in range(0, len(inputs), batch_size):
-        logits, _ = _forward(params, inputs[start:start + batch_size], decoder.blocks[0].num_heads)
-        total += cross_entropy(logits, targets[start:start + batch_size]) * len(inputs[start:start + batch_size])
+        batch = slice(start, start + batch_size)
+        total += cross_entropy.unchecked(_forward(decoder, inputs[batch]), targets[batch]) * len(inputs[batch])
     return total / len(inputs)
 
 
@@ -429,7 +472,12 @@ def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
 
     Returns ``losses``: ``{"unigram": float, "bigram": float}``, nats per token.
     """
-    train_ids, ids = np.asarray(train_ids), np.asarray(ids)
+    vocab_size = as_positive_int(vocab_size, "vocab_size")
+    train_ids = _as_ids(train_ids, vocab_size, "train_ids")
+    ids = _as_ids(ids, vocab_size, "ids")
+    context_length = as_positive_int(context_length, "context_length")
+    if len(ids) < context_length + 1:
+        raise ValueError(f"ids has {len(ids)} tokens; expected at least context_length + 1 = {context_length + 1}")
     unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
     pairs = np.zeros((vocab_size, vocab_size))
     np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1.0)  # pairs[a, b]: how often b follows a
@@ -466,15 +514,33 @@ def filter_logits(logits, top_k=None, top_p=None):
         np.put_along_axis(drop, order[..., top_k:], True, axis=-1)
         out[drop] = -np.inf
     if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, (int, float, np.floating, np.integer)) or not (
-                0 < top_p <= 1):
-            raise ValueError(f"top_p must be a number in (0, 1]; got {top_p!r}")
+        top_p = _top_p(top_p)
         probs = np.take_along_axis(softmax(out, axis=-1), order, axis=-1)  # (..., vocab), sorted
         before = np.cumsum(probs, axis=-1) - probs  # the probability of the tokens ranked above each one
         drop = np.zeros(z.shape, dtype=bool)
-        np.put_along_axis(drop, order, before >= top_p, axis=-1)
+        # (1e-9: the running sum's rounding; ten probabilities 0.1 sum to 0.8999999999999999 after nine)
+        np.put_along_axis(drop, order, before >= top_p - 1e-9, axis=-1)
         out[drop] = -np.inf
     return out
+
+
+def _top_p(top_p):
+    if top_p is not None and not 0 < as_number(top_p, "top_p", range_="a number in (0, 1]") <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1]; got {top_p!r}")
+    return top_p
+
+
+def _sampling_inputs(logits, temperature, top_k, top_p):
+    z = as_float_array(logits, "logits", min_ndim=1, allow_neg_inf=True)  # -inf: a token filter_logits removed
+    if z.ndim != 1:
+        raise ValueError(f"logits must have shape (vocab,); got shape {z.shape}")
+    if not np.isfinite(z).any():
+        raise ValueError("logits are all -inf; expected at least one finite score")
+    temperature = as_number(temperature, "temperature", range_="a finite number >= 0")
+    if temperature < 0:
+        raise ValueError(f"temperature must be a number >= 0; got {temperature!r}")
+    top_k = None if top_k is None else as_positive_int(top_k, "top_k")
+    return z, temperature, top_k, _top_p(top_p)
 
 
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
@@ -482,7 +548,8 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
 
     ``temperature=0`` is greedy: all the probability on the highest-scoring token (the
     lowest id among ties). A temperature below 1 sharpens the distribution, above 1
-    flattens it (notebook 03). Top-k and top-p act on the tempered scores.
+    flattens it (notebook 03). Top-k and top-p act on the tempered scores; ``logits`` may hold ``-inf``
+    (the tokens :func:`filter_logits` removed).
 
     ``logits (vocab,)``. Returns ``probs (vocab,)``.
 
@@ -491,12 +558,10 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     >>> next_token_probs(np.log([0.5, 0.3, 0.2]), temperature=0)
     array([1., 0., 0.])
     """
-    z = as_float_array(logits, "logits", min_ndim=1)
-    if z.ndim != 1:
-        raise ValueError(f"logits must have shape (vocab,); got shape {z.shape}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating, np.integer)) or (
-            temperature < 0):
-        raise ValueError(f"temperature must be a number >= 0; got {temperature!r}")
+    return _probs(*_sampling_inputs(logits, temperature, top_k, top_p))
+
+
+def _probs(z, temperature, top_k, top_p):
     if temperature == 0:
         return (np.arange(len(z)) == np.argmax(z)).astype(np.float64)
     return softmax(filter_logits(z.astype(np.float64) / temperature, top_k, top_p))  # (vocab,)
@@ -515,10 +580,8 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     probs = next_token_probs(logits, temperature, top_k, top_p)
     if temperature == 0:
         return int(np.argmax(probs))
-    if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(SEED if rng is None else rng)
-    cumulative = np.cumsum(probs)
-    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(probs) - 1))
+    return _draw(probs, rng if isinstance(rng, np.random.Generator) else np.random.default_rng(
+        SEED if rng is None else rng))
 
 
 @_one_thread
@@ -531,24 +594,34 @@ def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=64, temp
     in a KV cache (notebook 13) and each step runs only the newest token; at a jump the
     cache is refilled from the kept half. Both ways compute the same scores.
     """
-    ids = [int(i) for i in prompt_ids]
-    if not ids:
-        raise ValueError("prompt_ids is empty; expected at least one token")
+    decoder = _as_decoder(decoder)
+    ids = [int(i) for i in _as_ids(prompt_ids, decoder.vocab_size, "prompt_ids")]
+    context_length = as_positive_int(context_length, "context_length")
+    max_new_tokens, use_cache = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True), as_flag(
+        use_cache, "use_cache")
+    _sampling_inputs(np.zeros(1), temperature, top_k, top_p)  # checked once, not at every token
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(SEED if rng is None else rng)
     start = max(0, len(ids) - context_length)  # the model sees ids[start:]
-    cache, fed = (decoder.empty_cache(), start) if use_cache else (None, start)
-    for _ in range(as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)):
-        if len(ids) - start > context_length:  # the window is full: keep its second half
-            start = len(ids) - context_length // 2
-            cache, fed = (decoder.empty_cache(), start) if use_cache else (None, start)
+    cache, fed = (decoder.empty_cache() if use_cache else None), start
+    for _ in range(max_new_tokens):
+        if len(ids) - start >= context_length + 1:  # the window is full: keep its second half
+            start = len(ids) - max(1, context_length // 2)
+            cache, fed = (decoder.empty_cache() if use_cache else None), start
         if use_cache:
-            logits = decoder_forward(decoder, ids[fed:], cache)[-1]  # only the tokens the cache has not seen
+            logits = _forward(decoder, np.array(ids[fed:]), cache)[-1]  # only the tokens the cache has not seen
             fed = len(ids)
         else:
-            logits = decoder_forward(decoder, ids[start:])[-1]  # the whole window again
-        ids.append(sample_next(logits, temperature, top_k, top_p, rng))
+            logits = _forward(decoder, np.array(ids[start:]))[-1]  # the whole window again
+        probs = _probs(logits.astype(np.float64), temperature, top_k, top_p)
+        ids.append(int(np.argmax(probs)) if temperature == 0 else _draw(probs, rng))
     return ids
+
+
+def _draw(probs, rng):
+    """One token drawn with probabilities ``probs``: where a uniform number falls in their running sum."""
+    cumulative = np.cumsum(probs)
+    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(probs) - 1))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -565,10 +638,10 @@ class TinyGPT:
 
     def logits(self, ids):
         """Scores of the next token after each position, ``(T, vocab)``, for at most ``context_length`` ids."""
-        ids = list(ids)
+        ids = _as_ids(ids, self.decoder.vocab_size, "ids")
         if len(ids) > self.context_length:
             raise ValueError(f"ids has {len(ids)} tokens; the model reads at most {self.context_length}")
-        return decoder_forward(self.decoder, ids)
+        return _forward(self.decoder, ids)
 
     def generate(self, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, seed=None, use_cache=True):
         """The prompt followed by ``max_new_tokens`` sampled tokens, as text (``seed`` default: ``SEED``)."""
@@ -585,18 +658,10 @@ class TinyGPT:
         return corpus_split(split)
 
 
-def save_tiny_gpt(model, path=WEIGHTS_PATH):
-    """Write the model's float32 weights, its merges and its record to one ``.npz``; return its SHA-256."""
-    arrays = {name: np.asarray(a, dtype=np.float32) for name, a in decoder_params(model.decoder).items()}
-    arrays["merges"] = np.asarray(model.tokenizer.merges, dtype=np.int32).reshape(-1, 2)
-    record = {**model.record, "context_length": model.context_length,
-              "num_heads": model.decoder.blocks[0].num_heads}
-    np.savez_compressed(path, record=np.array(json.dumps(record)), **arrays)
-    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
-
-
 def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
     """The tiny GPT that ``tools/train_tiny_gpt.py`` trained on *Pride and Prejudice*, checked by its SHA-256.
+
+    The file holds :func:`decoder_arrays` by name, the tokenizer's ``merges`` and the training ``record``.
     """
     path = pathlib.Path(path)
     expected = WEIGHTS_SHA256 if sha256 is None else sha256
@@ -609,78 +674,8 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
         arrays = {name: data[name] for name in data.files}
     record = json.loads(str(arrays.pop("record")))
     tokenizer = BPETokenizer(arrays.pop("merges").tolist())
-    decoder = decoder_from_params(arrays, record["num_heads"])
+    num_layers = len({name.split(".")[1] for name in arrays if name.startswith("blocks.")})
+    blocks = [BlockParams(**{name: arrays[f"blocks.{n}.{name}"] for name in _BLOCK_ARRAYS},
+                          num_heads=record["num_heads"], activation="gelu_tanh") for n in range(num_layers)]
+    decoder = Decoder(arrays["embeddings"], blocks, arrays["final_norm_gamma"], arrays["final_norm_beta"])
     return TinyGPT(decoder, tokenizer, record["context_length"], record)
-
-
-
-# --- from GPT-2 to Llama ------------------------------------------------------------------------
-
-#: Llama 2 7B's published configuration (Touvron et al. 2023, Table 1; meta-llama/Llama-2-7b-hf
-#: config.json: vocab_size 32000, hidden_size 4096, intermediate_size 11008, num_hidden_layers 32,
-#: num_attention_heads 32, num_key_value_heads 32, rms_norm_eps 1e-5 (1e-6 in the first release),
-#: tie_word_embeddings false, no biases).
-LLAMA2_7B = {"num_layers": 32, "d_model": 4096, "num_heads": 32, "num_kv_heads": 32, "d_ff": 11008,
-             "vocab_size": 32000, "context_length": 4096}
-
-
-def rms_norm(x, gamma=None, eps=1e-6):
-    r"""RMSNorm (Zhang & Sennrich 2019, used by Llama): divide each token by its root mean square.
-
-    .. math:: \mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac1d \sum_c x_c^2 + \varepsilon}}
-
-    Layer norm without the mean: nothing is subtracted and there is no ``beta``.
-
-    >>> rms_norm(np.array([[3.0, -4.0]])).round(4)   # the root mean square of (3, -4) is sqrt(12.5)
-    array([[ 0.8485, -1.1314]])
-    """
-    x = as_float_array(x, "x")
-    out = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)  # (..., d): root mean square 1 per token
-    return out if gamma is None else out * gamma
-
-
-def silu(x):
-    r"""SiLU (swish): :math:`x\,\sigma(x)`, a smooth ReLU like GELU.
-
-    >>> silu(np.array([-1.0, 0.0, 1.0])).round(4)
-    array([-0.2689,  0.    ,  0.7311])
-    """
-    x = as_float_array(x, "x", min_ndim=0)
-    return x / (1.0 + np.exp(-x))
-
-
-def swiglu_ffn(x, W_gate, W_up, W_down):
-    r"""Llama's feed-forward network (Shazeer 2020): a SiLU-gated product of two projections, then down.
-
-    .. math:: \mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}
-
-    Three matrices instead of two and no biases; Llama keeps the parameter count of a
-    ``4 d_model`` GELU network by making ``d_ff`` about ``8/3 d_model`` (11008 for 4096).
-
-    >>> x = np.ones((2, 4))
-    >>> swiglu_ffn(x, np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4))).shape
-    (2, 4)
-    """
-    gate = silu(x @ W_gate)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
-    up = x @ W_up  # (..., T, d_ff)
-    return (gate * up) @ W_down  # (..., T, d_ff) @ (d_ff, d_model) -> (..., T, d_model)
-
-
-def llama_parameter_count(config):
-    """Parameters of a Llama-style model from its configuration: no biases, RMSNorm, SwiGLU, untied output.
-
-    Per layer: ``W_q, W_o`` (``d x d``), ``W_k, W_v`` (``d x h_kv d_h``), three SwiGLU matrices
-    (``d x d_ff``) and two RMSNorm gains; then the token embeddings, one final RMSNorm and
-    an output layer of its own. RoPE has no parameters.
-
-    >>> llama_parameter_count(LLAMA2_7B)["total"]
-    6738415616
-    """
-    d, layers, vocab = config["d_model"], config["num_layers"], config["vocab_size"]
-    kv_width = d // config["num_heads"] * config["num_kv_heads"]
-    attention = 2 * d * d + 2 * d * kv_width  # W_q, W_o; W_k, W_v (narrower with grouped-query attention)
-    feed_forward_ = 3 * d * config["d_ff"]  # W_gate, W_up, W_down
-    counts = {"token_embeddings": vocab * d, "attention": layers * attention, "feed_forward": layers * feed_forward_,
-              "norms": layers * 2 * d + d, "output_head": vocab * d}
-    counts["total"] = sum(counts.values())
-    return counts

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import checked, heads_inputs, merge_heads_input, multi_head_inputs
+from ._validate import as_number, as_positive_int, checked, heads_inputs, merge_heads_input, multi_head_inputs
+from .config import SEED
 from .core import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "multi_head_attention"]
+__all__ = ["split_heads", "merge_heads", "attend_heads", "multi_head_attention", "head_contributions", "head_shares"]
 
 
 @checked(heads_inputs)
@@ -45,9 +46,60 @@ def _plus(a, b):
     return a if b is None else a + b
 
 
-@checked(multi_head_inputs)
+def _keep(shape, dropout, rng, dtype):
+    """Inverted dropout's mask: 0 with probability ``dropout``, else ``1 / (1 - dropout)``; None when off."""
+    if not dropout:
+        return None
+    return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype)  # the mean of each entry stays 1
+
+
+def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, dropout=0.0, rng=None):
+    r"""Steps 3 and 4 of multi-head attention, on heads already split: attend per head, merge, project.
+
+    ``queries (..., h, T, d_h)``, ``keys (..., h, T_k, d_h)``, ``values (..., h, T_k, d_v)``, ``W_o (h d_v, d_out)``;
+    ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)`` and the
+    weights ``(..., h, T, T_k)``. ``record``: a dict that gets what a backward pass needs (notebook 14).
+    ``dropout``: in training, each weight is set to 0 with this probability (``rng`` draws which) and the
+    others divided by ``1 - dropout``; the returned weights are the softmax's, before dropout.
+    Inputs are not checked here: :func:`multi_head_attention` checks them.
+
+    >>> heads = np.ones((2, 3, 4))   # h=2 heads, T=3, d_h=4
+    >>> out, weights = attend_heads(heads, heads, heads, np.eye(8))
+    >>> out.shape, weights.shape
+    ((3, 8), (2, 3, 3))
+    """
+    if mask is not None:
+        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
+    # 3. Attend, every head at once: the head axis is one more batch axis.
+    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
+    keep = _keep(weights.shape, dropout, rng, weights.dtype)
+    if keep is not None:  # 3a. Dropout (training only): the context is made with what is left of the weights
+        context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
+    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
+    merged = merge_heads.unchecked(context)
+    if record is not None:
+        record.update(queries=queries, keys=keys, values=values, weights=weights, keep=keep, merged=merged)
+    return _plus(merged @ W_o, b_o), weights
+
+
+def dropout_inputs(dropout, rng):
+    """``dropout`` a number in [0, 1), and ``rng`` a Generator (a seed, or None for ``SEED``, makes one)."""
+    if not 0 <= as_number(dropout, "dropout", range_="a number in [0, 1)") < 1:
+        raise ValueError(f"dropout must be a number in [0, 1), the probability of dropping each value; got {dropout!r}")
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
+    return float(dropout), rng
+
+
+def _multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                       memory=None, record=None, dropout=0.0, rng=None):
+    return (*multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory), record,
+            *dropout_inputs(dropout, rng))
+
+
+@checked(_multi_head_inputs)
 def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                         memory=None):
+                         memory=None, record=None, dropout=0.0, rng=None):
     r"""Multi-head attention; self-attention, or cross-attention when keys and values come from ``memory``.
 
     .. math:: \mathrm{out} = \mathrm{Concat}_i\big(\mathrm{Attention}(X W_q^{(i)}, M W_k^{(i)}, M W_v^{(i)})\big)\, W_o
@@ -55,7 +107,9 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     ``x (..., T, d_model)``; ``M`` is ``memory (..., T_k, d_memory)``, or ``x`` itself by default;
     ``W_q (d_model, h d_h)``, ``W_k, W_v (d_memory, h d_h)``, ``W_o (h d_h, d_out)``, biases optional;
     ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)``
-    and the weights ``(..., h, T, T_k)``.
+    and the weights ``(..., h, T, T_k)``. ``record``: a dict that gets ``x`` and every head's queries, keys,
+    values, weights and merged context, for a backward pass (notebook 14). ``dropout`` (off by default): the
+    probability of dropping each attention weight in training (:func:`attend_heads`), ``rng`` draws which.
 
     >>> x, W_q, W_k, W_v, W_o = np.random.default_rng(0).standard_normal((5, 8, 8))
     >>> out, weights = multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads=2)
@@ -67,9 +121,39 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     queries = split_heads.unchecked(_plus(x @ W_q, b_q), num_heads)
     keys = split_heads.unchecked(_plus(source @ W_k, b_k), num_heads)  # (..., h, T_k, d_h)
     values = split_heads.unchecked(_plus(source @ W_v, b_v), num_heads)  # (..., h, T_k, d_v)
-    if mask is not None:
-        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
-    # 3. Attend, every head at once: the head axis is one more batch axis.
-    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
-    # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    return _plus(merge_heads.unchecked(context) @ W_o, b_o), weights
+    if record is not None:
+        record["x"] = x
+    return attend_heads(queries, keys, values, W_o, mask, b_o, record, dropout, rng)  # 3. attend, 4. merge, project
+
+
+def head_contributions(context, W_o):
+    r"""Each head's part of the output, shape (h, T, d_out): :math:`\mathrm{head}_i\, W_o^{(i)}` (they sum to it).
+
+    :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
+
+    >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
+    >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
+    >>> head_contributions(context, W_o)[1]
+    array([[0., 2.],
+           [0., 2.],
+           [0., 2.]])
+    """
+    context = np.asarray(context)
+    W_o = np.asarray(W_o)
+    num_heads, _, head_dim = context.shape
+    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
+
+
+def head_shares(parts):
+    """Each head's share (h, T) of each token's output: the norm of its part over the sum of all heads' norms.
+
+    Columns sum to 1: "how much each head pushes", not an exact decomposition (parts can cancel).
+
+    >>> head_shares(np.array([[[3.0, 4.0]], [[0.0, 5.0]]]))   # norms 5 and 5
+    array([[0.5],
+           [0.5]])
+    """
+    norms = np.linalg.norm(np.asarray(parts, dtype=np.float64), axis=-1)  # (h, T)
+    total = norms.sum(axis=0, keepdims=True)
+    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)

@@ -54,7 +54,6 @@ __all__ = [
     "SHIPPED_RUNS",
     "HISTORY_ONLY",
     "shipped_run",
-    "save_runs",
     "load_runs",
 ]
 
@@ -602,26 +601,8 @@ def shipped_run(name, snapshot_steps=SHIPPED_SNAPSHOTS) -> TrainingRun:
     return run
 
 
-def save_runs(runs: dict, path):
-    """Save runs (parameters, losses, snapshots, config, probe) by name in one compressed ``.npz``."""
-    arrays = {}
-    for name, run in runs.items():
-        config = run.config
-        arrays[f"{name}/task"] = np.array(run.task)
-        arrays[f"{name}/meta"] = np.array([config.vocab_size, config.seq_len, config.d_model, config.num_layers,
-                                           config.num_heads, int(config.use_positions), int(config.scaled),
-                                           run.steps, run.seed])
-        arrays[f"{name}/positions"] = np.array(config.positions)
-        arrays[f"{name}/accuracy"] = np.array(np.nan if run.held_out_accuracy is None else run.held_out_accuracy)
-        arrays[f"{name}/losses"] = run.losses
-        arrays[f"{name}/probe"] = run.probe
-        arrays.update({f"{name}/param/{key}": value for key, value in run.params.items()})
-        arrays.update({f"{name}/snapshot/{step}": weights for step, weights in run.snapshots.items()})
-    np.savez_compressed(path, **arrays)
-
-
 def load_runs(path=SHIPPED_PATH) -> dict:
-    """Load the runs saved by :func:`save_runs`: a dict name -> :class:`TrainingRun`."""
+    """Load the runs saved by ``tools/save_models.py``'s ``save_runs``: a dict name -> :class:`TrainingRun`."""
     runs = {}
     with np.load(path) as data:
         names = sorted({key.rsplit("/", 1)[0] for key in data.files if key.endswith("/meta")})

@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     from threadpoolctl import threadpool_limits
 
-    from attn_helpers.gpt import corpus_split, init_tiny_gpt, load_tiny_gpt, train
+    from attn_helpers.gpt import corpus_split, init_tiny_gpt, load_tiny_gpt, train_gpt
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20, help="training steps to time")
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     decoder = init_tiny_gpt(recipe["vocab_size"], recipe["d_model"], recipe["num_heads"], recipe["num_layers"])
     with threadpool_limits(1):
         start, cpu = time.perf_counter(), time.process_time()
-        train(decoder, ids, args.steps, batch_size=recipe["batch_size"], context_length=recipe["context_length"])
+        train_gpt(decoder, ids, args.steps, batch_size=recipe["batch_size"], context_length=recipe["context_length"])
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(f"now: {args.steps} steps in {wall:.2f} s wall-clock, {cpu:.2f} s CPU -> {cpu / args.steps * 1e3:.0f} ms "
           f"per step; the full recipe would take {cpu / args.steps * recipe['steps'] / 60:.1f} min of CPU")

@@ -14,7 +14,8 @@ import pytest
 
 import attn_helpers as A
 from attn_helpers.backprop import attention_backward
-from attn_helpers.kv_cache import cache_table, kv_cache_bytes, random_decoder
+from attn_helpers.gpt import random_decoder
+from attn_helpers.kv_cache import cache_table, kv_cache_bytes
 
 
 @pytest.fixture(autouse=True)

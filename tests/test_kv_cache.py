@@ -1,4 +1,4 @@
-"""The KV cache (attn_helpers.kv_cache: decoder_block(kv_cache=...)) and grouped-query attention.
+"""The KV cache (attn_helpers.kv_cache: transformer_block with cached_attention) and grouped-query attention.
 
 What is exact and what is not. Generated tokens, the cached keys and values once written,
 and the rows of a causal model before a changed token are compared with ``==`` /
@@ -20,18 +20,17 @@ import pytest
 
 from attn_helpers import causal_mask, init_block_params, multi_head_attention, positional_encoding, transformer_block
 from attn_helpers.examples import creature_block_example
+from attn_helpers.gpt import Decoder, decoder_forward, generate, random_decoder
 from attn_helpers.kv_cache import (
     PUBLISHED_CONFIGS,
-    Decoder,
+    GroupedQueryParams,
     KVCache,
     attention_weights_bytes,
     cache_table,
-    decoder_block,
-    decoder_forward,
-    generate,
+    cached_attention,
     grouped_query_attention,
+    init_grouped_query_params,
     kv_cache_bytes,
-    random_decoder,
     repeat_kv_heads,
 )
 from tests.reference import multi_head_ref
@@ -42,6 +41,11 @@ ULPS = 16  # allowed difference, in units in the last place of the largest score
 def assert_equal_to_rounding(got, expected):
     scale = np.abs(expected).max()
     np.testing.assert_allclose(got, expected, rtol=0, atol=ULPS * np.spacing(scale.astype(expected.dtype)))
+
+
+def decoder_block(x, params, mask=None, kv_cache=None):
+    """Notebook 10's block, its attention reading ``kv_cache`` (as the decoder stacks it)."""
+    return transformer_block(x, params, mask, attention=cached_attention(params, kv_cache or KVCache()))
 
 
 def cached_step_by_step(decoder, ids, prompt_length):
@@ -79,6 +83,13 @@ def test_grouped_query_attention_with_every_kv_head_is_multi_head_attention():
     assert grouped[0].dtype == np.float32
 
 
+def test_repeat_kv_heads_names_a_wrong_rank_or_group():
+    with pytest.raises(ValueError, match=r"x has shape \(4, 2, 4\): its 4 key/value heads.*must divide num_heads=2"):
+        repeat_kv_heads(np.ones((4, 2, 4)), 2)
+    with pytest.raises(ValueError, match=r"x must have shape"):
+        repeat_kv_heads(np.ones((2, 4)), 2)
+
+
 def test_repeat_kv_heads_gives_each_group_its_head():
     kv = np.arange(3.0).reshape(3, 1, 1)  # h_kv = 3
     np.testing.assert_array_equal(repeat_kv_heads(kv, 6).ravel(), [0, 0, 1, 1, 2, 2])
@@ -98,16 +109,17 @@ def test_grouped_query_attention_bad_head_counts(kwargs, words):
 def test_grouped_query_attention_names_a_key_projection_of_the_wrong_width():
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((3, 8)), rng.standard_normal((8, 8))
-    with pytest.raises(ValueError, match=r"W_q has shape \(8, 8\) and W_k has shape \(8, 8\).*num_kv_heads \* d_h"):
+    with pytest.raises(ValueError, match=r"W_k has shape \(8, 8\); expected \(8, num_kv_heads \* d_h\) = \(8, 4\)"):
         grouped_query_attention(x, w, w, w[:, :4], w, 4, num_kv_heads=2)
 
 
 def test_a_grouped_query_block_is_a_block_with_tied_key_and_value_heads():
-    grouped = init_block_params(12, 6, rng=3, dtype=np.float64, num_kv_heads=2)  # d_h = 2, groups of 3
+    grouped = init_grouped_query_params(12, 6, 2, rng=3, dtype=np.float64)  # d_h = 2, groups of 3
     columns = np.concatenate([np.arange(g * 2, g * 2 + 2) for g in np.arange(6) // 3])  # head i gets head i // 3
-    tied = dataclasses.replace(grouped, W_k=grouped.W_k[:, columns], W_v=grouped.W_v[:, columns], num_kv_heads=None)
+    fields = {f.name: getattr(grouped, f.name) for f in dataclasses.fields(init_block_params(12, 6))}
+    tied = type(init_block_params(12, 6))(**{**fields, "W_k": grouped.W_k[:, columns], "W_v": grouped.W_v[:, columns]})
     x = np.random.default_rng(4).standard_normal((7, 12))
-    out, weights = decoder_block(x, grouped, causal_mask(7))
+    out, weights = transformer_block(x, grouped, causal_mask(7))  # a grouped block is notebook 10's block
     expected_out, expected_weights = transformer_block(x, tied, causal_mask(7))
     np.testing.assert_allclose(out, expected_out, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-12, atol=1e-12)
@@ -117,7 +129,8 @@ def test_a_grouped_query_block_is_a_block_with_tied_key_and_value_heads():
 # --- the cache inside one block ---------------------------------------------------------------
 @pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
 def test_a_block_with_a_cache_gives_the_rows_of_the_whole_sequence(num_kv_heads):
-    params = init_block_params(8, 4, rng=5, bias=True, dtype=np.float64, num_kv_heads=num_kv_heads)
+    params = (init_block_params(8, 4, rng=5, bias=True, dtype=np.float64) if num_kv_heads is None else
+              init_grouped_query_params(8, 4, num_kv_heads, rng=5, bias=True, dtype=np.float64))
     params = dataclasses.replace(params, **{name: np.random.default_rng(6).normal(0, 0.5, getattr(params, name).shape)
                                             for name in ("b_q", "b_k", "b_v", "b_o", "b_1", "b_2")})
     x = np.random.default_rng(7).standard_normal((9, 8))
@@ -247,8 +260,10 @@ def test_bad_input_names_the_argument():
         decoder_forward({"blocks": []}, [0])
     with pytest.raises(ValueError, match=r"ids must be token ids in 0 \.\. 7; got ids from 0 to 8"):
         decoder_forward(decoder, [0, 8])
-    with pytest.raises(TypeError, match="ids must be a 1-D sequence of integer token ids"):
+    with pytest.raises(TypeError, match=r"ids must be integer token ids of shape \(T,\)"):
         decoder_forward(decoder, [0.5, 1.0])
+    with pytest.raises(TypeError, match="ids must be token ids, not text: encode it first"):
+        decoder_forward(decoder, "a fluffy")
     with pytest.raises(ValueError, match="prompt is empty"):
         generate(decoder, [], 3)
     with pytest.raises(ValueError, match="steps must be >= 0"):
@@ -282,10 +297,13 @@ def test_a_cache_of_the_wrong_shape_or_kind_is_named():
 
 
 def test_block_params_check_their_key_value_heads():
-    params = init_block_params(8, 4, num_kv_heads=2)
-    assert params.W_k.shape == params.W_v.shape == (8, 4) and params.kv_heads == 2
+    params = init_grouped_query_params(8, 4, 2)
+    assert isinstance(params, GroupedQueryParams)
+    assert params.W_k.shape == params.W_v.shape == (8, 4) and params.num_kv_heads == 2
     with pytest.raises(ValueError, match="num_kv_heads=3 must divide num_heads=4"):
-        init_block_params(8, 4, num_kv_heads=3)
+        init_grouped_query_params(8, 4, 3)
+    with pytest.raises(ValueError, match=r"W_k has shape \(8, 4\); expected \(8, 8\)"):
+        dataclasses.replace(init_block_params(8, 4), W_k=params.W_k)  # notebook 10's block: keys d_model wide
     with pytest.raises(ValueError, match=r"W_k has shape \(8, 8\); expected \(8, 4\)"):
         dataclasses.replace(params, W_k=np.zeros((8, 8)))
     with pytest.raises(ValueError, match="num_kv_heads must be >= 1"):

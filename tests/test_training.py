@@ -17,12 +17,12 @@ from attn_helpers.training import (
     init_params,
     load_runs,
     loss_and_grads,
-    save_runs,
     sgd_step,
     shipped_run,
     token_labels,
     train,
 )
+from tests.tool_loader import load_tool
 
 # ---------------------------------------------------------------- the whole model's gradient
 
@@ -174,7 +174,7 @@ def test_shipped_runs_load_with_their_accuracy():
 def test_save_and_load_round_trip(tmp_path):
     run = train("reverse", steps=4, snapshot_steps=(0, 2))
     accuracy(run, size=1000)
-    save_runs({"tiny": run}, tmp_path / "runs.npz")
+    load_tool("save_models").save_runs({"tiny": run}, tmp_path / "runs.npz")
     loaded = load_runs(tmp_path / "runs.npz")["tiny"]
     assert loaded.config == run.config and loaded.task == "reverse" and loaded.steps == 4
     assert loaded.held_out_accuracy == run.held_out_accuracy

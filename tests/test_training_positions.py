@@ -32,10 +32,10 @@ from attn_helpers.training import (
     init_params,
     load_runs,
     loss_and_grads,
-    save_runs,
     train,
     unrotate,
 )
+from tests.tool_loader import load_tool
 
 
 @pytest.mark.parametrize("kind", POSITION_KINDS)
@@ -125,7 +125,7 @@ def test_a_fresh_short_run_learns(kind):
 
 def test_position_kind_survives_save_and_load(tmp_path):
     run = train("copy previous", steps=2, snapshot_steps=(), positions="alibi", num_heads=2)
-    save_runs({"alibi run": run}, tmp_path / "runs.npz")
+    load_tool("save_models").save_runs({"alibi run": run}, tmp_path / "runs.npz")
     loaded = load_runs(tmp_path / "runs.npz")["alibi run"]
     assert loaded.config == run.config and loaded.config.positions == "alibi"
     assert all(r.config.positions == "learned" for r in load_runs().values())  # notebook 11's file: the default

@@ -18,6 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # save_models
+
+from save_models import save_runs  # noqa: E402  (tools/save_models.py)
 
 from attn_helpers.position_runs import (  # noqa: E402
     KINDS,
@@ -29,7 +32,6 @@ from attn_helpers.position_runs import (  # noqa: E402
     position_run,
     run_name,
 )
-from attn_helpers.training import save_runs  # noqa: E402
 
 
 def main() -> None:

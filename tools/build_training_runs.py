@@ -17,8 +17,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # save_models
 
-from attn_helpers.training import SHIPPED_PATH, SHIPPED_RUNS, save_runs, shipped_run  # noqa: E402
+from save_models import save_runs  # noqa: E402  (tools/save_models.py)
+
+from attn_helpers.training import SHIPPED_PATH, SHIPPED_RUNS, shipped_run  # noqa: E402
 
 
 def main() -> None:

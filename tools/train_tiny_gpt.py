@@ -2,9 +2,9 @@
 
 The recipe: a byte-pair encoding of vocabulary 512 learned from the training split; a GPT of
 2 pre-norm blocks, d_model 64, 4 heads, context 64 tokens (:func:`attn_helpers.gpt.init_tiny_gpt`);
-4,000 steps of Adam on batches of 16 random windows (:func:`attn_helpers.gpt.train`), learning
+4,000 steps of Adam on batches of 16 random windows (:func:`attn_helpers.gpt.train_gpt`), learning
 rate 3e-3 with 100 warm-up steps and a cosine decay. Every gradient is
-:func:`attn_helpers.gpt.loss_and_grads`, written out in numpy. One core (BLAS limited to one
+:func:`attn_helpers.gpt.gpt_loss_and_grads`, written out in numpy. One core (BLAS limited to one
 thread); about 15 minutes on a laptop.
 
 Run ``python tools/train_tiny_gpt.py`` from the repository's root; it prints the SHA-256 to
@@ -14,14 +14,25 @@ write into ``attn_helpers/gpt.py`` (``WEIGHTS_SHA256``).
 from __future__ import annotations
 
 import json
+import pathlib
 import sys
 import time
 
 from threadpoolctl import threadpool_limits
 
-from attn_helpers.bpe import train_bpe
-from attn_helpers.gpt import WEIGHTS_PATH, TinyGPT, corpus_split, init_tiny_gpt, mean_loss, ngram_losses, save_tiny_gpt
-from attn_helpers.gpt import train as train_gpt
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # save_models
+from save_models import save_tiny_gpt  # noqa: E402  (tools/save_models.py)
+
+from attn_helpers.bpe import train_bpe  # noqa: E402
+from attn_helpers.gpt import (  # noqa: E402
+    WEIGHTS_PATH,
+    TinyGPT,
+    corpus_split,
+    init_tiny_gpt,
+    mean_loss,
+    ngram_losses,
+    train_gpt,  # noqa: E402
+)
 
 RECIPE = {"vocab_size": 512, "d_model": 64, "num_heads": 4, "num_layers": 2, "context_length": 64, "steps": 4000,
           "batch_size": 16, "learning_rate": 3e-3, "warmup": 100, "seed": 0}

@@ -10,7 +10,7 @@ from matplotlib.patches import Polygon, Rectangle
 
 from ..core import causal_mask
 from ..examples import CREATURE_TOKENS, creature_heads_example
-from ..multihead import multi_head_attention, split_heads
+from ..multihead import head_contributions, head_shares, multi_head_attention, split_heads
 from ..plotting import FAINT_COLOUR, GUIDE_COLOUR, HATCH_COLOUR, MASKED_COLOUR, OKABE_ITO, SERIES_COLOURS, heatmap
 from . import Explorer, dropdown, redraw_dynamic, slider, toggle
 
@@ -59,39 +59,6 @@ def head_assignment(T, d_model, num_heads, split="right"):
     for i in range(num_heads):
         owner[heads[i].ravel()] = i
     return owner.reshape(T, d_model)
-
-
-def head_contributions(context, W_o):
-    r"""Each head's part of the output, shape (h, T, d_out): :math:`\mathrm{head}_i\, W_o^{(i)}` (they sum to it).
-
-    :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
-
-    >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
-    >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1
-    >>> head_contributions(context, W_o)[1]
-    array([[0., 2.],
-           [0., 2.],
-           [0., 2.]])
-    """
-    context = np.asarray(context)
-    W_o = np.asarray(W_o)
-    num_heads, _, head_dim = context.shape
-    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
-    return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
-
-
-def head_shares(parts):
-    """Each head's share (h, T) of each token's output: the norm of its part over the sum of all heads' norms.
-
-    Columns sum to 1: "how much each head pushes", not an exact decomposition (parts can cancel).
-
-    >>> head_shares(np.array([[[3.0, 4.0]], [[0.0, 5.0]]]))   # norms 5 and 5
-    array([[0.5],
-           [0.5]])
-    """
-    norms = np.linalg.norm(np.asarray(parts, dtype=np.float64), axis=-1)  # (h, T)
-    total = norms.sum(axis=0, keepdims=True)
-    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
 
 
 # ---------------------------------------------------------------------------------------------

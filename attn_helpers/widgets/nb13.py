@@ -10,6 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..config import SEED
 from ..core import causal_mask
+from ..efficient import tile_count
 from ..examples import CREATURE_TOKENS
 from ..online import tiled_attention_steps
 from ..plotting import HATCH_COLOUR, MASKED_COLOUR, OKABE_ITO
@@ -162,11 +163,6 @@ def update_tiles(fig, step=1, query="creature", block_size=2, causal=True, **_):
     before = steps[step - 2].running_max[row] if step > 1 and row in steps[step - 2].rows else -np.inf
     grew = " The max grew, so the old sum was rescaled by exp(m_old - m_new)." if m > before > -np.inf else ""
     return f"After tile {step}, {tokens[row]!r} has running max m = {m:.3f} and running sum l = {l:.3f}.{grew}"
-
-
-def tile_count(T, block_size):
-    """How many tiles a T x T grid of scores has in tiles of ``block_size`` x ``block_size``."""
-    return (-(-int(T) // int(block_size))) ** 2
 
 
 def tile_explorer(example=None, tokens=CREATURE_TOKENS):

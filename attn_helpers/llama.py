@@ -1,0 +1,136 @@
+r"""From GPT-2 to Llama (notebook 14): RMSNorm, SiLU, the SwiGLU feed-forward network, a Llama's parameter count,
+and one table of published GPT-2 and Llama-family configurations (notebook 13 sizes their KV caches from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ._validate import as_float_array, as_positive_int, check_bias, checked
+
+__all__ = ["PUBLISHED_CONFIGS", "LLAMA2_7B", "rms_norm", "silu", "swiglu_ffn", "llama_parameter_count"]
+
+_CONFIG_COLUMNS = ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context_length")
+_CONFIG_ROWS = {  # layers, query heads h, key/value heads h_kv, head width d_h, context length (tokens)
+    "GPT-2 small": (12, 12, 12, 64, 1024),
+    "Llama 2 7B": (32, 32, 32, 128, 4096),
+    "Llama 2 70B": (80, 64, 8, 128, 4096),
+    "Mistral 7B": (32, 32, 8, 128, 8192),
+    "Falcon 7B": (32, 71, 1, 64, 2048),
+    "PaLM 540B": (118, 48, 1, 256, 2048),
+}
+_CONFIG_SOURCES = {
+    "GPT-2 small": "Radford et al. 2019; Hugging Face openai-community/gpt2 config.json: n_layer 12, n_head 12, "
+                   "n_embd 768 (so d_h = 64), n_ctx 1024",
+    "Llama 2 7B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, no GQA at 7B); meta-llama/Llama-2-7b-hf "
+                  "config.json: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size "
+                  "4096, "
+                  "intermediate_size 11008, vocab_size 32000, rms_norm_eps 1e-5 (1e-6 in the first release), "
+                  "tie_word_embeddings false, no biases",
+    "Llama 2 70B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, GQA at 34B and 70B); meta-llama/Llama-2-70b-hf "
+                   "config.json: num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, hidden_size 8192",
+    "Mistral 7B": "Jiang et al. 2023, Mistral 7B, Table 1: n_layers 32, head_dim 128, n_heads 32, n_kv_heads 8, "
+                  "context_len 8192; its sliding window of 4096 caps the cache it really keeps (a rolling buffer)",
+    "Falcon 7B": "tiiuae/falcon-7b config.json: n_layer 32, n_head 71, hidden_size 4544 (d_h = 64), multi_query true; "
+                 "model card: sequence length 2048",
+    "PaLM 540B": "Chowdhery et al. 2022, PaLM, Table 1 and section 2: 118 layers, 48 heads, d_model 18432, head size "
+                 "always 256, multi-query attention, sequence length 2048",
+}
+
+_SIZES = {"Llama 2 7B": {"d_model": 4096, "d_ff": 11008, "vocab_size": 32000}}  # what llama_parameter_count needs
+
+#: Published decoder configurations: layers, query heads, key/value heads, head width, context length (and
+#: for Llama 2 7B its widths and vocabulary), and where the numbers are from (``source``).
+PUBLISHED_CONFIGS = {name: {**dict(zip(_CONFIG_COLUMNS, row)), **_SIZES.get(name, {}), "source": _CONFIG_SOURCES[name]}
+                     for name, row in _CONFIG_ROWS.items()}
+
+#: Llama 2 7B's published configuration (a row of :data:`PUBLISHED_CONFIGS`).
+LLAMA2_7B = PUBLISHED_CONFIGS["Llama 2 7B"]
+
+
+
+
+def _rms_norm_inputs(x, gamma=None, eps=1e-6):
+    x = as_float_array(x, "x")
+    return x, check_bias("gamma", gamma, x.shape[-1]), eps
+
+
+@checked(_rms_norm_inputs)
+def rms_norm(x, gamma=None, eps=1e-6):
+    r"""RMSNorm (Zhang & Sennrich 2019, used by Llama): divide each token by its root mean square.
+
+    .. math:: \mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac1d \sum_c x_c^2 + \varepsilon}}
+
+    Layer norm without the mean: nothing is subtracted and there is no ``beta``. ``x (..., d)``, ``gamma (d,)``.
+
+    >>> rms_norm(np.array([[3.0, -4.0]])).round(4)   # the root mean square of (3, -4) is sqrt(12.5)
+    array([[ 0.8485, -1.1314]])
+    """
+    out = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)  # (..., d): root mean square 1 per token
+    return out if gamma is None else out * gamma
+
+
+def silu(x):
+    r"""SiLU (swish): :math:`x\,\sigma(x)`, a smooth ReLU like GELU.
+
+    >>> silu(np.array([-1.0, 0.0, 1.0])).round(4)
+    array([-0.2689,  0.    ,  0.7311])
+    """
+    x = as_float_array(x, "x", min_ndim=0)
+    with np.errstate(over="ignore"):  # exp(-x) overflows for very negative x: x / inf = -0, the right limit
+        return x / (1.0 + np.exp(-x))
+
+
+def swiglu_ffn(x, W_gate, W_up, W_down):
+    r"""Llama's feed-forward network (Shazeer 2020): a SiLU-gated product of two projections, then down.
+
+    .. math:: \mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}
+
+    Three matrices instead of two and no biases; Llama keeps the parameter count of a
+    ``4 d_model`` GELU network by making ``d_ff`` about ``8/3 d_model`` (11008 for 4096).
+
+    >>> x = np.ones((2, 4))
+    >>> swiglu_ffn(x, np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4))).shape
+    (2, 4)
+    """
+    gate = silu(x @ W_gate)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
+    up = x @ W_up  # (..., T, d_ff)
+    return (gate * up) @ W_down  # (..., T, d_ff) @ (d_ff, d_model) -> (..., T, d_model)
+
+
+_LLAMA_KEYS = ("num_layers", "d_model", "num_heads", "d_ff", "vocab_size")  # required; num_kv_heads optional
+
+
+def llama_parameter_count(config):
+    """Parameters of a Llama-style model from its configuration: no biases, RMSNorm, SwiGLU, untied output.
+
+    Per layer: ``W_q, W_o`` (``d x d``), ``W_k, W_v`` (``d x h_kv d_h``), three SwiGLU matrices
+    (``d x d_ff``) and two RMSNorm gains; then the token embeddings, one final RMSNorm and
+    an output layer of its own. RoPE has no parameters. ``config``: ``num_layers``, ``d_model``, ``num_heads``,
+    ``d_ff``, ``vocab_size``, optionally ``num_kv_heads`` (default ``num_heads``) and the other columns of
+    :data:`PUBLISHED_CONFIGS`.
+
+    >>> llama_parameter_count(LLAMA2_7B)["total"]
+    6738415616
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (a dict) with the keys {list(_LLAMA_KEYS)}; got "
+                        f"{type(config).__name__}")
+    known = {*_LLAMA_KEYS, "num_kv_heads", *_CONFIG_COLUMNS, "source"}
+    unknown, missing = sorted(set(config) - known), [key for key in _LLAMA_KEYS if key not in config]
+    if unknown or missing:
+        raise ValueError(f"config: unknown keys {unknown}, missing keys {missing}; the keys are {sorted(known)}")
+    layers, d, heads, d_ff, vocab = (as_positive_int(config[key], f"config[{key!r}]") for key in _LLAMA_KEYS)
+    kv_heads = as_positive_int(config.get("num_kv_heads", heads), "config['num_kv_heads']")
+    if d % heads or heads % kv_heads:
+        raise ValueError(f"config: num_heads={heads} must divide d_model={d}, and num_kv_heads={kv_heads} must "
+                         "divide num_heads")
+    kv_width = d // heads * kv_heads
+    attention = 2 * d * d + 2 * d * kv_width  # W_q, W_o; W_k, W_v (narrower with grouped-query attention)
+    feed_forward_ = 3 * d * d_ff  # W_gate, W_up, W_down
+    counts = {"token_embeddings": vocab * d, "attention": layers * attention, "feed_forward": layers * feed_forward_,
+              "norms": layers * 2 * d + d, "output_head": vocab * d}
+    counts["total"] = sum(counts.values())
+    return counts
