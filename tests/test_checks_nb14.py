@@ -83,14 +83,15 @@ def _for_loop_without_skip(ids, pair, new_id):
 
 
 def _stops_before_the_last(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids) - 1:
-        if ids[i] == pair[0] and ids[i + 1] == pair[1]:
+    out, skip = [], False
+    for a, b in zip(ids, ids[1:]):  # pairs only: a last token left alone never comes up
+        if skip:
+            skip = False
+        elif (a, b) == tuple(pair):
             out.append(new_id)
-            i += 2
+            skip = True
         else:
-            out.append(ids[i])
-            i += 1
+            out.append(a)
     return out
 
 
