@@ -295,3 +295,32 @@ def test_a_slider_move_updates_the_bars_in_place_as_a_fresh_drawing_would():
                                                                           for b in fresh.handles["bars"]]
     explorer.render(prompt="Mr. Darcy")
     assert explorer._live.axes != axes  # a new prompt has other favourite tokens: a full redraw
+
+
+@needs_weights
+def test_the_sampling_view_draws_removed_tokens_grey_names_punctuation_and_prints_its_sample_plainly():
+    from matplotlib.colors import to_hex
+
+    from attn_helpers.gpt import load_tiny_gpt
+    from attn_helpers.plotting import FAINT_COLOUR
+    from attn_helpers.widgets import nb14
+
+    model = load_tiny_gpt()
+    explorer = nb14.sampling_explorer(model, prompt="Mr. Darcy")
+    fig = explorer.figure(temperature=0.8, top_k=0, top_p=0.5)
+    view = nb14.sampling_view(model, "Mr. Darcy", temperature=0.8, top_p=0.5)
+    removed = [bar for bar, p in zip(fig.handles["bars"], view["shaped"]) if p == 0]
+    assert removed and all(to_hex(bar.get_facecolor()) == FAINT_COLOUR and bar.get_height() > 0 for bar in removed)
+    labels = [label.get_text() for label in fig.handles["ax"].get_xticklabels()]
+    assert ", (comma)" in labels and "' (apostrophe)" in labels  # the two are told apart
+    assert "Mr. Darcy<b>" + view["sample"] in fig.note and "'" + view["sample"][:3] not in fig.note
+
+
+def test_labels_name_a_lone_punctuation_mark_and_draw_what_the_fonts_lack():
+    from attn_helpers.plotting import NO_GLYPH, drawable_labels
+    from attn_helpers.widgets.nb14 import token_label
+
+    assert [token_label(t) for t in (",", "·\"", "·was", "⏎", "··")] == [", (comma)", "·\" (quotation mark)", "·was",
+                                                                         "⏎", "··"]
+    labels, _, missing = drawable_labels(["\U0001F642 über"])
+    assert labels == [NO_GLYPH + " über"] and missing == {"\U0001F642"}
