@@ -17,6 +17,7 @@ from ..examples import SEED
 from ..gpt import corpus_split, filter_logits, layer_norm_backward, load_tiny_gpt
 from ..positions import positional_encoding
 from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution
+from ._predict import is_complex
 
 __all__ = ["check_first_pair", "check_previous_token_heads", "check_merge_pair", "check_layer_norm_backward",
            "check_top_p"]
@@ -43,19 +44,26 @@ def _as_pair(answer):
     return None
 
 
+@register_solution("first_pair")
+def first_pair():
+    """The measured answer: the most frequent pair of neighbouring bytes inside the training text's chunks."""
+    return bytes(most_frequent_pair(first_pair_counts())).decode("utf-8")
+
+
 def check_first_pair(prediction):
     """Grade a prediction of the most frequent pair of neighbouring bytes in the training text (inside chunks)."""
     if prediction is None or prediction is Ellipsis:
         return Verdict(False, "no prediction yet", 'write my_first_pair = two characters in quotes, e.g. "ab"')
     pair = _as_pair(prediction)
     if pair is None:
-        return Verdict(False, f"{prediction!r:.40} is not two characters",
+        what = "two characters" if isinstance(prediction, (str, tuple, list)) else "a string"
+        return Verdict(False, f"{prediction!r:.40} is not {what}",
                        'write the pair as a string of two characters, e.g. "ab" (a space counts: " a")')
     try:
         counts = first_pair_counts()
     except Exception as err:  # noqa: BLE001 - a missing text becomes a message, never a traceback
         return Verdict(False, f"the training text could not be read ({type(err).__name__}: {err})")
-    best = most_frequent_pair(counts)
+    best = tuple(first_pair().encode("utf-8"))
     ranked = sorted(counts, key=lambda p: (-counts[p], p))
     said = bytes(pair).decode("utf-8", errors="replace")
     if pair == best:
@@ -89,13 +97,21 @@ def attention_sentence():
     return corpus_split("val").splitlines()[10][:100]
 
 
+@register_solution("previous_token_heads")
+def previous_token_heads():
+    """The measured answer: how many heads put more than half of their weight on the previous token."""
+    return int((previous_token_weights(load_tiny_gpt(), attention_sentence()) > 0.5).sum())
+
+
 def check_previous_token_heads(prediction):
     """Grade a prediction of how many of the tiny GPT's heads put more than half of their weight on the previous
     token, on :func:`attention_sentence`."""
     if prediction is None or prediction is Ellipsis:
         return Verdict(False, "no prediction yet", "write my_previous_token_heads = a whole number from 0 to 8")
     if not isinstance(prediction, numbers.Integral) or isinstance(prediction, bool):
-        return Verdict(False, f"{prediction!r:.40} is not a whole number", "write a whole number from 0 to 8")
+        kind = "complex" if is_complex(prediction) else type(prediction).__name__
+        return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
+                       "write a whole number from 0 to 8")
     try:
         with np.errstate(all="ignore"):
             previous = previous_token_weights(load_tiny_gpt(), attention_sentence())
