@@ -35,7 +35,7 @@ def fingerprints():
     return head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])
 
 
-# --- 12.1 (a) ------------------------------------------------------------------------------------
+# --- 12.3 (a) ------------------------------------------------------------------------------------
 
 
 def test_previous_weight_solution_and_core_agree(fingerprints):
@@ -79,7 +79,7 @@ def test_checkers_never_raise(answer):
         assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
 
 
-# --- 12.1 (b) ------------------------------------------------------------------------------------
+# --- 12.3 (b) ------------------------------------------------------------------------------------
 
 
 def test_previous_head_right_answer_is_the_measured_one(fingerprints):
@@ -102,7 +102,7 @@ def test_previous_head_hints(fingerprints):
     assert "puts only" in check_previous_token_head(other).message
 
 
-# --- 12.2 --------------------------------------------------------------------------------------------
+# --- 12.1 --------------------------------------------------------------------------------------------
 
 
 def test_sink_prediction_is_graded_on_the_measurement():
@@ -126,7 +126,7 @@ def test_sink_shares_are_the_means_of_the_per_sentence_measurements():
     assert shares.max() < 0.35 < 0.75 < weights.min()  # every sentence, not only the mean
 
 
-# --- 12.3 --------------------------------------------------------------------------------------------
+# --- 12.2 --------------------------------------------------------------------------------------------
 
 
 def test_ablation_predictions_are_graded_on_the_measurement():
