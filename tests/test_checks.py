@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -488,3 +489,89 @@ def test_verdict_repr():
 def test_checkers_have_docstrings():
     for name, checker in CHECKERS.items():
         assert inspect.getdoc(checker), name
+
+
+# ---------------------------------------------------------------- a verdict shows once, in any line of a cell
+
+
+class FakeShell:
+    """What a checker asks of IPython: the number of the cell now running."""
+
+    execution_count = 1
+
+
+def _displays(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(_grader, "_ipython", lambda: FakeShell)
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw=False: shown.append((data, raw)))
+    return shown
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_every_checker_shows_its_verdict_once_as_it_returns(name, monkeypatch):
+    answers = (..., crash, *_right_answers(name)[:1])
+    shown = _displays(monkeypatch)
+    for answer in answers:
+        verdict = _check(CHECKERS[name], answer)
+        assert len(shown) == 1, f"{name}({answer!r}) displayed {len(shown)} times"
+        data, raw = shown.pop()
+        assert raw and data == {"text/plain": repr(verdict), "text/html": verdict._repr_html_()}
+        verdict._ipython_display_()  # the check was the cell's last line: IPython asks it to display itself
+        assert not shown
+
+
+def test_a_verdict_built_from_sub_verdicts_shows_only_the_final_one(monkeypatch):
+    shown = _displays(monkeypatch)
+    verdict = checks.check_masked_attention(lambda q, k, v, m: (None, None))  # grades weights and context in turn
+    assert [data["text/plain"] for data, _ in shown] == [repr(verdict)]
+    assert not _grader.grade_value(..., 1.0)  # the machinery's own verdicts do not display
+    assert len(shown) == 1
+
+
+def test_a_verdict_kept_in_a_name_shows_again_in_a_later_cell(monkeypatch):
+    shown = _displays(monkeypatch)
+    verdict = checks.check_num_tokens(6)
+    verdict._ipython_display_()
+    assert len(shown) == 1
+    monkeypatch.setattr(FakeShell, "execution_count", 2)
+    verdict._ipython_display_()  # `verdict` alone in the next cell
+    assert len(shown) == 2 and verdict.passed
+
+
+def test_outside_ipython_a_checker_displays_nothing(capsys):
+    assert _grader._ipython() is None  # pytest is plain Python
+    verdict = checks.check_num_tokens(6)
+    assert verdict and capsys.readouterr().out == ""
+
+
+def test_the_verdict_html_says_it_in_words_not_colour_alone():
+    for verdict in (Verdict(True, "fine <b>"), Verdict(False, "bad <b>", "try & see")):
+        page = verdict._repr_html_()
+        assert ("✅ Correct!" if verdict.passed else "❌ Not yet:") in page and "&lt;b&gt;" in page
+        assert "color:" not in page  # the text keeps the page's own colour (and contrast); only the border is coloured
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_each_verdict_shows_exactly_once_whatever_follows_it():
+    import nbformat
+    from nbclient import NotebookClient
+
+    sources = ["from attn_helpers.checks import check_num_tokens",
+               "check_num_tokens(6); print('hi')",
+               "check_num_tokens(5)",
+               "verdict = check_num_tokens(6)\nassert verdict\nif verdict:\n    print('usable')",
+               "verdict",
+               "check_num_tokens(6)\ncheck_num_tokens(...)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    root = str(Path(__file__).resolve().parents[1])  # the kernel imports this copy of attn_helpers
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": root}}).execute()
+
+    def outputs(cell):  # each output's kind and its first words
+        return [(o["output_type"], o["text"] if "text" in o else o["data"]["text/plain"][:10]) for o in cell.outputs]
+
+    right, wrong = ("display_data", "✅ Correct!"), ("display_data", "❌ Not yet:")
+    assert [outputs(cell) for cell in nb.cells] == [[], [right, ("stream", "hi\n")], [wrong],
+                                                    [right, ("stream", "usable\n")], [right], [right, wrong]]
+    assert all("text/html" in o["data"] for cell in nb.cells for o in cell.outputs if o["output_type"] != "stream")

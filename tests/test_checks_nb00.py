@@ -93,3 +93,52 @@ def test_num_tokens_text_and_checker_agree():
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert "not a typed number" not in text
+
+
+def _loop_over(axis_size, divide_by):
+    """A learner's loop: for i in range(X.shape[axis_size]): total += X[i]; return total / X.shape[divide_by]."""
+
+    def mean_embedding(X):
+        total = np.zeros(X.shape[1])
+        for i in range(X.shape[axis_size]):
+            total += X[i]
+        return total / X.shape[divide_by]
+
+    return mean_embedding
+
+
+def _row_means(X):
+    """out[j] = X[j].mean(): the mean of row j where column j was meant."""
+    out = np.zeros(X.shape[1])
+    for j in range(X.shape[1]):
+        out[j] = X[j].mean()
+    return out
+
+
+def _column_loop_over_tokens(X):
+    out = np.zeros(X.shape[1])
+    for j in range(X.shape[0]):  # the loop over the tokens, indexing a column
+        out[j] = X[:, j].mean()
+    return out
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_loop_over(1, 0), "loop runs over range(X.shape[1])"),
+    (_loop_over(1, 1), "loop runs over range(X.shape[1])"),
+    (_loop_over(0, 1), "you divided by d_model"),
+    (_row_means, "averages ROW j"),
+    (lambda X: X.mean(axis=0, keepdims=True), "keepdims=True kept the token axis"),
+    (_column_loop_over_tokens, "went past the end of an axis"),
+    (lambda X: X.sum(axis=0) / 7, "compare each step with the formula"),  # no known slip: no "equation above"
+])
+def test_mean_embedding_slips_are_named(fn, hint):
+    verdict = check_mean_embedding(fn)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("value, hint", [((6, 3), "X.shape[0]"), (5, "index of the last row"),
+                                         (3.125, "percent"), (0.2, "halve that share")])
+def test_token_count_and_share_slips_are_named(value, hint):
+    checker = check_num_tokens if value in ((6, 3), 5) else check_first_token_share
+    verdict = checker(value)
+    assert not verdict.passed and hint in verdict.hint, verdict

@@ -202,3 +202,64 @@ def test_best_key_itself_gets_the_length_hint():
 def test_best_key_never_raises(garbage):
     verdict = check_best_key(garbage)
     assert not verdict.passed and verdict.hint
+
+
+def test_best_key_hints_point_to_the_row_printed_above_the_check():
+    import json
+    from pathlib import Path
+
+    row = JOURNEY_TOKENS.index("with")
+    for pick in ("with", "starts", "step"):
+        verdict = check_best_key(pick)
+        assert not verdict.passed and f"row {row} of the score matrix printed above" in verdict.hint
+        assert "table" not in verdict.hint
+    X = journey_embeddings()
+    assert f"{X[row] @ X[JOURNEY_TOKENS.index('starts')]:.4f}" in check_best_key("starts").hint  # its score, computed
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "02_dot_product_scores.ipynb").read_text())
+    sources = ["".join(cell["source"]) for cell in cells["cells"]]
+    check = next(i for i, source in enumerate(sources) if "check_best_key(my_prediction)" in source)
+    assert any("print(scores)" in source for source in sources[:check])  # the matrix is printed before the check
+
+
+def _return_inside_the_loop(query, key):
+    total = 0.0
+    for q, k in zip(query, key):
+        total += q * k
+        return total
+
+
+def _replaced_not_added(query, key):
+    total = 0.0
+    for q, k in zip(query, key):
+        total = q * k
+    return total
+
+
+def _stops_early(query, key):
+    total = 0.0
+    for m in range(len(query) - 1):
+        total += query[m] * key[m]
+    return total
+
+
+def _starts_at_one(query, key):
+    total = 0.0
+    for m in range(1, len(query)):
+        total += query[m] * key[m]
+    return total
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_return_inside_the_loop, "the `return` is inside the loop"),
+    (_replaced_not_added, "total += q * k"),
+    (_stops_early, "stops one feature early"),
+    (_starts_at_one, "skips the first feature"),
+])
+def test_dot_score_loop_slips_are_named(fn, hint):
+    verdict = check_dot_score(fn)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_score_matrix_scaled_too_early_is_named():
+    verdict = check_score_matrix(lambda X: X @ X.T / np.sqrt(X.shape[1]))
+    assert not verdict.passed and "notebook 06" in verdict.hint

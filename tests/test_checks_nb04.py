@@ -199,3 +199,39 @@ def test_doubled_weights_wrong_predictions_get_their_hint(wrong, hint):
 def test_doubled_weights_never_raises(garbage):
     verdict = check_doubled_weights(garbage)
     assert not verdict.passed and verdict.hint
+
+
+def _own_softmax(axis_of_max, keep_max, axis_of_sum, keep_sum, whole_sum=False):
+    """A learner's context_vectors with a hand-written softmax: which axes, which keepdims (no max: None)."""
+
+    def context_vectors(X):
+        scores = X @ X.T
+        if axis_of_max is not None:
+            scores = scores - scores.max(axis=axis_of_max, keepdims=keep_max)
+        exps = np.exp(scores)
+        total = exps.sum() if whole_sum else exps.sum(axis=axis_of_sum, keepdims=keep_sum)
+        return (exps / total) @ X
+
+    return context_vectors
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_own_softmax(None, True, 1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
+    (_own_softmax(None, True, -1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
+    (_own_softmax(1, True, 1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
+    (_own_softmax(None, True, 0, True), "ran down the columns (axis=0)"),  # the same weights, another slip
+    (lambda X: softmax(X @ X.T, axis=0) @ X, "ran down the columns (axis=0)"),
+    (_own_softmax(-1, True, -1, True, whole_sum=True), "sum of the WHOLE score matrix"),
+    (_own_softmax(None, True, -1, True, whole_sum=True), "sum of the WHOLE score matrix"),
+    (_own_softmax(-1, False, -1, True), "forgot keepdims=True on the max?"),
+    (_own_softmax(-1, False, -1, False), "on the max and on the sum?"),
+])
+def test_context_vectors_normalisation_slips_are_named(fn, hint):
+    verdict = check_context_vectors(fn)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_the_keepdims_slip_and_the_axis0_slip_give_the_same_numbers_here():
+    """Why the checker watches the sums: X @ X.T is symmetric, so values alone cannot tell these two apart."""
+    X = journey_embeddings()
+    np.testing.assert_allclose(_own_softmax(None, True, 1, False)(X), _own_softmax(None, True, 0, True)(X), rtol=1e-6)

@@ -5,6 +5,8 @@ as a value; on the main thread where ``signal.setitimer`` exists, an alarm stops
 CPython 3.10 runs no signal handler inside a loop of pure arithmetic wrapped in a bare ``except:``, so there,
 as for the notebook's interrupt button, only restarting the kernel stops that one).
 Answers become numbers only through :func:`as_numbers`, which refuses text, complex numbers and huge integers.
+Under IPython a checker shows its verdict as soon as it returns (:func:`shows_verdict`), so a ``print`` after it
+in the cell does not hide it, and the verdict stays a value (``assert check_...(...)``, ``if check_...(...):``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,9 +28,19 @@ from ._progress import record
 
 __all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_choice", "register_solution", "solution",
            "SOLUTIONS", "TIME_LIMIT", "TimeLimit", "call_quietly", "as_numbers", "describe_error", "read_answer",
-           "failed_call", "never_raises"]
+           "failed_call", "never_raises", "shows_verdict", "read_filled"]
 
 TIME_LIMIT = 5.0  # seconds a learner's function may run before a checker stops waiting for it
+
+#: The hint for values that differ in no known way: true in every notebook, whatever is above the exercise.
+VALUES_DIFFER = ("call your function on this case yourself and print each intermediate array: compare each step "
+                 "with the formula of the exercise")
+
+
+def _ipython():
+    """The running IPython shell, or None (plain Python, doctests), found without importing IPython."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,19 @@ class Verdict:
     passed: bool
     message: str
     hint: str = ""
+    _shown_in: object = field(default=None, init=False, repr=False, compare=False)  # the cell that showed it
+
+    def show(self) -> Verdict:
+        """Display the verdict now under IPython, once per cell (nothing in plain Python); return it unchanged."""
+        shell = _ipython()
+        if shell is not None and self._shown_in != shell.execution_count:
+            from IPython.display import display
+
+            display({"text/plain": repr(self), "text/html": self._repr_html_()}, raw=True)
+            object.__setattr__(self, "_shown_in", shell.execution_count)  # frozen: the one field that changes
+        return self
+
+    _ipython_display_ = show  # a check on a cell's last line: already shown by its checker, not shown twice
 
     def __post_init__(self) -> None:
         record(self)  # progress(): the checker that made this verdict, noted on this machine only
@@ -200,6 +225,36 @@ def read_answer(value, name: str = "value"):
     return _as_result_array(value, subject=f"{name} is")
 
 
+def read_filled(value, name: str, *, example: str, hint: str = "", shape: tuple | None = None,
+                numbers: bool = True):
+    """A checker's preamble: ``(answer, None)`` when ``value`` is filled in and, with ``numbers``, real finite
+    numbers (returned as a float64 array) of ``shape``; else ``(None, Verdict)`` saying which of these it is not.
+
+    ``example`` completes "replace the ... with"; ``hint`` is the hint when ``value`` is not numbers or not of
+    ``shape`` (default: write ``example``). With ``numbers=False`` only the filling in is checked.
+
+    >>> read_filled(..., "my_W_k", example="a 2 x 2 array")[1]
+    ❌ Not yet: my_W_k is not filled in yet
+    💡 Hint: replace the ... with a 2 x 2 array
+    >>> read_filled([[1, 2]], "my_W_k", example="a 2 x 2 array", shape=(2, 2))[1].message
+    'my_W_k has shape (1, 2), expected (2, 2)'
+    """
+    if value is None or value is Ellipsis:
+        return None, Verdict(False, f"{name} is not filled in yet", f"replace the ... with {example}")
+    if not numbers:
+        return value, None
+    got, problem = read_answer(value, name)
+    hint = hint or f"write {example}"
+    if problem:
+        return None, Verdict(False, problem, hint)
+    if shape is not None and got.shape != tuple(shape):
+        return None, Verdict(False, f"{name} has shape {got.shape}, expected {tuple(shape)}", hint)
+    if not np.isfinite(got).all():
+        return None, Verdict(False, f"{name} contains NaN or inf",
+                             "use finite numbers: a NaN comes from 0/0 or inf - inf, an inf from an overflow")
+    return got, None
+
+
 def _as_result_array(result, subject="your function returned"):
     """The learner's result as a float array, or a string saying why it is not one."""
     if result is None:
@@ -232,8 +287,21 @@ def _never_loud(grader):
     return quiet_grader
 
 
+def shows_verdict(checker):
+    """Decorator for a notebook's ``check_*``: under IPython its verdict is displayed as it returns (see
+    :meth:`Verdict.show`); the verdicts it builds on the way are not."""
+
+    @functools.wraps(checker)
+    def showing_checker(*args, **kwargs):
+        verdict = checker(*args, **kwargs)
+        return verdict.show() if isinstance(verdict, Verdict) else verdict
+
+    return showing_checker
+
+
 def never_raises(message: str, hint: str):
-    """Decorator: a checker whose own logic raises answers ``Verdict(False, f"{message} ({ErrorType})", hint)``.
+    """Decorator: a checker whose own logic raises answers ``Verdict(False, f"{message} ({ErrorType})", hint)``;
+    it shows its verdict like :func:`shows_verdict`.
 
     >>> @never_raises("could not use this value", "give a number")
     ... def check_half(x):
@@ -251,7 +319,7 @@ def never_raises(message: str, hint: str):
             except Exception as err:  # noqa: BLE001 - a checker never raises
                 return Verdict(False, f"{message} ({type(err).__name__})", hint)
 
-        return safe_checker
+        return shows_verdict(safe_checker)
 
     return decorate
 
@@ -269,11 +337,13 @@ def grade_function(
     atol: float = 1e-5,
     shape_hint: str = "",
     hints: Mapping[str, str] | None = None,
+    hint: str = "",
 ) -> Verdict:
     """Grade a learner's function against ``reference_fn`` on ``cases``: on the first failing case, say whether
     it raised, returned no array, NaN, a known wrong answer (``wrongs``), a wrong shape or wrong values.
 
-    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``."""
+    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``;
+    ``hint``, the one for values that differ in no known way (default: :data:`VALUES_DIFFER`)."""
     hints = dict(hints or {})
     if not callable(learner_fn):
         return Verdict(False, f"expected your {what} (a function), got {type(learner_fn).__name__}",
@@ -312,7 +382,7 @@ def grade_function(
             False,
             f"on {where}, the values differ (at index {tuple(int(j) for j in worst)}: "
             f"got {got[worst]:.4f}, expected {expected[worst]:.4f})",
-            "compare your code with the equation above, one term at a time",
+            hint or VALUES_DIFFER,
         )
     return Verdict(True, success or f"your {what} passes all {len(cases)} test cases.")
 
@@ -330,35 +400,36 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
     elif "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         hint = (hints or {}).get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                                                "Print the shapes and check for a missing .T")
-    elif "axis" in problem:
-        hint = "check the axis argument: attention weights normalise over the last axis (axis=-1)"
+    elif type(error).__name__ == "AxisError":  # numpy's, wherever its version keeps it
+        hint = "that axis does not exist: an array of shape (T, d) has axis 0 (rows) and 1 (columns), or -2 and -1"
+    elif isinstance(error, IndexError):
+        hint = ("an index or a loop went past the end of an axis: check the size each loop runs over "
+                "(X.shape[0] counts the rows, X.shape[1] the columns)")
     else:
-        hint = "read the error message, then test your function on the tiny example above"
+        hint = ("the error above names the problem: call your function on this case yourself and print the shape "
+                "of each intermediate array to find the line")
     return Verdict(False, f"on {where}, {problem}", hint)
 
 
 @_never_loud
 def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[Any, str]] = (),
-                rtol: float = 1e-4, atol: float = 1e-4, success: str = "") -> Verdict:
-    """Grade a value the learner computed, with hints for known wrong values."""
-    if value is None or value is Ellipsis:
-        return Verdict(False, f"{name} is not filled in yet", f"replace the ... with your {name}")
-    got, problem = read_answer(value, name)
-    if problem:
-        return Verdict(False, problem)
+                rtol: float = 1e-4, atol: float = 1e-4, success: str = "", hint: str = "") -> Verdict:
+    """Grade a value the learner computed, with hints for known wrong values (and ``hint`` for any other)."""
+    got, problem = read_filled(value, name, example=f"your {name}", hint=f"give {name} as numbers, without quotes")
+    if problem is not None:
+        return problem
     expected = np.asarray(expected, dtype=np.float64)
     if _close(got, expected, rtol, atol):
         return Verdict(True, success or f"{name} is right.")
-    if np.isnan(got).any():
-        return Verdict(False, f"{name} contains NaN", "look for a division by zero or an overflow in exp()")
-    for wrong_value, hint in wrongs:
+    for wrong_value, wrong_hint in wrongs:
         alt = np.asarray(wrong_value, dtype=np.float64)
         if _close(got, alt, rtol, atol):
-            return Verdict(False, f"{name} matches a common mistake", hint)
+            return Verdict(False, f"{name} matches a common mistake", wrong_hint)
     if got.shape != expected.shape:
         return Verdict(False, f"{name} has shape {got.shape}, expected {expected.shape}",
                        "check which axes you kept; print the shape of each step")
-    return Verdict(False, f"{name} is not right yet", "redo the computation step by step on the tiny example")
+    return Verdict(False, f"{name} is not right yet", hint or "redo the computation one step at a time, printing "
+                                                              "each intermediate number")
 
 
 def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "prediction",
@@ -369,9 +440,9 @@ def grade_choice(answer, expected: str, options: Sequence[str], *, name: str = "
     (True, False)
     """
     options = [str(option) for option in options]
-    if answer is None or answer is Ellipsis:
-        return Verdict(False, f"{name} is not filled in yet", f"replace the ... with your {name}, in quotes, "
-                                                                f"e.g. {options[0]!r}")
+    _, problem = read_filled(answer, name, example=f"your {name}, in quotes, e.g. {options[0]!r}", numbers=False)
+    if problem is not None:
+        return problem
     if not isinstance(answer, str):
         return Verdict(False, f"{name} is {type(answer).__name__}, not a string",
                        f"write one of {', '.join(map(repr, options))}, in quotes")

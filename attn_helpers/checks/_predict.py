@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._grader import Verdict
+from ._grader import Verdict, read_filled
 
 __all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex", "read_choice", "read_letter"]
 
@@ -34,8 +34,9 @@ def as_token_set(answer, tokens: Sequence[str], name: str):
     """``answer`` (tokens by name or position, one or several) as a set of positions, or a Verdict saying why not."""
     tokens = list(tokens)
     example = f"for example {{{tokens[0]!r}, {tokens[-1]!r}}} or [0, {len(tokens) - 1}]"
-    if answer is None or answer is Ellipsis:
-        return None, Verdict(False, f"{name} is not filled in yet", f"replace the ... with your prediction, {example}")
+    _, problem = read_filled(answer, name, example=f"your prediction, {example}", numbers=False)
+    if problem is not None:
+        return None, problem
     items = [answer] if isinstance(answer, (str, int, np.integer)) else answer
     try:
         items = list(items)
@@ -80,8 +81,9 @@ def grade_token_set(answer, truth: set, tokens: Sequence[str], name: str, *, why
 
 def as_shape(answer, name: str):
     """``answer`` as a tuple of ints, or a Verdict saying why it is not a shape."""
-    if answer is None or answer is Ellipsis:
-        return None, Verdict(False, f"{name} is not filled in yet", "replace the ... with a tuple, e.g. (2, 3)")
+    _, problem = read_filled(answer, name, example="a tuple, e.g. (2, 3)", numbers=False)
+    if problem is not None:
+        return None, problem
     if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
         return None, Verdict(False, f"{name} is a {type(answer).__name__}, not a shape",
                              "a shape is a tuple of whole numbers, e.g. (2, 3)")
@@ -119,8 +121,9 @@ def read_choice(answer, choices):
 
 def read_letter(answer, questions, question, whose: str, quote: str):
     """``(letter, None)`` for a prediction that names a choice of ``questions[question]``, else ``(None, Verdict)``."""
-    if answer is None or answer is Ellipsis:
-        return None, Verdict(False, "the prediction is not filled in yet", 'replace the ... with one letter, e.g. "a"')
+    _, problem = read_filled(answer, "the prediction", example='one letter, e.g. "a"', numbers=False)
+    if problem is not None:
+        return None, problem
     if not isinstance(answer, str):
         return None, Verdict(False, f"the prediction is {type(answer).__name__}, not a string",
                              'write one letter in quotes, e.g. "a"')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution, shows_verdict
 
 __all__ = ["check_shared_neighbours", "check_one_hot", "check_cosine_scores"]
 
@@ -27,6 +27,7 @@ def _one_hot_cases():
     ]
 
 
+@shows_verdict
 def check_one_hot(fn):
     """Grade ``fn(token_ids, vocab_size) -> onehot`` of shape ``(T, vocab_size)``."""
     return grade_function(
@@ -101,6 +102,7 @@ _COSINE_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_cosine_scores(fn):
     """Grade ``fn(query, vectors) -> (N,)`` cosine similarities, with 0 (not NaN) for a zero row."""
     verdict = grade_function(
@@ -115,6 +117,7 @@ def check_cosine_scores(fn):
     return verdict
 
 
+@shows_verdict
 def check_shared_neighbours(value, word="frog", k=5):
     """Grade a prediction: how many of ``word``'s top-``k`` neighbours by dot product are also top-``k`` by cosine."""
     from ..glove import load_glove, most_similar, word_to_index  # the GloVe table loads only when asked

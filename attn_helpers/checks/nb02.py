@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import attention_scores
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_choice, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_choice, grade_function, register_solution, shows_verdict
 
 __all__ = ["check_dot_score", "check_score_matrix", "check_best_key"]
 
@@ -67,6 +67,7 @@ def _products_used(fn, case):
     return used
 
 
+@shows_verdict
 def check_dot_score(fn):
     """Grade ``fn(query, key) -> score``, the dot product of two 1-D vectors (one number), without ``@`` or np.dot."""
     verdict = grade_function(
@@ -84,6 +85,15 @@ def check_dot_score(fn):
                                                       "features instead: query[0]*key[0] + query[1]*key[1] + ..."),
             Wrong(lambda a, b: np.sum(a + b), "you added the vectors; a dot product multiplies matching features, "
                                               "then sums"),
+            Wrong(lambda a, b: a[0] * b[0], "your function returned after the first feature: the `return` is inside "
+                                            "the loop (indented under `for`). Move it out, to the indentation of "
+                                            "`for`, so that it runs once every product has been added"),
+            Wrong(lambda a, b: a[-1] * b[-1], "only the last product is left: `total = q * k` replaces the total at "
+                                              "each step. Add to it instead: total += q * k"),
+            Wrong(lambda a, b: a[:-1] @ b[:-1], "your loop stops one feature early: range(len(query)) already "
+                                                "stops before len(query), so range(len(query) - 1) misses the last"),
+            Wrong(lambda a, b: a[1:] @ b[1:], "your loop skips the first feature: indices start at 0, so loop over "
+                                              "range(len(query)), not range(1, len(query))"),
         ],
         shape_hint="a score is one number: sum the products of matching features",
         success="a score is one number: the sum over the features of query[k] * key[k].",
@@ -108,6 +118,7 @@ def _matrix_cases():
     ]
 
 
+@shows_verdict
 def check_score_matrix(fn):
     """Grade ``fn(X) -> scores`` of shape ``(T, T)`` with ``scores[i, j] = X[i] @ X[j]``."""
     return grade_function(
@@ -124,6 +135,8 @@ def check_score_matrix(fn):
                                                  "sums over the features; use X @ X.T"),
             Wrong(lambda X: np.sum(X * X), "np.sum added everything into one number; use the matrix product "
                                            "X @ X.T"),
+            Wrong(lambda X: X @ X.T / np.sqrt(X.shape[1]), "you divided by sqrt(d_model): that scaling comes in "
+                                                           "notebook 06. Here the scores are the plain X @ X.T"),
         ],
         shape_hint="the result should have one score per (query, key) pair: shape (T, T). Print X.shape and your "
                    "result's shape",
@@ -131,16 +144,21 @@ def check_score_matrix(fn):
     )
 
 
+@shows_verdict
 def check_best_key(token, query="with"):
     """Grade a prediction: the key with which ``query`` has its highest score (the 'journey' sentence)."""
     X = journey_embeddings()
-    scores = attention_scores(X, X)[JOURNEY_TOKENS.index(query)]  # (T,): the query's row of X @ X.T
+    row = JOURNEY_TOKENS.index(query)
+    scores = attention_scores(X, X)[row]  # (T,): the query's row of X @ X.T
     best = JOURNEY_TOKENS[int(np.argmax(scores))]
-    own = scores[JOURNEY_TOKENS.index(query)]
-    return grade_choice(token, best, JOURNEY_TOKENS, name="prediction", wrongs={
-        query: f"a token's score with itself is its squared length, ||x||^2 = {own:.2f} "
-               f"for {query!r}, the shortest vector of the sentence. A longer vector pointing almost the same way "
-               "scores higher: look at the lengths and angles in the table above",
-    }, hint="a score is length x length x cosine: look for a long vector at a small angle to the query",
-        success=f"{query!r} scores highest with {best!r} ({scores.max():.4f}), not with itself "
-                f"({own:.4f}): a longer near-twin beats the token itself.")
+    own = scores[row]
+    read_row = f"row {row} of the score matrix printed above is the query {query!r}: find its largest entry"
+    shortest = " (the shortest vector of the sentence)" if np.argmin(np.linalg.norm(X, axis=1)) == row else ""
+    wrongs = {key: f"{query!r} scores {scores[j]:.4f} with {key!r}, not its highest: {read_row}. A score is "
+                   "length x length x cosine, so look for a long vector at a small angle to the query"
+              for j, key in enumerate(JOURNEY_TOKENS)}
+    wrongs[query] = (f"a token's score with itself is its squared length, ||x||^2 = {own:.4f} for {query!r}"
+                     f"{shortest}. A longer vector pointing almost the same way scores higher: {read_row}")
+    return grade_choice(token, best, JOURNEY_TOKENS, name="prediction", wrongs=wrongs,
+                        success=f"{query!r} scores highest with {best!r} ({scores.max():.4f}), not with itself "
+                                f"({own:.4f}): a longer near-twin beats the token itself.")

@@ -6,7 +6,17 @@ import numpy as np
 
 from ..core import softmax
 from ..examples import JOURNEY_TOKENS, journey_embeddings
-from ._grader import Case, Verdict, Wrong, grade_choice, grade_function, grade_value, register_solution
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    grade_choice,
+    grade_function,
+    grade_value,
+    read_filled,
+    register_solution,
+    shows_verdict,
+)
 
 __all__ = ["check_softmax_any_axis", "check_cold_choice", "check_spot_the_slip", "NOTES_SCORES", "NOTES_WEIGHTS"]
 
@@ -103,6 +113,7 @@ def _refine(verdict: Verdict) -> Verdict:
     return verdict
 
 
+@shows_verdict
 def check_softmax_any_axis(fn):
     """Grade ``fn(x, axis=-1)``: a stable softmax for any shape and axis (1-D, 2-D, batches, values in the 1000s)."""
     return _refine(grade_function(
@@ -113,6 +124,7 @@ def check_softmax_any_axis(fn):
     ))
 
 
+@shows_verdict
 def check_cold_choice(token, query="one", temperature=0.001):
     """Grade a prediction: the key that takes (almost) all of ``query``'s weight as the temperature goes to 0."""
     X = journey_embeddings()
@@ -138,21 +150,24 @@ def spot_the_slip(notes_scores, notes_weights):
     return total, exps / exps.sum()
 
 
+@shows_verdict
 def check_spot_the_slip(total, weights=...):
     """Grade the slip in the lecture notes: the sum of their printed weights, and the softmax they should have been."""
     notes = np.array(NOTES_WEIGHTS)
-    if total is None or total is Ellipsis:
-        return Verdict(False, "my_total is not filled in yet",
-                       "replace the ... with one line that adds up the printed weights, notes_weights")
+    _, problem = read_filled(total, "my_total", example="one line that adds up the printed weights, notes_weights",
+                             numbers=False)
+    if problem is not None:
+        return problem
     found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[
         (1.0, "1 is what a softmax SHOULD sum to. Add up the four numbers the notes printed: notes.sum()"),
     ])
     if not found.passed:
         return found
     scores = np.array(NOTES_SCORES)
-    if weights is None or weights is Ellipsis:
-        return Verdict(False, f"my_total is right ({notes.sum():.2f}); my_weights is not filled in yet",
-                       "replace the ... with one line: the softmax of notes_scores")
+    _, problem = read_filled(weights, f"my_total is right ({notes.sum():.2f}); my_weights",
+                             example="one line: the softmax of notes_scores", numbers=False)
+    if problem is not None:
+        return problem
     return grade_value(weights, softmax(scores), name="the corrected weights", atol=5e-4, wrongs=[
         (notes, "those are the notes' own (wrong) numbers: compute softmax(scores) yourself"),
         (np.exp(scores), "you stopped after exp(): divide by the sum so that the weights add up to 1"),

@@ -15,7 +15,7 @@ from ..examples import (
     journey_embeddings,
     qkv_attention_steps,
 )
-from ._grader import Case, Verdict, Wrong, grade_function, never_raises, read_answer, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, never_raises, read_filled, register_solution, shows_verdict
 from ._predict import grade_token_set
 
 __all__ = ["check_self_attention_qkv", "check_asymmetric_keys", "check_changed_rows", "check_score_slip",
@@ -112,6 +112,7 @@ _MATMUL_HINT = ("a matrix product's inner sizes must agree. Q = X @ W_q is (T, d
                 "transposed W (X @ W_q.T)")
 
 
+@shows_verdict
 def check_self_attention_qkv(fn):
     """Grade ``fn(X, W_q, W_k, W_v) -> output`` of shape ``(T, d_v)``: softmax(Q K^T / sqrt(d_k)) V."""
     return grade_function(
@@ -134,17 +135,12 @@ def asymmetric_keys():
 @never_raises("could not use this value", "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
 def check_asymmetric_keys(W_k):
     """Grade a ``W_k`` (2 x 2) that makes the scores Q K^T of "I love AI" asymmetric."""
-    if W_k is None or W_k is Ellipsis:
-        return Verdict(False, "my_W_k is not filled in yet", "replace the ... with a 2 x 2 array")
-    W, problem = read_answer(W_k, "my_W_k")
-    if problem:
-        return Verdict(False, problem, "give a 2 x 2 numpy array, for example W_k.copy() with one entry changed")
+    W, problem = read_filled(W_k, "my_W_k", example="a 2 x 2 array", shape=(2, 2),
+                             hint="W_k maps the d_in = 2 input features to d_k = 2 key features: a 2 x 2 numpy array, "
+                                  "for example W_k.copy() with one entry changed")
+    if problem is not None:
+        return problem
     ex = i_love_ai(dtype=np.float64)
-    if W.shape != ex["W_k"].shape:
-        return Verdict(False, f"my_W_k has shape {W.shape}, expected (2, 2) = (d_in, d_k)",
-                       "W_k maps the 2 input features to d_k = 2 key features: a 2 x 2 matrix")
-    if not np.isfinite(W).all():
-        return Verdict(False, "my_W_k contains NaN or inf", "use ordinary finite numbers")
     X, W_q = ex["X"], ex["W_q"]
     M = W_q @ W.T  # (d_in, d_k) @ (d_k, d_in) -> (d_in, d_in)
     S = (X @ W_q) @ (X @ W).T  # (T, d_k) @ (d_k, T) -> (T, T)
@@ -173,6 +169,7 @@ def _changed_rows():
     return {int(i) for i in np.flatnonzero(~np.isclose(before, after).all(axis=1))}
 
 
+@shows_verdict
 def check_changed_rows(prediction):
     """Grade a prediction: which rows (queries) of S = Q K^T change when W_q[0, 0] goes from 1 to 2?"""
     return grade_token_set(
@@ -201,8 +198,9 @@ def check_score_slip(slip_key, corrected=None):
     """Grade the slip in the notes' row [0.71, 0.71, 0.71]: which key (name or position), and its right value."""
     tokens = I_LOVE_AI_TOKENS
     key, value = score_slip()
-    if slip_key is None or slip_key is Ellipsis:
-        return Verdict(False, "my_slip_key is not filled in yet", 'replace the ... with a token, e.g. "I"')
+    _, problem = read_filled(slip_key, "my_slip_key", example='a token, e.g. "I"', numbers=False)
+    if problem is not None:
+        return problem
     if isinstance(slip_key, (int, np.integer)) and not isinstance(slip_key, bool) and 0 <= slip_key < len(tokens):
         slip_key = tokens[int(slip_key)]
     if slip_key not in tokens:
@@ -212,18 +210,12 @@ def check_score_slip(slip_key, corrected=None):
         return Verdict(False, f"the notes' score for the key {slip_key!r} is right",
                        "compare the whole row in one line: np.isclose(notes_row, scaled[1], atol=0.005) is False "
                        "exactly where the notes are wrong")
-    if corrected is None or corrected is Ellipsis:
-        return Verdict(False, f"the key is right ({key}); my_corrected is not filled in yet",
-                       "give the right value of that score, rounded to 2 decimals")
-    if np.iscomplexobj(corrected):
-        return Verdict(False, "my_corrected is a complex number", "give one real number, e.g. 0.5")
-    if isinstance(corrected, (str, bytes)):  # float("1.41") would read text as a number
-        return Verdict(False, f"my_corrected is {type(corrected).__name__}, not a number",
-                       "give one number, without quotes")
-    try:
-        got = float(corrected)
-    except (TypeError, ValueError):
-        return Verdict(False, f"my_corrected is {type(corrected).__name__}, not a number", "give one number")
+    got, problem = read_filled(corrected, f"the key is right ({key}); my_corrected", shape=(),
+                               example="the right value of that score, rounded to 2 decimals",
+                               hint="give one number, without quotes, e.g. 0.5")
+    if problem is not None:
+        return problem
+    got = float(got)
     if abs(got - 0.71) < 0.006:
         return Verdict(False, "0.71 is what the notes printed",
                        f"read the computed value: scaled[1, {tokens.index(key)}]")
@@ -259,16 +251,13 @@ CLEAR_WIN = 0.8
 def check_roamed_keys(W_k):
     """Grade a designed ``W_k`` (8 x 4): "roamed" puts at least ``CLEAR_WIN`` on "creature", other rows unchanged."""
     ex = creature_example(dtype=np.float64)
-    if W_k is None or W_k is Ellipsis:
-        return Verdict(False, "my_W_k_roamed is not filled in yet", "replace the ... with an 8 x 4 array")
-    W, problem = read_answer(W_k, name="my_W_k_roamed")  # never raises, never hangs; refuses complex and text
-    if W is None:
-        return Verdict(False, problem, 'start from creature["W_k"].copy() and change an entry')
-    if W.shape != ex["W_k"].shape:
-        return Verdict(False, f"my_W_k_roamed has shape {W.shape}, expected {ex['W_k'].shape} = (d_model, d_k)",
-                       "one row per embedding feature, one column per question")
-    if not np.isfinite(W).all() or np.abs(W).max() > 1e3:
-        return Verdict(False, "my_W_k_roamed contains NaN, inf or huge numbers", "use small ordinary numbers")
+    W, problem = read_filled(W_k, "my_W_k_roamed", example="an 8 x 4 array", shape=ex["W_k"].shape,
+                             hint='one row per embedding feature, one column per question: start from '
+                                  'creature["W_k"].copy() and change an entry')
+    if problem is not None:
+        return problem
+    if np.abs(W).max() > 1e3:
+        return Verdict(False, "my_W_k_roamed contains huge numbers", "use small ordinary numbers")
     tokens = CREATURE_TOKENS
     before = qkv_attention_steps(ex["X"], ex["W_q"], ex["W_k"], ex["W_v"])["weights"]
     weights = qkv_attention_steps(ex["X"], ex["W_q"], W, ex["W_v"])["weights"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..examples import SEED
-from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution, shows_verdict
 
 __all__ = ["check_attention_scale", "check_scaled_scores", "check_score_std_prediction"]
 
@@ -44,6 +44,7 @@ _SCALE_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_attention_scale(fn):
     """Grade ``fn(d_model, num_heads) -> 1 / sqrt(d_k)`` (one number)."""
     return grade_function(fn, attention_scale, _SCALE_CASES, what="attention_scale", wrongs=_SCALE_WRONGS,
@@ -95,6 +96,7 @@ _TRANSPOSE_HINT = ("keys.T reverses ALL the axes of a 4-D array, (B, h, T_k, d_k
                    "swap only the last two: np.swapaxes(keys, -1, -2)")
 
 
+@shows_verdict
 def check_scaled_scores(fn):
     """Grade ``fn(queries, keys) -> Q K^T / sqrt(d_k)`` on 2-D and per-head (4-D) arrays."""
     verdict = grade_function(
@@ -129,6 +131,7 @@ def sampled_score_std(d_k=PREDICT_D_K, pairs=PREDICT_PAIRS):
     return float((q * k).sum(axis=1).std())
 
 
+@shows_verdict
 def check_score_std_prediction(value):
     """Grade a prediction of the standard deviation of unscaled scores q · k at d_k = 256 (unit-variance parts)."""
     d_k = PREDICT_D_K

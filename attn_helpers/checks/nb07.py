@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import causal_mask, scaled_dot_product_attention
 from ..examples import CREATURE_TOKENS, creature_example
-from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution, shows_verdict
 from ._predict import grade_token_set
 
 __all__ = ["check_causal_mask", "check_masked_attention", "check_masked_key_prediction"]
@@ -51,6 +51,7 @@ def _as_mask_problem(result, T):
     return ""
 
 
+@shows_verdict
 def check_causal_mask(fn):
     """Grade ``fn(T) -> (T, T)`` boolean causal mask (True = may attend)."""
     cases = [Case((4,), label="T = 4"), Case((1,), label="T = 1"), Case((8,), label="T = 8 (the creature sentence)")]
@@ -201,6 +202,7 @@ def _full_transposes(fn, case):
     return seen
 
 
+@shows_verdict
 def check_masked_attention(fn):
     """Grade ``fn(queries, keys, values, mask) -> (context, weights)``: weights first, then context."""
     if not callable(fn):
@@ -264,6 +266,7 @@ def masked_key_rows(key="creature"):
     return {int(i) for i in np.flatnonzero(~np.isclose(before, after, atol=1e-9).all(axis=1))}
 
 
+@shows_verdict
 def check_masked_key_prediction(prediction):
     """Grade a prediction: with the causal mask on, which queries' weights change when key "creature" is masked too?"""
     return grade_token_set(

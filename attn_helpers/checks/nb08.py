@@ -15,6 +15,7 @@ from ._grader import (
     grade_function,
     grade_value,
     register_solution,
+    shows_verdict,
 )
 from ._predict import as_shape
 
@@ -78,6 +79,7 @@ _SPLIT_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_split_heads(fn):
     """Grade ``fn(x, num_heads)``: ``(T, d_model) -> (num_heads, T, d_model // num_heads)``."""
     if callable(fn):
@@ -155,6 +157,7 @@ _MERGE_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_merge_heads(fn):
     """Grade ``fn(heads)``: ``(num_heads, T, head_dim) -> (T, num_heads * head_dim)``, the inverse of split."""
     return grade_function(fn, my_merge_heads, _merge_cases(), what="my_merge_heads", wrongs=_MERGE_WRONGS,
@@ -202,6 +205,7 @@ def _example_wrongs(with_biases):
     return [(4 * d**2 + 4 * d * with_biases, hint)]
 
 
+@shows_verdict
 def check_parameter_count(value):
     """Grade the count of the original Transformer's attention layer: d_model = 512, h = 8, no biases."""
     return grade_value(
@@ -219,6 +223,7 @@ def check_parameter_count(value):
     )
 
 
+@shows_verdict
 def check_parameter_count_with_biases(value):
     """Grade the count with a bias on each projection (PyTorch's nn.MultiheadAttention, GPT-2): d_model = 512, h = 8."""
     return grade_value(
@@ -247,6 +252,7 @@ def check_parameter_count_with_biases(value):
 BATCH, TOKENS, HEADS = 2, 8, 4
 
 
+@shows_verdict
 def check_weights_shape(prediction):
     """Grade a prediction of the shape of ``weights`` from ``multi_head_attention`` for X (2, 8, 8) and h = 4."""
     predicted, problem = as_shape(prediction, "your prediction")

@@ -9,7 +9,17 @@ import numpy as np
 
 from ..examples import dog_bites_man, reorder_outputs
 from ..positions import positional_encoding
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_value, never_raises, register_solution
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    call_quietly,
+    grade_function,
+    grade_value,
+    never_raises,
+    register_solution,
+    shows_verdict,
+)
 
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction", "check_length_prediction"]
 
@@ -111,6 +121,7 @@ _ENCODING_CASES = [
 ]
 
 
+@shows_verdict
 def check_sinusoidal_encoding(fn):
     """Grade ``fn(T, d_model) -> (T, d_model)``: the sinusoidal positional encoding (even ``d_model``)."""
     case = _ENCODING_CASES[0]  # a broadcasting error: an angle array of shape (d_model/2, T)

@@ -13,7 +13,7 @@ from ..block import feed_forward, init_block_params, layer_norm, parameter_count
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, read_answer, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, read_answer, register_solution, shows_verdict
 from ._predict import is_complex
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
@@ -107,6 +107,7 @@ def _eps_slip(fn):
         "whose variance is near or below eps (a nearly constant one) is blown up, or gives 0/0")
 
 
+@shows_verdict
 def check_layer_norm(fn):
     """Grade ``fn(x, gamma, beta, eps=1e-5)``: layer normalization over the last axis."""
     if callable(fn):
@@ -216,6 +217,7 @@ def _copy_params_and_watch(fn, changed):
     return on_a_copy
 
 
+@shows_verdict
 def check_pre_norm_block(fn):
     """Grade ``fn(x, p)``: one pre-norm block (no biases), returning the block's output only."""
     if not callable(fn):
@@ -260,6 +262,7 @@ def changed_rows(position, causal=True, example=None):
     return [int(i) for i in np.flatnonzero(np.abs(after - before).max(axis=-1) > 1e-6)]
 
 
+@shows_verdict
 def check_decoder_changed_rows(prediction, position=2):
     """Compare the learner's predicted list of changed rows with what the decoder block really does."""
     T = len(creature_block_example(num_blocks=0)["X"])
@@ -378,6 +381,7 @@ _COUNT_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_gpt2_parameter_count(fn):
     """Grade ``fn(config) -> int``: GPT-2's parameter count, checked on GPT-2 small, medium and a tiny model."""
     verdict = grade_function(fn, lambda c: parameter_count(c)["total"], _count_cases(),

@@ -10,7 +10,7 @@ from ..backprop import numerical_gradient, relative_error, softmax_backward
 from ..core import softmax
 from ..examples import SEED
 from ..training import TASKS, load_runs
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, never_raises, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, never_raises, register_solution, shows_verdict
 from ._predict import read_choice, read_letter
 
 __all__ = ["check_softmax_backward", "check_attention_prediction", "check_training_prediction",
@@ -91,6 +91,7 @@ def _broadcast_hint(message):
             "shape (..., 1), with keepdims=True")
 
 
+@shows_verdict
 def check_softmax_backward(fn):
     """Grade ``fn(weights, grad_weights) -> grad_scores``: against the core, then by a gradient check."""
     verdict = grade_function(

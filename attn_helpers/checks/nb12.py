@@ -11,7 +11,7 @@ from ..ablation import ablation_effects
 from ..core import softmax
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, grade_function, register_solution, shows_verdict
 from ._predict import read_choice, read_letter
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction",
@@ -71,6 +71,7 @@ _PREVIOUS_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_previous_token_weight(fn):
     """Grade ``fn(attentions)``: ``(layers, heads, T, T) -> (layers, heads)``, mean weight on the previous token."""
     return grade_function(fn, my_previous_token_weight, _previous_cases(), what="my_previous_token_weight",
@@ -87,6 +88,7 @@ def _model_fingerprints():
     return head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])
 
 
+@shows_verdict
 def check_previous_token_head(answer):
     """Grade ``(layer, head)``: the head with the largest mean weight on the previous token (0-based)."""
     if answer is None or answer is Ellipsis:
@@ -167,6 +169,7 @@ def sink_prediction():
     return next(key for key, (_, low, high) in SINK_CHOICES.items() if low <= share < high)
 
 
+@shows_verdict
 def check_sink_prediction(prediction):
     """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
     if prediction is None or prediction is Ellipsis:
@@ -240,6 +243,7 @@ def ablation_answer(question, effects=None):
     raise ValueError(f"no question {question!r}")
 
 
+@shows_verdict
 def check_ablation_prediction(answer, question=None):
     """Grade a prediction of exercise 12.2 (``question`` one of :data:`ABLATION_QUESTIONS`) on the measurement."""
     choice, problem = read_letter(answer, ABLATION_QUESTIONS, question, "this exercise's", "{!r}")

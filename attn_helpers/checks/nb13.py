@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import scaled_dot_product_attention, softmax
 from ..kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
-from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution
+from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution, shows_verdict
 
 __all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction"]
 
@@ -55,6 +55,7 @@ _ONLINE_SOFTMAX_WRONGS = [
 ]
 
 
+@shows_verdict
 def check_online_softmax(fn):
     """Grade ``fn(scores) -> weights`` for a 1-D row, against :func:`attn_helpers.softmax`."""
     cases = [
@@ -110,6 +111,7 @@ def _attention_variant(rescale_sum=True, rescale_acc=True, divide=True, scale=Tr
     return variant
 
 
+@shows_verdict
 def check_online_attention(fn):
     """Grade ``fn(query, keys, values) -> context`` (one query row) against the core."""
     rng = np.random.default_rng(1313)

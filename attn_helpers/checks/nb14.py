@@ -16,7 +16,7 @@ from ..core import causal_mask
 from ..examples import SEED
 from ..gpt import corpus_split, filter_logits, layer_norm_backward, load_tiny_gpt
 from ..positions import positional_encoding
-from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution
+from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution, shows_verdict
 from ._predict import is_complex
 
 __all__ = ["check_first_pair", "check_previous_token_heads", "check_merge_pair", "check_layer_norm_backward",
@@ -50,6 +50,7 @@ def first_pair():
     return bytes(most_frequent_pair(first_pair_counts())).decode("utf-8")
 
 
+@shows_verdict
 def check_first_pair(prediction):
     """Grade a prediction of the most frequent pair of neighbouring bytes in the training text (inside chunks)."""
     if prediction is None or prediction is Ellipsis:
@@ -103,6 +104,7 @@ def previous_token_heads():
     return int((previous_token_weights(load_tiny_gpt(), attention_sentence()) > 0.5).sum())
 
 
+@shows_verdict
 def check_previous_token_heads(prediction):
     """Grade a prediction of how many of the tiny GPT's heads put more than half of their weight on the previous
     token, on :func:`attention_sentence`."""
@@ -212,6 +214,7 @@ def _as_ids(result):
     return [int(i) for i in items], ""
 
 
+@shows_verdict
 def check_merge_pair(fn):
     """Grade ``fn(ids, pair, new_id) -> list``: one BPE merge over a list of token ids."""
     if not callable(fn):
@@ -324,6 +327,7 @@ def _ln_gamma_wrongs():
                   "gamma is shared by every token: sum grad_out * x_hat over all the rows (every axis but the last)")]
 
 
+@shows_verdict
 def check_layer_norm_backward(fn):
     """Grade ``fn(grad_out, x, gamma, eps=1e-5) -> (grad_x, grad_gamma, grad_beta)``, then a gradient check."""
     hints = {"tuple": "return the three gradients as one tuple: grad_x, grad_gamma, grad_beta"}
@@ -418,6 +422,7 @@ def _top_p_wrongs():
     ]
 
 
+@shows_verdict
 def check_top_p(fn):
     """Grade ``fn(probs, top_p) -> keep``: a boolean mask of the tokens top-p (nucleus) sampling keeps."""
     return grade_function(fn, lambda probs, top_p: np.isfinite(filter_logits(np.log(probs), top_p=top_p)),
