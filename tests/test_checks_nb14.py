@@ -252,7 +252,7 @@ def test_previous_token_heads_one_prediction_passes_the_measured_one():
     passed = [n for n in range(previous.size + 1) if check_previous_token_heads(n)]
     assert passed == [int((previous > 0.5).sum())]
     for prediction, hint in ((passed[0] + 1, "MORE than half"), (previous.size + 1, "from 0 to"),
-                             ("2", "whole number"), (..., "no prediction yet")):
+                             ("2", "whole number"), (..., "not filled in")):
         verdict = check_previous_token_heads(prediction)
         assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
 

@@ -13,7 +13,17 @@ from ..block import feed_forward, init_block_params, layer_norm, parameter_count
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, read_answer, register_solution, shows_verdict
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    call_quietly,
+    grade_function,
+    read_answer,
+    read_filled,
+    register_solution,
+    shows_verdict,
+)
 from ._predict import is_complex
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
@@ -266,9 +276,10 @@ def changed_rows(position, causal=True, example=None):
 def check_decoder_changed_rows(prediction, position=2):
     """Compare the learner's predicted list of changed rows with what the decoder block really does."""
     T = len(creature_block_example(num_blocks=0)["X"])
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "my_prediction is not filled in yet",
-                       "write the positions you expect to change, for example [0, 1] (a list of integers)")
+    prediction, problem = read_filled(prediction, "my_prediction", numbers=False, example="the positions you "
+                                      "expect to change, for example [0, 1] (a list of integers)")
+    if problem is not None:
+        return problem
     if isinstance(prediction, (numbers.Integral, np.integer)) and not isinstance(prediction, bool):
         prediction = [prediction]
     try:

@@ -16,7 +16,17 @@ from ..core import causal_mask
 from ..examples import SEED
 from ..gpt import corpus_split, filter_logits, layer_norm_backward, load_tiny_gpt
 from ..positions import positional_encoding
-from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution, shows_verdict
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    call_quietly,
+    failed_call,
+    grade_function,
+    read_filled,
+    register_solution,
+    shows_verdict,
+)
 from ._predict import is_complex
 
 __all__ = ["check_first_pair", "check_previous_token_heads", "check_merge_pair", "check_layer_norm_backward",
@@ -53,8 +63,10 @@ def first_pair():
 @shows_verdict
 def check_first_pair(prediction):
     """Grade a prediction of the most frequent pair of neighbouring bytes in the training text (inside chunks)."""
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "no prediction yet", 'write my_first_pair = two characters in quotes, e.g. "ab"')
+    prediction, problem = read_filled(prediction, "my_first_pair", example='two characters in quotes, e.g. "ab"',
+                                      numbers=False)
+    if problem is not None:
+        return problem
     pair = _as_pair(prediction)
     if pair is None:
         what = "two characters" if isinstance(prediction, (str, tuple, list)) else "a string"
@@ -108,8 +120,10 @@ def previous_token_heads():
 def check_previous_token_heads(prediction):
     """Grade a prediction of how many of the tiny GPT's heads put more than half of their weight on the previous
     token, on :func:`attention_sentence`."""
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "no prediction yet", "write my_previous_token_heads = a whole number from 0 to 8")
+    prediction, problem = read_filled(prediction, "my_previous_token_heads", example="a whole number from 0 to 8",
+                                      numbers=False)
+    if problem is not None:
+        return problem
     if not isinstance(prediction, numbers.Integral) or isinstance(prediction, bool):
         kind = "complex" if is_complex(prediction) else type(prediction).__name__
         return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
