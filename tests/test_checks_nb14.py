@@ -211,6 +211,7 @@ def test_each_top_p_slip_is_told_apart_from_the_others():
 
 # ---------------------------------------------------------------- predictions
 
+@needs_weights
 def test_first_pair_is_the_shipped_tokenizers_first_merge():
     from attn_helpers.gpt import load_tiny_gpt
 

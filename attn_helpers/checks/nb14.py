@@ -144,7 +144,7 @@ def check_previous_token_heads(prediction):
     if prediction > count:
         return Verdict(False, f"you predicted {prediction}; measured: {measured}",
                        "a head counts only if MORE than half of its weight goes one step back; the rest of its "
-                       "weight goes to the other tokens it may see (the figures below show where)")
+                       "weight goes to the other tokens it may see (the heat maps below show where)")
     return Verdict(False, f"you predicted {prediction}; measured: {measured}",
                    "predicting the next token rewards looking one step back: a model learns it early")
 
