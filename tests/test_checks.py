@@ -575,3 +575,30 @@ def test_in_a_real_kernel_each_verdict_shows_exactly_once_whatever_follows_it():
     assert [outputs(cell) for cell in nb.cells] == [[], [right, ("stream", "hi\n")], [wrong],
                                                     [right, ("stream", "usable\n")], [right], [right, wrong]]
     assert all("text/html" in o["data"] for cell in nb.cells for o in cell.outputs if o["output_type"] != "stream")
+
+
+# ---------------------------------------------------------------- fallback hints say only what is true anywhere
+
+
+@pytest.mark.parametrize("error, hint", [
+    (IndexError("index 3 is out of bounds for axis 0 with size 3"), "went past the end of an axis"),
+    (np.exceptions.AxisError(2, 2), "that axis does not exist"),
+    (TypeError("Cannot interpret '3' as a data type"), "give the shape as ONE tuple"),
+    (KeyError("x"), "the error above names the problem"),
+])
+def test_a_crash_gets_a_hint_about_its_kind(error, hint):
+    verdict = _grader.failed_call(error, "case 1")
+    assert hint in verdict.hint and "attention weights" not in verdict.hint
+
+
+def test_generic_hints_do_not_point_at_what_a_notebook_may_not_have():
+    differ = _grader.grade_function(lambda x: x + 1, lambda x: x, [_grader.Case((np.ones(2),))])
+    crash = _grader.failed_call(KeyError("x"), "case 1")
+    wrong = _grader.grade_value(2.0, 1.0)
+    transposed = _grader.grade_function(lambda x: x.T, lambda x: x, [_grader.Case((np.ones((2, 3)),))])
+    nan = _grader.grade_function(lambda x: x / 0, lambda x: x, [_grader.Case((np.zeros(2),))])
+    assert "0/0" in nan.hint and "row" not in nan.hint
+    assert "looks transposed" in transposed.hint
+    for verdict in (differ, crash, wrong, transposed, nan):
+        assert not verdict.passed and verdict.hint
+        assert not any(claim in verdict.hint for claim in ("above:", "equation above", "tiny example", "table", "quer"))

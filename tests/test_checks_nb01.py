@@ -50,7 +50,7 @@ def test_one_hot_off_by_one_and_bag_of_words():
 
 def test_one_hot_too_few_columns_gets_shape_hint():
     verdict = check_one_hot(lambda ids, V: np.eye(max(ids) + 1)[ids])
-    assert not verdict.passed and "(T, vocab_size)" in verdict.hint
+    assert not verdict.passed and "(T, vocab_size)" in verdict.hint and "up to the largest id" in verdict.hint
 
 
 def test_one_hot_not_implemented():
@@ -168,3 +168,43 @@ def test_shared_neighbours_all_five_gets_length_hint():
 def test_shared_neighbours_other_answers_never_raise(garbage):
     verdict = check_shared_neighbours(garbage)
     assert not verdict.passed and verdict.message
+
+
+def _zeros_then(index_rows, index_columns):
+    def one_hot(token_ids, vocab_size):
+        onehot = np.zeros((len(token_ids), vocab_size))
+        if index_rows and index_columns:
+            onehot[np.arange(len(token_ids)), token_ids] = 1
+        elif index_rows:
+            onehot[token_ids] = 1
+        else:
+            onehot[:, token_ids] = 1
+        return onehot
+
+    return one_hot
+
+
+def _zeros_with_two_sizes(token_ids, vocab_size):
+    onehot = np.zeros(len(token_ids), vocab_size)  # the shape as two arguments
+    onehot[np.arange(len(token_ids)), token_ids] = 1
+    return onehot
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_zeros_then(True, False), "fills whole ROWS"),
+    (_zeros_then(False, True), "EVERY listed column of every row"),
+    (_zeros_with_two_sizes, "give the shape as ONE tuple"),
+])
+def test_one_hot_slips_are_named(fn, hint):
+    assert check_one_hot(_zeros_then(True, True)).passed
+    verdict = check_one_hot(fn)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def test_query_times_the_table_is_named():
+    def cosine_slip(query, vectors):
+        lengths = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+        return (query @ vectors) / lengths  # the columns of the table, not its rows
+
+    verdict = check_cosine_scores(cosine_slip)
+    assert not verdict.passed and "use vectors @ query" in verdict.hint, verdict

@@ -263,3 +263,12 @@ def test_dot_score_loop_slips_are_named(fn, hint):
 def test_score_matrix_scaled_too_early_is_named():
     verdict = check_score_matrix(lambda X: X @ X.T / np.sqrt(X.shape[1]))
     assert not verdict.passed and "notebook 06" in verdict.hint
+
+
+def test_score_matrix_of_cosines_is_named():
+    def cosine_matrix(X):
+        lengths = np.sqrt((X**2).sum(axis=1, keepdims=True))
+        return (X / lengths) @ (X / lengths).T
+
+    verdict = check_score_matrix(cosine_matrix)
+    assert not verdict.passed and "cosine similarities" in verdict.hint, verdict

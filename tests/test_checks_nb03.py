@@ -247,3 +247,13 @@ def test_exercises_are_numbered_in_the_order_they_come():
     numbers = re.findall(r"\*\*Exercise (03\.\d)", "\n".join(markdown))
     assert numbers == sorted(numbers) and len(numbers) == len(set(numbers)) >= 2
     assert not any("Predict before you run" in cell and "## Which axis?" in cell for cell in markdown)
+
+
+def _max_over_the_last_axis(x, axis=-1):
+    exps = np.exp(x - x.max(axis=-1, keepdims=True))  # the max always along -1, the sum along axis
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
+def test_a_max_along_another_axis_than_the_sum_is_named():
+    verdict = check_softmax_any_axis(_max_over_the_last_axis)
+    assert not verdict.passed and "max along one axis and summed along another" in verdict.hint, verdict

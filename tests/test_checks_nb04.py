@@ -219,8 +219,8 @@ def _own_softmax(axis_of_max, keep_max, axis_of_sum, keep_sum, whole_sum=False):
     (_own_softmax(None, True, 1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
     (_own_softmax(None, True, -1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
     (_own_softmax(1, True, 1, False), "forgot keepdims=True? exps.sum(axis=-1) has shape (T,)"),
-    (_own_softmax(None, True, 0, True), "ran down the columns (axis=0)"),  # the same weights, another slip
-    (lambda X: softmax(X @ X.T, axis=0) @ X, "ran down the columns (axis=0)"),
+    (_own_softmax(None, True, 0, True), "ran over axis=0"),  # the same weights, another slip
+    (lambda X: softmax(X @ X.T, axis=0) @ X, "ran over axis=0"),
     (_own_softmax(-1, True, -1, True, whole_sum=True), "sum of the WHOLE score matrix"),
     (_own_softmax(None, True, -1, True, whole_sum=True), "sum of the WHOLE score matrix"),
     (_own_softmax(-1, False, -1, True), "forgot keepdims=True on the max?"),
@@ -235,3 +235,8 @@ def test_the_keepdims_slip_and_the_axis0_slip_give_the_same_numbers_here():
     """Why the checker watches the sums: X @ X.T is symmetric, so values alone cannot tell these two apart."""
     X = journey_embeddings()
     np.testing.assert_allclose(_own_softmax(None, True, 1, False)(X), _own_softmax(None, True, 0, True)(X), rtol=1e-6)
+
+
+def test_transposed_weights_are_named_with_the_axis0_slip():
+    verdict = check_context_vectors(lambda X: softmax(X @ X.T, axis=-1).T @ X)
+    assert not verdict.passed and "weights.T @ X" in verdict.hint, verdict

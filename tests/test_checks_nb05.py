@@ -380,3 +380,22 @@ def test_complex_answers_are_refused_not_truncated():
         warnings.simplefilter("error")  # no ComplexWarning either
         assert "complex" in check_score_slip("AI", np.complex128(1.41 + 1j)).message
         assert "complex" in check_roamed_keys(roamed_keys() + 1j).message
+
+
+def test_scaling_the_weights_after_the_softmax_is_named():
+    def scaled_after(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        weights = softmax(Q @ K.T, axis=-1) / np.sqrt(K.shape[-1])
+        return weights @ V
+
+    verdict = check_self_attention_qkv(scaled_after)
+    assert not verdict.passed and "after the softmax" in verdict.hint, verdict
+
+
+def test_transposed_weights_are_named():
+    def transposed(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return softmax(Q @ K.T / np.sqrt(K.shape[-1]), axis=-1).T @ V
+
+    verdict = check_self_attention_qkv(transposed)
+    assert not verdict.passed and "weights.T @ V" in verdict.hint, verdict

@@ -267,3 +267,41 @@ def test_score_std_verdict_quotes_the_number_the_notebook_prints():
     outputs = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code"
                       for o in c.get("outputs", []))
     assert re.search(rf"5000 sampled scores q · k at d_k = 256: {re.escape(printed)}\b", outputs)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda d_model, h: 1 / np.sqrt(d_model) / h, "outside the square root"),
+    (lambda d_model, h: 1 / (d_model / h) ** 1 / 2, "** binds tighter than /"),
+    (lambda d_model, h: (d_model / h) ** -1 / 2, "** binds tighter than /"),
+    (lambda d_model, h: d_model / h ** 0.5, "** binds tighter than /"),
+    (lambda d_model, h: 1 / np.sqrt(d_model / h) + 0.01, "compare each step with the formula"),
+])
+def test_attention_scale_slips_are_named(wrong, hint):
+    verdict = check_attention_scale(wrong)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+def _reshaped_keys(queries, keys):
+    keys_t = keys.reshape(*keys.shape[:-2], keys.shape[-1], keys.shape[-2])  # a reshape where a transpose belongs
+    return queries @ keys_t / np.sqrt(queries.shape[-1])
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k: q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[1]), "queries.shape[1] is d_k only for a 2-D array"),
+    (lambda q, k: q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[0]), "sqrt(T_q)"),
+    (_reshaped_keys, "A reshape keeps the numbers in their order"),
+])
+def test_scaled_scores_slips_are_named(wrong, hint):
+    verdict = check_scaled_scores(wrong)
+    assert not verdict.passed and hint in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("value, hint", [(np.sqrt(512), "second row above"), (20, "sampling cell printed")])
+def test_score_std_prediction_slips_and_fallback(value, hint):
+    verdict = check_score_std_prediction(value)
+    assert not verdict.passed and hint in verdict.hint and "tiny example" not in verdict.hint, verdict
+
+
+def test_a_four_axis_transpose_on_one_head_is_named():
+    verdict = check_scaled_scores(lambda q, k: q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1]))
+    assert not verdict.passed and "works only for 4-D arrays" in verdict.hint, verdict

@@ -304,3 +304,9 @@ def test_the_notebook_says_what_dot_T_does_to_a_batch_before_exercise_07_2():
     exercise = next(i for i, s in enumerate(sources) if "**Exercise 07.2" in s)
     before = "\n".join(sources[:exercise])
     assert "reverses **every** axis" in before and "np.swapaxes(K_b, -1, -2)" in before
+
+
+def test_causal_mask_with_the_shape_as_two_arguments_is_named():
+    for slip in (lambda T: np.tril(np.ones(T, T)) > 0, lambda T: np.tril(np.ones(T, T, dtype=bool))):
+        verdict = check_causal_mask(slip)  # np.ones(T, T): numpy reads the second T as a dtype
+        assert not verdict.passed and "give the shape as ONE tuple" in verdict.hint, verdict

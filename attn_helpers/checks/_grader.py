@@ -363,8 +363,8 @@ def grade_function(
             continue
         if np.isnan(got).any() or np.isinf(got).any():
             return Verdict(False, f"on {where}, your result contains NaN or inf", hints.get("nan") or (
-                "an exp() of large numbers overflows (subtract the maximum first), "
-                "or 0/0 happened (a row with nothing to sum)"))
+                "a NaN comes from 0/0 or inf - inf; an inf from a division by 0 or an exp() that overflows (subtract "
+                "the maximum before exp()): print your intermediate arrays on this case to find the first one"))
         for wrong in wrongs:
             try:
                 alt = np.asarray(wrong.fn(*case.args, **(case.kwargs or {})), dtype=np.float64)
@@ -373,10 +373,12 @@ def grade_function(
             if _close(got, alt, rtol, atol):
                 return Verdict(False, f"on {where}, your result matches a common mistake", wrong.hint)
         if got.shape != expected.shape:
-            hint = shape_hint or "print the shapes of your intermediate arrays"
+            about_shape = shape_hint or "print the shapes of your intermediate arrays"
             if got.shape == expected.shape[::-1] and got.ndim == 2:
-                hint = "your result looks transposed: check the order of the matrix product (rows are queries)"
-            return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}", hint)
+                about_shape = ("your result looks transposed (rows and columns swapped): check each product's order "
+                               "and each .T")
+            return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}",
+                           about_shape)
         worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
         return Verdict(
             False,
@@ -400,6 +402,9 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
     elif "matmul" in problem or "not aligned" in problem:  # numpy's words for mismatched inner dimensions
         hint = (hints or {}).get("matmul") or ("a matrix product's inner dimensions must agree: (a, b) @ (b, c). "
                                                "Print the shapes and check for a missing .T")
+    elif "as a data type" in problem or "values for argument 'dtype'" in problem:  # np.zeros(T, d): d read as a dtype
+        hint = ("np.zeros(T, d) (or np.ones) reads its second argument as a data type: give the shape as ONE tuple, "
+                "np.zeros((T, d))")
     elif type(error).__name__ == "AxisError":  # numpy's, wherever its version keeps it
         hint = "that axis does not exist: an array of shape (T, d) has axis 0 (rows) and 1 (columns), or -2 and -1"
     elif isinstance(error, IndexError):

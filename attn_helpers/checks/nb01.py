@@ -27,6 +27,16 @@ def _one_hot_cases():
     ]
 
 
+def _filled(token_ids, vocab_size, rows):
+    """The slips onehot[token_ids] = 1 (whole rows) and onehot[:, token_ids] = 1 (whole columns)."""
+    onehot = np.zeros((len(token_ids), vocab_size))
+    if rows:
+        onehot[np.asarray(token_ids)] = 1.0
+    else:
+        onehot[:, np.asarray(token_ids)] = 1.0
+    return onehot
+
+
 @shows_verdict
 def check_one_hot(fn):
     """Grade ``fn(token_ids, vocab_size) -> onehot`` of shape ``(T, vocab_size)``."""
@@ -43,6 +53,15 @@ def check_one_hot(fn):
                   "this series: one row per token, one column per word of the vocabulary, shape (T, vocab_size)"),
             Wrong(lambda ids, V: np.eye(V)[np.asarray(ids)].sum(axis=0),
                   "you added the rows up into one bag-of-words vector; keep one row per token"),
+            Wrong(lambda ids, V: _filled(ids, V, rows=False),
+                  "onehot[:, token_ids] = 1 puts a 1 in EVERY listed column of every row. Pair row i with column "
+                  "token_ids[i]: onehot[np.arange(len(token_ids)), token_ids] = 1"),
+            Wrong(lambda ids, V: _filled(ids, V, rows=True),
+                  "onehot[token_ids] = 1 fills whole ROWS (the rows numbered by the ids) with 1s. Pair row i with "
+                  "column token_ids[i]: onehot[np.arange(len(token_ids)), token_ids] = 1"),
+            Wrong(lambda ids, V: np.eye(int(np.max(ids)) + 1)[np.asarray(ids)],
+                  "you made one column per id up to the largest id, max(token_ids) + 1. There is one column per word "
+                  "of the vocabulary, whether it occurs or not: shape (T, vocab_size)"),
         ],
         shape_hint="the result must have shape (T, vocab_size): one row per token, one column per word of the "
                    "vocabulary (even for words that do not occur)",
@@ -99,6 +118,9 @@ _COSINE_WRONGS = [
           "you divided by the squared lengths: take the square root (or use np.linalg.norm)"),
     Wrong(_safe(lambda q, V: 1.0 - (V @ q) / (np.linalg.norm(V, axis=1) * np.linalg.norm(q))),
           "that is the cosine *distance*, 1 - cosine; return the similarity itself"),
+    Wrong(_safe(lambda q, V: (q @ V) / (np.linalg.norm(V, axis=1) * np.linalg.norm(q))),
+          "query @ vectors multiplies the query with the COLUMNS of the table (one per feature), not with its rows "
+          "(one per word): use vectors @ query, (N, d) @ (d,) -> (N,)"),
 ]
 
 

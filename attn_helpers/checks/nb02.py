@@ -108,6 +108,11 @@ def check_dot_score(fn):
     return verdict
 
 
+def _cosine_matrix(X):
+    lengths = np.linalg.norm(X, axis=1)  # (T,): one length per token
+    return X @ X.T / np.outer(lengths, lengths)  # (T, d_model) @ (d_model, T) -> (T, T), divided entry by entry
+
+
 def _matrix_cases():
     rng = np.random.default_rng(3)
     return [
@@ -137,6 +142,9 @@ def check_score_matrix(fn):
                                            "X @ X.T"),
             Wrong(lambda X: X @ X.T / np.sqrt(X.shape[1]), "you divided by sqrt(d_model): that scaling comes in "
                                                            "notebook 06. Here the scores are the plain X @ X.T"),
+            Wrong(_cosine_matrix,
+                  "you divided by the lengths: that is the matrix of cosine similarities (notebook 01). The scores "
+                  "are the plain dot products X @ X.T, which grow with the lengths"),
         ],
         shape_hint="the result should have one score per (query, key) pair: shape (T, T). Print X.shape and your "
                    "result's shape",

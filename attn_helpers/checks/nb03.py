@@ -71,6 +71,12 @@ def _no_keepdims(on_max, on_sum):
     return wrong
 
 
+def _max_along(x, max_axis, axis):
+    """A softmax along ``axis`` whose max was taken along ``max_axis``."""
+    exps = np.exp(x - x.max(axis=max_axis, keepdims=True))
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
 def _keepdims_hint():
     return ("forgot keepdims=True? x.max(axis=axis) and exps.sum(axis=axis) drop that axis, so they no longer line "
             "up with x. Use x.max(axis=axis, keepdims=True) and exps.sum(axis=axis, keepdims=True)")
@@ -90,6 +96,9 @@ def _wrongs():
               "you stopped after the exponential: divide by the sum along the axis so that each slice sums to 1"),
         Wrong(lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
               "you divided by the sum of the WHOLE array: sum along the axis, with keepdims=True"),
+        Wrong(lambda x, axis=-1: _max_along(x, -1 if axis in (0, -2) else 0, axis),
+              "you subtracted the max along one axis and summed along another: take the max along the same axis "
+              "as the sum, x.max(axis=axis, keepdims=True)"),
         Wrong(lambda x, axis=-1: x / x.sum(axis=axis, keepdims=True),
               "you divided the scores by their sum; softmax exponentiates first: exp(x - max) / sum(exp(x - max))"),
     ]

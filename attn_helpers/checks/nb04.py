@@ -38,8 +38,9 @@ _MATMUL_HINT = ("a matrix product's inner sizes must agree. The scores are X @ X
                 "Look for a missing .T or a swapped order (X @ weights)")
 
 
-_AXIS0_HINT = ("your softmax ran down the columns (axis=0). Each query is a row and its weights must sum to 1: "
-               "use axis=-1")
+_AXIS0_HINT = ("your weights sum to 1 down the columns: a softmax that ran over axis=0, or the weights transposed "
+               "(weights.T @ X). Each query is a row and its weights must sum to 1: softmax(scores, axis=-1), "
+               "then weights @ X")
 
 _KEEPDIMS_HINT = ("forgot keepdims=True? exps.sum(axis=-1) has shape (T,), which numpy lines up with the COLUMNS, so "
                   "entry (i, j) was divided by the sum of row j. Keep the axis: exps.sum(axis=-1, keepdims=True) has "

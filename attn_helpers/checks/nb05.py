@@ -84,6 +84,12 @@ def _wrongs():
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), scale=1 / np.sqrt(X.shape[0])),
               "you scaled by the square root of T = X.shape[0], the number of tokens. d_k is the number of "
               "columns: K.shape[-1]"),
+        Wrong(lambda X, W_q, W_k, W_v: softmax((X @ W_q) @ (X @ W_k).T) / np.sqrt(W_k.shape[-1]) @ (X @ W_v),
+              "you divided the WEIGHTS by sqrt(d_k), after the softmax, so the rows no longer sum to 1. Scale the "
+              "scores before the softmax: softmax(Q @ K.T / np.sqrt(d_k), axis=-1)"),
+        Wrong(lambda X, W_q, W_k, W_v: weights_of(X, W_q, W_k, W_v).T @ (X @ W_v),
+              "you used the weights transposed (weights.T @ V). Row i of the weights is query i, so the output is "
+              "weights @ V: (T, T) @ (T, d_v) -> (T, d_v)"),
         Wrong(lambda X, W_q, W_k, W_v: _attend(*qkv(X, W_q, W_k, W_v), axis=0),
               "your softmax ran down the columns (axis=0). Each query is a row and its weights must sum to 1: "
               "use axis=-1"),

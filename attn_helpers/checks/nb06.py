@@ -41,6 +41,13 @@ _SCALE_WRONGS = [
           "you divided by d_k itself; divide by its square root: 1 / sqrt(d_model / num_heads)"),
     Wrong(lambda d_model, num_heads: 1.0 / np.sqrt(num_heads),
           "that is 1 / sqrt(h); the scale depends on the features per head, d_k = d_model / h"),
+    Wrong(lambda d_model, num_heads: 1.0 / np.sqrt(d_model) / num_heads,
+          "you divided by h outside the square root. d_k = d_model / h goes INSIDE it: "
+          "1 / np.sqrt(d_model / num_heads)"),
+    *(Wrong(fn, "in Python ** binds tighter than / : x ** 1/2 is (x ** 1) / 2, and d_model / num_heads ** 0.5 is "
+                "d_model / sqrt(h). Put the parentheses around d_model / num_heads, or use np.sqrt")
+      for fn in (lambda d_model, num_heads: num_heads / d_model / 2,  # 1 / (d_model / num_heads) ** 1/2
+                 lambda d_model, num_heads: d_model / num_heads ** 0.5)),
 ]
 
 
@@ -90,6 +97,12 @@ _SCORES_WRONGS = [
           "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
     Wrong(lambda q, k: _unscaled(q, k) / np.sqrt(q.shape[-1] * q.shape[-3]),
           "you divided by sqrt(h * d_k) = sqrt(d_model); each head's dot products have d_k = queries.shape[-1] terms"),
+    Wrong(lambda q, k: _unscaled(q, k) / np.sqrt(q.shape[1]),
+          "queries.shape[1] is d_k only for a 2-D array: for the per-head arrays (B, h, T_q, d_k) it is h. "
+          "d_k is always the LAST axis: queries.shape[-1]"),
+    Wrong(lambda q, k: q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]) / np.sqrt(q.shape[-1]),
+          "you reshaped keys to (..., d_k, T_k). A reshape keeps the numbers in their order and refills the new "
+          "shape row by row; it does not turn rows into columns. Transpose instead: np.swapaxes(keys, -1, -2)"),
 ]
 
 _TRANSPOSE_HINT = ("keys.T reverses ALL the axes of a 4-D array, (B, h, T_k, d_k) -> (d_k, T_k, h, B); "
@@ -108,6 +121,10 @@ def check_scaled_scores(fn):
     raised_in_matmul = "raised" in verdict.message and ("matmul" in verdict.message or "aligned" in verdict.message)
     if not verdict.passed and "per-head" in verdict.message and raised_in_matmul:
         return Verdict(False, verdict.message, _TRANSPOSE_HINT)
+    if not verdict.passed and "axes don't match array" in verdict.message:
+        return Verdict(False, verdict.message, "keys.transpose(0, 1, 3, 2) names four axes, so it works only for "
+                                               "4-D arrays, and the first case is 2-D (one head). "
+                                               "np.swapaxes(keys, -1, -2) swaps the last two axes of any array")
     return verdict
 
 
@@ -136,6 +153,7 @@ def check_score_std_prediction(value):
     """Grade a prediction of the standard deviation of unscaled scores q · k at d_k = 256 (unit-variance parts)."""
     d_k = PREDICT_D_K
     sampled = sampled_score_std(d_k)
+    big = 2 * d_k  # the other row printed above the question
     return grade_value(
         value, np.sqrt(d_k), name="prediction", rtol=0.1, atol=0.0,
         wrongs=[
@@ -145,7 +163,12 @@ def check_score_std_prediction(value):
             (d_k / 2, "each of the d_k products q_i k_i has variance 1, and variances add: Var = d_k, std = sqrt(d_k)"),
             (np.sqrt(d_k) / 2, "each of the d_k products q_i k_i has variance 1 (not 1/4): Var = d_k, std = sqrt(d_k)"),
             (0.0, "the mean of the scores is 0, but they spread around it: Var(q · k) = d_k"),
+            (np.sqrt(big), f"that is sqrt({big}), the spread at d_k = {big}, the second row above; the question "
+                           f"is about d_k = {d_k}"),
         ],
+        hint=f"compare your number with the spread the sampling cell printed for {PREDICT_PAIRS} scores. Each "
+             f"product q_i k_i has variance 1, and the variances of the d_k = {d_k} terms add up: Var(q · k) = d_k; "
+             "the standard deviation is its square root",
         success=f"sqrt({d_k}) = {np.sqrt(d_k):.0f}, and the {PREDICT_PAIRS} sampled scores above have std "
                 f"{sampled:.2f}: raw scores spread like sqrt(d_k), so a softmax over them is nearly one-hot.",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import causal_mask, scaled_dot_product_attention
+from ..core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
 from ..examples import CREATURE_TOKENS, creature_example
 from ._grader import Case, Verdict, Wrong, call_quietly, failed_call, grade_function, register_solution, shows_verdict
 from ._predict import grade_token_set
@@ -85,47 +85,37 @@ def masked_attention(queries, keys, values, mask):
     return context, weights
 
 
-def _softmax_rows(scores):
-    shifted = scores - scores.max(axis=-1, keepdims=True)
-    exps = np.exp(shifted)
-    return exps / exps.sum(axis=-1, keepdims=True)
-
-
-def _scores(q, k, scale=None):
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    return q @ np.swapaxes(k, -1, -2) * scale
+def _weights(q, k, mask=None, scale=None):
+    """The core's weights: what a slip changes is passed in (no mask, another scale)."""
+    return scaled_dot_product_attention(q, k, k, mask=mask, scale=scale)[1]
 
 
 def _weights_wrongs():
     return [
-        Wrong(lambda q, k, v, m: _softmax_rows(_scores(q, k)),
+        Wrong(lambda q, k, v, m: _weights(q, k),
               "the mask is not applied: set masked scores to -inf BEFORE the softmax, "
               "np.where(mask, scores, -np.inf)"),
-        Wrong(lambda q, k, v, m: np.where(m, _softmax_rows(_scores(q, k)), 0.0),
+        Wrong(lambda q, k, v, m: np.where(m, _weights(q, k), 0.0),
               "you zeroed the masked weights AFTER the softmax, so the rows no longer sum to 1. Mask the scores "
               "before the softmax (or renormalise each row)"),
         Wrong(lambda q, k, v, m: masked_attention(q, k, v, ~np.asarray(m, dtype=bool))[1],
               "your mask is inverted: True means 'may attend', so keep the scores where mask is True: "
               "np.where(mask, scores, -np.inf)"),
-        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0),
+        Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0),
               "you forgot to scale: divide the scores by sqrt(d_k) before the softmax"),
-        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, np.sqrt(q.shape[-1])),
+        Wrong(lambda q, k, v, m: _weights(q, k, m, scale=np.sqrt(q.shape[-1])),
               "you multiplied the scores by sqrt(d_k); divide by it"),
-        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / q.shape[-1]),
+        Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0 / q.shape[-1]),
               "you divided by d_k; divide by its square root, sqrt(d_k)"),
-        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(v.shape[-1])),
+        Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0 / np.sqrt(v.shape[-1])),
               "you divided by sqrt(d_v), the dimension of the values; d_k is the last axis of the queries and keys"),
-        Wrong(lambda q, k, v, m: _masked_scale(q, k, m, 1.0 / np.sqrt(k.shape[-2])),
+        Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0 / np.sqrt(k.shape[-2])),
               "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
-        Wrong(lambda q, k, v, m: _softmax_rows(np.where(m, _scores(q, k), -1e9)),
+        Wrong(lambda q, k, v, m: softmax(np.where(m, attention_scores(q, k) / np.sqrt(q.shape[-1]), -1e9)),
               "a fully masked row came out uniform (1/T_k each): that is what the magic constant -1e9 does, "
               "since every score in the row is then equal. Use -np.inf, which needs no constant, and give a row "
               "with no allowed key all-zero weights"),
     ]
-
-
-def _masked_scale(q, k, mask, scale):
-    return _softmax_rows(np.where(mask, _scores(q, k, scale), -np.inf))
 
 
 def _cases(rng=None):
