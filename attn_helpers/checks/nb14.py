@@ -190,7 +190,7 @@ def _merge_wrongs():
         return merge_pair(list(ids)[::-1], tuple(pair)[::-1], new_id)[::-1]
 
     def no_skip_no_last(ids, pair, new_id):  # a for loop over range(len(ids) - 1), without skipping
-        return [new_id if (ids[i], ids[i + 1]) == tuple(pair) else ids[i] for i in range(len(ids) - 1)]
+        return no_skip(ids, pair, new_id)[:-1]
 
     def drops_last(ids, pair, new_id):  # skips right, but stops before the last token
         out, i = [], 0
