@@ -80,6 +80,9 @@ def test_predictions():
     assert check_skipped_tiles(6).passed and not check_skipped_tiles(10).passed
     assert "COMPUTED" in check_skipped_tiles(10).hint or "diagonal too" in check_skipped_tiles(10).hint
     assert check_skipped_tiles(28, T=16, block_size=2).passed  # 8 tiles a side: 8 * 7 / 2 above the diagonal
+    assert "ON the diagonal are computed" in check_skipped_tiles(8).hint  # half of the 4 x 4 tiles
+    assert "one row of tiles" in check_skipped_tiles(3).hint
+    assert "masked CELLS" in check_skipped_tiles(28).hint
     assert check_cache_prediction(2.0).passed
     assert "2 arrays per layer" in check_cache_prediction(1.0).hint
     assert "2 bytes" in check_cache_prediction(4.0).hint

@@ -165,6 +165,9 @@ def check_skipped_tiles(prediction, T=8, block_size=2):
                           "(token i attends to itself) and the keys before it: they must be computed"),
         (tiles * tiles - skipped, "that is the number of tiles COMPUTED (on and below the diagonal)"),
         (T * (T - 1) // 2, "that is the number of masked CELLS; a tile is skipped only if all of its cells are"),
+        (tiles * tiles / 2, "half the tiles: but the tiles ON the diagonal are computed (half masked), so fewer "
+                            "than half are skipped"),
+        (tiles - 1, "that is one row of tiles: count the tiles above the diagonal in every row of tiles"),
     ])
 
 
