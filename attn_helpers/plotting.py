@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from functools import cache, lru_cache
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import font_manager, ft2font
 from matplotlib.patches import Rectangle
 
 __all__ = ["setup_style", "heatmap", "heatmap_grid", "place_labels", "text_colour_on", "token_colour", "token_colours",
            "MASKED_COLOUR", "HATCH_COLOUR", "CONTEXT_COLOUR", "HIGHLIGHT_EDGE", "PAPER_COLOUR", "LABEL_BOX",
-           "OUTLINE_COLOUR", "GUIDE_COLOUR", "FAINT_COLOUR", "OKABE_ITO", "SERIES_COLOURS"]
+           "OUTLINE_COLOUR", "GUIDE_COLOUR", "FAINT_COLOUR", "OKABE_ITO", "SERIES_COLOURS", "drawable_labels",
+           "NO_GLYPH"]
 
 #: Colour of masked cells: visibly different from any weight, even 0.
 MASKED_COLOUR = "#d9d9d9"
@@ -187,6 +191,49 @@ _RING = (
     ((0, 7), "center", "bottom"), ((0, -7), "center", "top"), ((8, 0), "left", "center"), ((-8, 0), "right", "center"),
 )
 _LABEL_SPOTS = _RING + tuple(((3 * dx, 3 * dy), ha, va) for (dx, dy), ha, va in _RING)
+
+
+#: Names of installed fonts worth trying for characters the default font lacks (CJK, for a start).
+FALLBACK_FONTS = ("CJK", "Source Han", "WenQuanYi", "Droid Sans Fallback", "YaHei", "SimHei", "SimSun", "PingFang",
+                  "Hiragino", "Gothic", "Arial Unicode", "Noto Sans")
+#: What stands in for a character that no installed font can draw.
+NO_GLYPH = "\u25a1"
+
+
+@cache
+def _charmap(path):
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+@lru_cache(maxsize=64)
+def _fonts_for(characters):
+    """``(families, missing)``: the fonts to draw ``characters`` with, and those no installed font has."""
+    default = font_manager.FontProperties(family=mpl.rcParams["font.family"])
+    missing = {c for c in characters if ord(c) not in _charmap(font_manager.findfont(default)) and c not in "\n\t"}
+    if not missing:
+        return None, frozenset()
+    best, best_has = None, set()
+    for font in font_manager.fontManager.ttflist:
+        if any(name in font.name for name in FALLBACK_FONTS) and font.fname.lower().endswith((".ttf", ".otf")):
+            has = {c for c in missing if ord(c) in _charmap(font.fname)}
+            if len(has) > len(best_has):
+                best, best_has = font.name, has
+    families = None if best is None else [*default.get_family(), best]
+    return families, frozenset(missing - best_has)
+
+
+def drawable_labels(labels):
+    """``(labels, families, missing)``: each character that no installed font draws (an emoji, CJK without a CJK
+    font) replaced by ``NO_GLYPH``, so a figure never warns; the font families to draw the labels with (``None``:
+    the default font has every character); and the characters replaced.
+
+    >>> drawable_labels(["cat", "sat"])
+    (['cat', 'sat'], None, frozenset())
+    """
+    families, missing = _fonts_for(frozenset("".join(labels)))
+    if missing:
+        labels = ["".join(NO_GLYPH if c in missing else c for c in label) for label in labels]
+    return list(labels), families, missing
 
 
 def _overlap(box, boxes):

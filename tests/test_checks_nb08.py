@@ -29,9 +29,17 @@ def test_split_solution_and_helper_pass():
     assert "refused" in check_split_heads(my_split_heads).message
 
 
+def _refusing(split):
+    def fn(x, h):
+        if x.shape[1] % h:
+            raise ValueError("d_model must be divisible by num_heads")
+        return split(x, h)
+    return fn
+
+
 def test_split_alternative_correct_answers_pass():
-    assert check_split_heads(lambda x, h: np.stack(np.split(x, h, axis=1))).passed
-    assert check_split_heads(lambda x, h: np.swapaxes(x.reshape(x.shape[0], h, -1), 0, 1)).passed
+    assert check_split_heads(_refusing(lambda x, h: np.stack(np.split(x, h, axis=1)))).passed
+    assert check_split_heads(_refusing(lambda x, h: np.swapaxes(x.reshape(x.shape[0], h, -1), 0, 1))).passed
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -61,6 +69,27 @@ def test_split_that_does_not_refuse_non_divisible_d_model():
 
     verdict = check_split_heads(ragged)
     assert not verdict.passed and "instead of refusing" in verdict.message
+
+
+@pytest.mark.parametrize("split, words", [
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1] // h).transpose(1, 0, 2), "numpy's own error"),
+    (lambda x, h: np.stack(np.split(x, h, axis=1)), "numpy's own error"),
+])
+def test_split_that_lets_numpys_error_through_is_not_accepted(split, words):
+    """The exercise asks for a ValueError that says what is wrong: numpy's reshape error does not."""
+    verdict = check_split_heads(split)
+    assert not verdict.passed and words in verdict.message and "raise ValueError" in verdict.hint
+
+
+def test_split_that_refuses_with_an_assert_or_its_own_message():
+    def asserting(x, h):
+        assert x.shape[1] % h == 0, "not divisible"
+        return my_split_heads(x, h)
+
+    verdict = check_split_heads(asserting)
+    assert not verdict.passed and "AssertionError" in verdict.message and "ValueError" in verdict.message
+    verdict = check_split_heads(my_split_heads)
+    assert verdict.passed and "d_model = 10 is not divisible by num_heads = 4" in verdict.message
 
 
 def test_split_not_implemented_andcrash():
@@ -117,6 +146,8 @@ def test_parameter_count_solutions_and_independent_counts():
     (3 * 512**2, "left out the output projection"),
     (8 * 4 * 512**2, "multiplied by h"),
     (4 * 512 * 64, "one head"),
+    (4 * 512**2 + 512, "no biases at all"),
+    (4 * 8**2, "this notebook's example, d_model = 8"),  # the notebook's own d_model
 ])
 def test_parameter_count_original_wrong_values_get_hints(wrong, hint):
     verdict = check_parameter_count(wrong)
@@ -130,6 +161,8 @@ def test_parameter_count_original_wrong_values_get_hints(wrong, hint):
     (8 * (4 * 512**2 + 4 * 512), "multiplied by h"),
     (4 * 512 * 64 + 4 * 512, "one head"),
     (4 * 512**2 + 4 * 64, "one number per output feature"),
+    (4 * 512**2 + 512, "one bias vector"),
+    (4 * 8**2 + 4 * 8, "this notebook's example, d_model = 8"),
 ])
 def test_parameter_count_with_biases_wrong_values_get_hints(wrong, hint):
     verdict = check_parameter_count_with_biases(wrong)

@@ -129,11 +129,21 @@ def _normalised_stream(x, p):
         x + _mha(_ln(x, p, 1), p)), "uses ReLU"),
     (lambda x, p: A.transformer_block(x, p, mask=A.causal_mask(x.shape[-2]))[0], "causal mask"),
     (lambda x, p: x + _ffn(_ln(x, p, 2), p), "no attention in your block"),
+    (lambda x, p: _then_ffn(x + _mha_tuple(_ln(x, p, 1), p), p), "adds a tuple"),  # not unpacked
+    (lambda x, p: _then_ffn(x + _mha_tuple(_ln(x, p, 1), p)[1], p), "you added the attention weights"),
 ])
 def test_pre_norm_block_wrong_answers_get_specific_hints(wrong, hint):
     verdict = check_pre_norm_block(wrong)
     assert not verdict.passed
     assert hint in verdict.hint, verdict
+
+
+def _mha_tuple(x, p):
+    return A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads)  # (out, weights)
+
+
+def _then_ffn(x, p):
+    return x + _ffn(_ln(x, p, 2), p)
 
 
 def _zero_w_o_then_block(x, p):

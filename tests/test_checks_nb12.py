@@ -35,7 +35,7 @@ def fingerprints():
     return head_fingerprints([model.run(s).attentions for s in FINGERPRINT_SENTENCES])
 
 
-# --- 12.1 (a) ------------------------------------------------------------------------------------
+# --- 12.3 (a) ------------------------------------------------------------------------------------
 
 
 def test_previous_weight_solution_and_core_agree(fingerprints):
@@ -79,7 +79,7 @@ def test_checkers_never_raise(answer):
         assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
 
 
-# --- 12.1 (b) ------------------------------------------------------------------------------------
+# --- 12.3 (b) ------------------------------------------------------------------------------------
 
 
 def test_previous_head_right_answer_is_the_measured_one(fingerprints):
@@ -102,7 +102,7 @@ def test_previous_head_hints(fingerprints):
     assert "puts only" in check_previous_token_head(other).message
 
 
-# --- 12.2 --------------------------------------------------------------------------------------------
+# --- 12.1 --------------------------------------------------------------------------------------------
 
 
 def test_sink_prediction_is_graded_on_the_measurement():
@@ -126,7 +126,7 @@ def test_sink_shares_are_the_means_of_the_per_sentence_measurements():
     assert shares.max() < 0.35 < 0.75 < weights.min()  # every sentence, not only the mean
 
 
-# --- 12.3 --------------------------------------------------------------------------------------------
+# --- 12.2 --------------------------------------------------------------------------------------------
 
 
 def test_ablation_predictions_are_graded_on_the_measurement():
@@ -180,17 +180,17 @@ def test_head_mosaic_places_each_head():
 
 def test_head_view_draws_updates_and_survives_bad_text():
     explorer = nb12.EXPLORERS["head_view"]()
-    assert list(explorer.controls) == ["text", "layer", "head"]  # the browser test types a sentence first
-    assert explorer.controls["text"].continuous_update is False
+    assert list(explorer.controls) == ["sentence", "layer", "head"]  # the browser test types a sentence first
+    assert explorer.controls["sentence"].continuous_update is False
     fig = explorer.figure(layer=0, head=2)
     assert "previous 1.00" in fig.note and "13 tokens:</b> [CLS] the cat" in fig.note
     first = explorer.render_png()
     assert explorer.render_png(head=3) != first  # fast path: another head
-    explorer.controls["text"].value = "A completely different sentence."
+    explorer.controls["sentence"].value = "A completely different sentence."
     assert "different" in explorer.text.value and explorer.image.value != first
-    explorer.controls["text"].value = "word " * 300  # too long: a message, not a traceback
+    explorer.controls["sentence"].value = "word " * 300  # too long: a message, not a traceback
     assert "at most 256" in explorer.text.value
-    explorer.controls["text"].value = ""
+    explorer.controls["sentence"].value = ""
     assert "[CLS] [SEP]" in explorer.text.value
 
 
@@ -211,8 +211,8 @@ def test_a_new_sentence_redraws_only_the_middle_layer_and_matches_a_fresh_drawin
     background = explorer._background
     long_text = " ".join(["word"] * 20)  # 22 tokens: every other one labelled, in the smaller size
     for text, layer, head in (("A dog barked.", 2, 3), (long_text, 5, 11), (nb12.EXAMPLE_TEXT, 0, 2)):
-        live = _pixels(explorer.render_png(text=text, layer=layer, head=head))
-        fresh = _pixels(nb12.EXPLORERS["head_view"]().render_png(text=text, layer=layer, head=head))
+        live = _pixels(explorer.render_png(sentence=text, layer=layer, head=head))
+        fresh = _pixels(nb12.EXPLORERS["head_view"]().render_png(sentence=text, layer=layer, head=head))
         np.testing.assert_array_equal(live, fresh)
     assert explorer._background is background  # the axes were never drawn again
     middle = explorer._middle
@@ -226,7 +226,7 @@ def test_the_token_labels_are_a_fixed_pool():
     labels = list(explorer._live.handles["labels"])
     assert len(labels) == 2 * nb12.MAX_LABELS
     for text in ("Short one.", " ".join(["word"] * 40), nb12.EXAMPLE_TEXT):
-        explorer.render_png(text=text)
+        explorer.render_png(sentence=text)
         assert explorer._live.handles["labels"] == labels  # the same artists, refilled
         tokens = explorer._live.handles["result"].tokens
         shown = [label.get_text() for label in labels[:nb12.MAX_LABELS] if label.get_visible()]
@@ -239,7 +239,7 @@ def test_the_axis_titles_follow_the_labels_shown():
     """Beyond 16 tokens some go unlabelled (a long word among them): the axis titles stay next to the
     labels shown, in their smaller size, clear of the grid on the left."""
     explorer = nb12.EXPLORERS["head_view"]()
-    explorer.render_png(text="Transformers use attention to let every word in a sentence look at all the other "
+    explorer.render_png(sentence="Transformers use attention to let every word in a sentence look at all the other "
                              "words, weighted by relevance.")
     fig = explorer._live
     renderer = fig.canvas.get_renderer()

@@ -80,6 +80,9 @@ def test_predictions():
     assert check_skipped_tiles(6).passed and not check_skipped_tiles(10).passed
     assert "COMPUTED" in check_skipped_tiles(10).hint or "diagonal too" in check_skipped_tiles(10).hint
     assert check_skipped_tiles(28, T=16, block_size=2).passed  # 8 tiles a side: 8 * 7 / 2 above the diagonal
+    assert "ON the diagonal are computed" in check_skipped_tiles(8).hint  # half of the 4 x 4 tiles
+    assert "one row of tiles" in check_skipped_tiles(3).hint
+    assert "masked CELLS" in check_skipped_tiles(28).hint
     assert check_cache_prediction(2.0).passed
     assert "2 arrays per layer" in check_cache_prediction(1.0).hint
     assert "2 bytes" in check_cache_prediction(4.0).hint
@@ -152,25 +155,17 @@ def test_online_attention_scaled_by_the_wrong_size(slip, words):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: check_cache_prediction(2.0, model="llama 2 7b"),
-    lambda: check_cache_prediction(2.0, model="LLAMA-2-7B"),
+    lambda: check_cache_prediction(2.0, model="GPT-5"),
+    lambda: check_cache_prediction(2.0, T=-1),
+    lambda: check_cache_prediction(2.0, bytes_per_number="2"),
+    lambda: check_skipped_tiles(6, block_size=0),
+    lambda: check_skipped_tiles(6, T="8"),
 ])
-def test_cache_prediction_reads_the_model_name_loosely(call):
-    assert call().passed
-
-
-@pytest.mark.parametrize(("call", "words"), [
-    (lambda: check_cache_prediction(2.0, model=None), "not one of the published"),
-    (lambda: check_cache_prediction(2.0, model="GPT-5"), "not one of the published"),
-    (lambda: check_cache_prediction(2.0, T=-1), "T must be a whole number >= 1"),
-    (lambda: check_cache_prediction(2.0, T=4096.5), "T must be a whole number >= 1"),
-    (lambda: check_cache_prediction(2.0, bytes_per_number=0), "bytes_per_number must be a positive number"),
-    (lambda: check_skipped_tiles(6, block_size=0), "block_size must be a whole number >= 1"),
-    (lambda: check_skipped_tiles(6, T="8"), "T must be a whole number >= 1"),
-])
-def test_bad_checker_arguments_give_a_verdict(call, words):
+def test_bad_checker_arguments_give_a_verdict_not_a_traceback(call):
+    """The checkers' own arguments are the notebook's question: not validated, but never a traceback."""
     verdict = call()
-    assert not verdict.passed and words in verdict.message
+    assert not verdict.passed and "could not grade this prediction" in verdict.message
+
 
 
 @pytest.mark.parametrize(("answer", "words"), [(2 * 2**30 / 1e9, "GB (10^9 bytes)"), (2 * 2**30, "number of bytes"),

@@ -10,11 +10,17 @@ from learner_inputs import wrong_answers  # noqa: E402
 
 from attn_helpers.checks import check_layer_norm_backward, check_merge_pair, check_top_p, solution  # noqa: E402
 from attn_helpers.checks.nb14 import (  # noqa: E402
+    attention_sentence,
+    check_first_pair,
+    check_previous_token_heads,
     layer_norm_backward_solution,
     merge_pair_solution,
+    previous_token_weights,
     top_p_keep_solution,
 )
 from attn_helpers.gpt import WEIGHTS_PATH  # noqa: E402
+
+needs_weights = pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
 
 
 def merge_loop(ids, pair, new_id):
@@ -65,6 +71,30 @@ def test_solutions_are_hidden_until_asked():
         assert "hidden" in repr(sol) and needle in sol.source
 
 
+def _for_loop_without_skip(ids, pair, new_id):
+    out = []
+    for i in range(len(ids) - 1):
+        if ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2  # does nothing in a for loop
+        else:
+            out.append(ids[i])
+    return out
+
+
+def _stops_before_the_last(ids, pair, new_id):
+    out, skip = [], False
+    for a, b in zip(ids, ids[1:]):  # pairs only: a last token left alone never comes up
+        if skip:
+            skip = False
+        elif (a, b) == tuple(pair):
+            out.append(new_id)
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
 def _no_skip(ids, pair, new_id):
     return [new_id if (a, b) == tuple(pair) else a for a, b in zip(ids, [*ids[1:], None])]
 
@@ -75,10 +105,21 @@ def _no_skip(ids, pair, new_id):
     (_no_skip, "skip both tokens"),
     (lambda ids, pair, new_id: merge_pair_solution(ids[::-1], pair[::-1], new_id)[::-1], "go to the left"),
     (lambda ids, pair, new_id: None, "return"),
+    (_for_loop_without_skip, "two slips"),
+    (_stops_before_the_last, "the last token is lost"),
+    (lambda ids, pair, new_id: list(ids), "every occurrence of the pair becomes new_id"),
+    (lambda ids, pair, new_id: "".join(map(str, ids)), "not a list of token ids"),
+    (lambda ids, pair, new_id: [float(i) for i in ids], "not a token id"),
 ])
 def test_merge_wrong_answers_get_specific_hints(fn, hint):
     verdict = check_merge_pair(fn)
     assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
+    assert "shape" not in verdict.message + verdict.hint  # a list has a length and an order, not a shape
+
+
+def test_merge_accepts_a_tuple_or_an_array_of_ids():
+    assert check_merge_pair(lambda ids, pair, new_id: tuple(merge_loop(ids, pair, new_id)))
+    assert check_merge_pair(lambda ids, pair, new_id: np.array(merge_loop(ids, pair, new_id), dtype=np.int64))
 
 
 def _with_grad_x(grad_x_fn):
@@ -92,6 +133,13 @@ def _sigma(x):
     return np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
 
 
+def _grad_x(grad_out, x, gamma, mean_g, mean_gx=lambda a: a.mean(axis=-1, keepdims=True)):
+    """grad_x written out as a learner would, with the two means as given."""
+    x_hat = (x - x.mean(axis=-1, keepdims=True)) / _sigma(x)
+    g = grad_out * gamma
+    return (g - mean_g(g) - x_hat * mean_gx(g * x_hat)) / _sigma(x)
+
+
 @pytest.mark.parametrize("fn, hint", [
     (_with_grad_x(lambda go, x, g: go * g / _sigma(x)), "divided by sigma only"),
     (_with_grad_x(lambda go, x, g: (go * g - (go * g).mean(-1, keepdims=True)) / _sigma(x)), "through the variance"),
@@ -100,11 +148,27 @@ def _sigma(x):
                                  (go * x).reshape(-1, x.shape[-1]).sum(0), go.reshape(-1, x.shape[-1]).sum(0)),
      "NORMALISED x"),
     (lambda go, x, g, eps=1e-5: layer_norm_backward_solution(go, x, g)[0], "three gradients as one tuple"),
+    (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, lambda a: a.mean())), "g.mean() without an axis"),
+    (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, lambda a: a.mean(), lambda a: a.mean())), "both means"),
+    (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, lambda a: a.mean(axis=-1))), "keepdims=True"),
+    (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, *[lambda a: a.sum(-1, keepdims=True)] * 2)), "summed"),
     (lambda go, x, g, eps=1e-5: layer_norm_backward_solution(go, x, g)[:2], "three gradients as one tuple"),
 ])
 def test_layer_norm_backward_wrong_answers_get_specific_hints(fn, hint):
     verdict = check_layer_norm_backward(fn)
     assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
+
+
+def _in_sorted_order(probs, top_p):
+    ranked = np.sort(probs)[::-1]
+    return np.cumsum(ranked) - ranked < top_p
+
+
+def _ascending(probs, top_p):
+    keep, total = np.zeros(len(probs), dtype=bool), 0.0
+    for i in np.argsort(probs):  # the least probable first
+        keep[i], total = total < top_p, total + probs[i]
+    return keep
 
 
 def _cumulative_below(probs, top_p):
@@ -118,6 +182,9 @@ def _cumulative_below(probs, top_p):
     (_cumulative_below, "drops the token that crosses it"),
     (lambda probs, top_p: np.cumsum(probs) - probs < top_p, "sort first"),
     (lambda probs, top_p: probs >= top_p, "not a threshold"),
+    (_in_sorted_order, "SORTED order"),
+    (lambda probs, top_p: _in_sorted_order(probs, top_p)[np.argsort(-probs)], "the wrong way"),
+    (_ascending, "LEAST probable"),
     (lambda probs, top_p: ~top_p_keep_solution(probs, top_p) | True, "not right"),
 ])
 def test_top_p_wrong_answers_get_specific_hints(fn, hint):
@@ -133,6 +200,62 @@ def test_checkers_never_raise(check, garbage):
     verdict = check(garbage)
     assert not verdict
     assert isinstance(repr(verdict), str) and isinstance(verdict._repr_html_(), str)
+
+
+def test_each_top_p_slip_is_told_apart_from_the_others():
+    """The slips that the [0.1, 0.6, 0.3], p = 0.65 case alone confuses get their own hints."""
+    hints = {check_top_p(fn).hint for fn in (_in_sorted_order, _ascending, _cumulative_below,
+                                             lambda probs, top_p: np.cumsum(probs) - probs < top_p)}
+    assert len(hints) == 4
+
+
+# ---------------------------------------------------------------- predictions
+
+@needs_weights
+def test_first_pair_is_the_shipped_tokenizers_first_merge():
+    from attn_helpers.gpt import load_tiny_gpt
+
+    first = bytes(load_tiny_gpt().tokenizer.merges[0]).decode()
+    assert check_first_pair(first) and check_first_pair(tuple(first.encode()))
+    assert sum(bool(check_first_pair(a + b)) for a in " eht" for b in " eht") == (first[0] in " eht" and
+                                                                              first[1] in " eht")
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    ("e ", "space BEFORE it"), ("he", "which letter begins the most words"), ("abc", "two characters"),
+    (..., "my_first_pair"), (3, "two characters"),
+])
+def test_first_pair_wrong_predictions_get_hints(prediction, hint):
+    verdict = check_first_pair(prediction)
+    assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
+
+
+def _previous_weights_by_loop(model, sentence):
+    """Block 0 only, from multi_head_attention on the normalised input, and a loop over the queries."""
+    from attn_helpers import causal_mask, layer_norm, multi_head_attention, positional_encoding
+
+    ids = model.tokenizer.encode(sentence)[:24]
+    x = model.decoder.embeddings[ids] + positional_encoding(len(ids), model.decoder.d_model)
+    b = model.decoder.blocks[0]
+    normed = layer_norm(x, b.norm_1_gamma, b.norm_1_beta)
+    _, weights = multi_head_attention(normed, b.W_q, b.W_k, b.W_v, b.W_o, b.num_heads, causal_mask(len(ids)),
+                                      b.b_q, b.b_k, b.b_v, b.b_o)
+    return np.array([np.mean([w[i, i - 1] for i in range(1, len(ids))]) for w in weights])
+
+
+@needs_weights
+def test_previous_token_heads_one_prediction_passes_the_measured_one():
+    from attn_helpers.gpt import load_tiny_gpt
+
+    model = load_tiny_gpt()
+    previous = previous_token_weights(model, attention_sentence())
+    np.testing.assert_allclose(previous[0], _previous_weights_by_loop(model, attention_sentence()), atol=1e-5)
+    passed = [n for n in range(previous.size + 1) if check_previous_token_heads(n)]
+    assert passed == [int((previous > 0.5).sum())]
+    for prediction, hint in ((passed[0] + 1, "MORE than half"), (previous.size + 1, "from 0 to"),
+                             ("2", "whole number"), (..., "not filled in")):
+        verdict = check_previous_token_heads(prediction)
+        assert not verdict and hint in verdict.message + verdict.hint, repr(verdict)
 
 
 # ---------------------------------------------------------------- widget module
@@ -173,3 +296,32 @@ def test_a_slider_move_updates_the_bars_in_place_as_a_fresh_drawing_would():
                                                                           for b in fresh.handles["bars"]]
     explorer.render(prompt="Mr. Darcy")
     assert explorer._live.axes != axes  # a new prompt has other favourite tokens: a full redraw
+
+
+@needs_weights
+def test_the_sampling_view_draws_removed_tokens_grey_names_punctuation_and_prints_its_sample_plainly():
+    from matplotlib.colors import to_hex
+
+    from attn_helpers.gpt import load_tiny_gpt
+    from attn_helpers.plotting import FAINT_COLOUR
+    from attn_helpers.widgets import nb14
+
+    model = load_tiny_gpt()
+    explorer = nb14.sampling_explorer(model, prompt="Mr. Darcy")
+    fig = explorer.figure(temperature=0.8, top_k=0, top_p=0.5)
+    view = nb14.sampling_view(model, "Mr. Darcy", temperature=0.8, top_p=0.5)
+    removed = [bar for bar, p in zip(fig.handles["bars"], view["shaped"]) if p == 0]
+    assert removed and all(to_hex(bar.get_facecolor()) == FAINT_COLOUR and bar.get_height() > 0 for bar in removed)
+    labels = [label.get_text() for label in fig.handles["ax"].get_xticklabels()]
+    assert ", (comma)" in labels and "' (apostrophe)" in labels  # the two are told apart
+    assert "Mr. Darcy<b>" + view["sample"] in fig.note and "'" + view["sample"][:3] not in fig.note
+
+
+def test_labels_name_a_lone_punctuation_mark_and_draw_what_the_fonts_lack():
+    from attn_helpers.plotting import NO_GLYPH, drawable_labels
+    from attn_helpers.widgets.nb14 import token_label
+
+    assert [token_label(t) for t in (",", "·\"", "·was", "⏎", "··")] == [", (comma)", "·\" (quotation mark)", "·was",
+                                                                         "⏎", "··"]
+    labels, _, missing = drawable_labels(["\U0001F642 über"])
+    assert labels == [NO_GLYPH + " über"] and missing == {"\U0001F642"}

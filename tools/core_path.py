@@ -163,7 +163,7 @@ PLANS = {
         ],
         "flex": [],
         "after": ["13"], "after_note": ", the rest of 11 (the ablations) and of 12 (removing a "
-                                       "head, *apple* in two sentences, exercise 12.1), and the exercises of 11 and 12",
+                                       "head, *apple* in two sentences, exercise 12.3), and the exercises of 11 and 12",
     },
 }
 

@@ -37,7 +37,13 @@ from .nb12 import (
     check_sink_prediction,
 )
 from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
-from .nb14 import check_layer_norm_backward, check_merge_pair, check_top_p
+from .nb14 import (
+    check_first_pair,
+    check_layer_norm_backward,
+    check_merge_pair,
+    check_previous_token_heads,
+    check_top_p,
+)
 
 __all__ = [
     "Case", "Verdict", "Wrong", "grade_function", "grade_value", "register_solution", "solution",  # the machinery
@@ -59,5 +65,6 @@ __all__ = [
     "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained
     "check_sink_prediction",
     "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost
-    "check_layer_norm_backward", "check_merge_pair", "check_top_p",  # 14 A tiny GPT of your own
+    "check_first_pair", "check_layer_norm_backward", "check_merge_pair", "check_previous_token_heads",  # 14 GPT
+    "check_top_p",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..examples import creature_example
 from ._grader import (
     Case,
     TimeLimit,
@@ -50,6 +51,10 @@ def _split_cases():
     ]
 
 
+#: Words of numpy's own errors when the features cannot be cut evenly (reshape, np.split, a float shape).
+_NUMPY_ERRORS = ("cannot reshape", "equal division", "could not be broadcast", "must be integers")
+
+
 def _dims(x, h):
     T, d_model = x.shape
     return T, h, d_model // h
@@ -93,6 +98,13 @@ def check_split_heads(fn):
     result, err = call_quietly(fn, np.zeros((3, 10)), 4)
     if isinstance(err, TimeLimit):
         return failed_call(err, "x of shape (3, 10) with num_heads=4")
+    if err is not None and (not isinstance(err, ValueError) or any(words in str(err) for words in _NUMPY_ERRORS)):
+        numpy = " (numpy's own error)" if isinstance(err, ValueError) else ""
+        return Verdict(False, f"with d_model=10 and num_heads=4 your function raised {type(err).__name__}: "
+                              f"{err}{numpy}; the exercise asks for a ValueError with a message of your own",
+                       "check d_model % num_heads before reshaping, and raise ValueError(f\"d_model = {d_model} is "
+                       "not divisible by num_heads = {num_heads}\"): a learner who calls your function then reads "
+                       "what to change")
     if err is None:
         try:
             got = f"a result of shape {np.shape(result)}"
@@ -102,7 +114,7 @@ def check_split_heads(fn):
                        "10 features cannot be cut into 4 equal heads: check d_model % num_heads and raise a "
                        "ValueError that says so")
     return Verdict(True, "head i holds features [i*d_h : (i+1)*d_h] of every token, and d_model=10 with "
-                         f"num_heads=4 is refused ({type(err).__name__}).")
+                         f"num_heads=4 is refused with your message: {err}")
 
 
 # Exercise 08.2: merge the heads back
@@ -184,6 +196,15 @@ _HEAD_WRONGS = [
 ]
 
 
+def _example_wrongs(with_biases):
+    """The count for this notebook's example (d_model = 8) instead of the exercise's 512."""
+    d = creature_example()["X"].shape[1]
+    hint = (f"that is the count for this notebook's example, d_model = {d}: the exercise asks for the original "
+            f"Transformer's base model, d_model = {_D} and h = {_H}. Give the sizes names of your own "
+            f"(d_base = {_D}), so that d_model keeps its value for the cells above")
+    return [(4 * d**2 + 4 * d * with_biases, hint)]
+
+
 @shows_verdict
 def check_parameter_count(value):
     """Grade the count of the original Transformer's attention layer: d_model = 512, h = 8, no biases."""
@@ -194,6 +215,8 @@ def check_parameter_count(value):
                                  "its equations are XW_q, XW_k, XW_v and Concat(...)W_o, and its reference code "
                                  "(tensor2tensor) builds them without biases. Count the weights only"),
             (4 * _D**2 + 3 * _D, "the original Transformer's projections have no biases at all: weights only"),
+            (4 * _D**2 + _D, "the original Transformer's projections have no biases at all: weights only"),
+            *_example_wrongs(False),
             *_HEAD_WRONGS,
         ],
         success="4 * 512**2 = 1,048,576 weights, whatever the number of heads: the paper's attention has no biases.",
@@ -209,6 +232,9 @@ def check_parameter_count_with_biases(value):
             (4 * _D**2, "that is the weights only (the original Transformer's count): here each of the four "
                         "projections also has a bias vector of d_model numbers"),
             (4 * _D**2 + 3 * _D, "W_o has a bias too: four bias vectors of d_model numbers"),
+            (4 * _D**2 + _D, "that counts one bias vector; each of the four projections (W_q, W_k, W_v, W_o) has "
+                             "its own: 4 * d_model bias numbers"),
+            *_example_wrongs(True),
             (3 * _D**2 + 3 * _D, "you left out the output projection W_o, a (d_model, d_model) matrix plus its bias"),
             (4 * _D**2 + 4 * _D_H, "a bias has one number per output feature: d_model = h * d_h numbers per "
                                    "projection, not d_h"),

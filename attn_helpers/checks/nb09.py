@@ -17,6 +17,7 @@ from ._grader import (
     grade_function,
     grade_value,
     never_raises,
+    read_filled,
     register_solution,
     shows_verdict,
 )
@@ -180,8 +181,10 @@ _PREDICTION_WRONGS = {
 def check_order_prediction(prediction):
     """Grade a prediction ``{"without positions": n, "with positions": m}``: how many of the 3 words of
     "dog bites man" get a different context vector when the sentence becomes "man bites dog"."""
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "my_prediction is not filled in yet", "replace each ... with a whole number from 0 to 3")
+    prediction, problem = read_filled(prediction, "my_prediction", example="a whole number from 0 to 3, each",
+                                      numbers=False)
+    if problem is not None:
+        return problem
     if not isinstance(prediction, dict) or set(prediction) != set(_KEYS):
         got = sorted(map(str, prediction)) if isinstance(prediction, dict) else type(prediction).__name__
         return Verdict(False, f"my_prediction must be a dict with the keys {list(_KEYS)}; got {got}",
@@ -241,9 +244,10 @@ def length_accuracies():
 
 def _as_kinds(prediction, kinds):
     """A prediction (a set, list or string of kind names, any case) as a set of kinds, or a Verdict saying why not."""
-    example = 'write a set of kinds, for example {"learned", "rope"}, or set() if you expect none to work'
-    if prediction is None or prediction is Ellipsis:
-        return None, Verdict(False, "my_length_prediction is not filled in yet", f"replace the ...: {example}")
+    example = 'a set of kinds, for example {"learned", "rope"}, or set() if you expect none to work'
+    prediction, problem = read_filled(prediction, "my_length_prediction", example=example, numbers=False)
+    if problem is not None:
+        return None, problem
     if isinstance(prediction, str):
         words = [w for w in re.split(r"[^a-z]+", prediction.lower()) if w not in ("", "and", "or")]
         if words in (["all"], ["none"]):
@@ -253,13 +257,13 @@ def _as_kinds(prediction, kinds):
         items = list(prediction)
     else:
         return None, Verdict(False, f"my_length_prediction is of type {type(prediction).__name__}, not one of the "
-                                    f"kinds nor a set of them", example)
+                                    f"kinds nor a set of them", f"write {example}")
     predicted = set()
     for item in items:
         kind = _KIND_NAMES.get(item.lower().strip()) if isinstance(item, str) else None
         if kind is None:
             return None, Verdict(False, f"my_length_prediction contains {item!r}, which is not a kind of positions",
-                                 f"name the kinds as {', '.join(map(repr, kinds))}; {example}")
+                                 f"name the kinds as {', '.join(map(repr, kinds))}; write {example}")
         predicted.add(kind)
     return predicted, None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
+import re
 
 import numpy as np
 
@@ -12,7 +13,17 @@ from ..block import feed_forward, init_block_params, layer_norm, parameter_count
 from ..core import causal_mask
 from ..examples import GPT2_FAMILY, creature_block_example
 from ..multihead import multi_head_attention
-from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, read_answer, register_solution, shows_verdict
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    call_quietly,
+    grade_function,
+    read_answer,
+    read_filled,
+    register_solution,
+    shows_verdict,
+)
 from ._predict import is_complex
 
 __all__ = ["check_layer_norm", "check_pre_norm_block", "check_decoder_changed_rows", "check_gpt2_parameter_count"]
@@ -222,12 +233,18 @@ def check_pre_norm_block(fn):
     if not callable(fn):
         return grade_function(fn, my_pre_norm_block, [], what="my_pre_norm_block")
     changed = []  # the learner's function gets a copy of p: the reference and the known slips use the original
+    unpack = ("multi_head_attention returns (out, weights): unpack it, attended, _ = ...; the block returns the "
+              "output only")
     verdict = grade_function(
         _copy_params_and_watch(fn, changed), my_pre_norm_block, _block_cases(), what="my_pre_norm_block",
         wrongs=_BLOCK_WRONGS, rtol=1e-5, atol=1e-6, shape_hint="a block returns the same shape as its input x",
-        hints={"tuple": "multi_head_attention returns (out, weights): unpack it, attended, _ = ...; the block "
-                        "returns the output only"},
-        success="pre-norm: each sub-layer reads a normalised copy and adds its result to the raw stream.")
+        hints={"tuple": unpack}, success="pre-norm: each sub-layer reads a normalised copy and adds its result to "
+                                         "the raw stream.")
+    if "inhomogeneous" in verdict.message or "with a sequence" in verdict.message:  # x + (out, weights)
+        return Verdict(False, verdict.message, f"x + multi_head_attention(...) adds a tuple: {unpack}")
+    if "could not be broadcast" in verdict.message and re.search(r"\(\d+,(\d+),\1\)", verdict.message):
+        return Verdict(False, verdict.message, "you added the attention weights, (heads, T, T), to the stream: "
+                                               "multi_head_attention returns (out, weights), and out is the first")
     if changed:
         return Verdict(False, f"your function changed the parameters it was given (p.{', p.'.join(changed)}) "
                               "in place",
@@ -259,9 +276,10 @@ def changed_rows(position, causal=True, example=None):
 def check_decoder_changed_rows(prediction, position=2):
     """Compare the learner's predicted list of changed rows with what the decoder block really does."""
     T = len(creature_block_example(num_blocks=0)["X"])
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "my_prediction is not filled in yet",
-                       "write the positions you expect to change, for example [0, 1] (a list of integers)")
+    prediction, problem = read_filled(prediction, "my_prediction", numbers=False, example="the positions you "
+                                      "expect to change, for example [0, 1] (a list of integers)")
+    if problem is not None:
+        return problem
     if isinstance(prediction, (numbers.Integral, np.integer)) and not isinstance(prediction, bool):
         prediction = [prediction]
     try:

@@ -1,5 +1,5 @@
-"""Checkers for notebook 12 (a real pretrained model): the previous-token head (12.1), the attention sink (12.2)
-and what removing a head changes (12.3), graded on measurements of the real model."""
+"""Checkers for notebook 12 (a real pretrained model): the attention sink (12.1), what removing a head changes (12.2)
+and the previous-token head (12.3), graded on measurements of the real model."""
 from __future__ import annotations
 
 import numbers
@@ -8,16 +8,17 @@ from functools import lru_cache
 import numpy as np
 
 from ..ablation import ablation_effects
+from ..core import softmax
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
-from ._grader import Case, Verdict, Wrong, grade_function, register_solution, shows_verdict
+from ._grader import Case, Verdict, Wrong, grade_function, read_filled, register_solution, shows_verdict
 from ._predict import read_choice, read_letter
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction",
            "check_ablation_prediction", "sink_measurements", "ablated_heads", "ABLATION_QUESTIONS"]
 
 
-# Exercise 12.1 (a): the previous-token weight of every head
+# Exercise 12.3 (a): the previous-token weight of every head
 @register_solution("my_previous_token_weight")
 def my_previous_token_weight(attentions):
     """(layers, heads, T, T) -> (layers, heads): the mean over tokens i = 1..T-1 of attentions[..., i, i - 1]."""
@@ -28,9 +29,7 @@ def my_previous_token_weight(attentions):
 
 
 def _random_attentions(rng, layers, heads, T):
-    scores = rng.standard_normal((layers, heads, T, T)) * 2
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True)
+    return softmax(rng.standard_normal((layers, heads, T, T)) * 2)  # random scores -> (layers, heads, T, T) weights
 
 
 def _previous_cases():
@@ -82,7 +81,7 @@ def check_previous_token_weight(fn):
                           success="the mean weight on the previous token, one number per head.")
 
 
-# Exercise 12.1 (b): which head is the previous-token head?
+# Exercise 12.3 (b): which head is the previous-token head?
 @lru_cache(maxsize=1)
 def _model_fingerprints():
     model = load_minilm()
@@ -92,8 +91,9 @@ def _model_fingerprints():
 @shows_verdict
 def check_previous_token_head(answer):
     """Grade ``(layer, head)``: the head with the largest mean weight on the previous token (0-based)."""
-    if answer is None or answer is Ellipsis:
-        return Verdict(False, "the answer is not filled in yet", "write answer = (layer, head), two integers")
+    answer, problem = read_filled(answer, "previous_head", example="(layer, head), two integers", numbers=False)
+    if problem is not None:
+        return problem
     try:
         fingerprints = _model_fingerprints()
     except Exception as err:  # noqa: BLE001 - a missing model becomes a message, never a traceback
@@ -129,13 +129,13 @@ def check_previous_token_head(answer):
     if (layer, head) == nxt:
         return Verdict(False, f"({layer}, {head}) is the NEXT-token head ({next_weight[nxt]:.2f} on the next token)",
                        "for query row i the previous token is column i - 1: check your function with exercise "
-                       "12.1 (a)'s checker first")
+                       "12.3 (a)'s checker first")
     return Verdict(False, f"head ({layer}, {head}) puts only {previous[layer, head]:.2f} on the previous token",
                    "apply your function to each sentence's attentions, average over the sentences, then take the "
                    "(layer, head) of the largest value with np.unravel_index(np.argmax(...), shape)")
 
 
-# Exercise 12.2: predict, then measure: how much does a sink head take from [CLS]?
+# Exercise 12.1: predict, then measure: how much does a sink head take from [CLS]?
 SINK_LAYER, SINK_HEAD = 4, 5
 
 #: The choices of the prediction, and the range of the measured share each one stands for.
@@ -173,8 +173,10 @@ def sink_prediction():
 @shows_verdict
 def check_sink_prediction(prediction):
     """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
-    if prediction is None or prediction is Ellipsis:
-        return Verdict(False, "no prediction yet", 'write my_prediction = "a", "b" or "c" before you measure')
+    prediction, problem = read_filled(prediction, "my_prediction", example='"a", "b" or "c", before you measure',
+                                      numbers=False)
+    if problem is not None:
+        return problem
     choice = read_choice(prediction, {key: text for key, (text, _, _) in SINK_CHOICES.items()})
     if choice is None:
         return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')
@@ -194,9 +196,9 @@ def check_sink_prediction(prediction):
                    "lengths of the value vectors in the cell below")
 
 
-# Exercise 12.3: predict, then run: what does removing a head change?
+# Exercise 12.2: predict, then run: what does removing a head change?
 def ablated_heads(seed=SEED):
-    """The heads exercise 12.3 removes: the previous-token head, a sink, and one drawn at random among the others."""
+    """The heads exercise 12.2 removes: the previous-token head, a sink, and one drawn at random among the others."""
     named = {"previous-token (0, 2)": (0, 2), f"sink ({SINK_LAYER}, {SINK_HEAD})": (SINK_LAYER, SINK_HEAD)}
     others = [(layer, head) for layer in range(6) for head in range(12) if (layer, head) not in named.values()]
     layer, head = others[int(np.random.default_rng(seed).integers(len(others)))]
@@ -209,14 +211,14 @@ def measured_ablation():
     return ablation_effects(load_minilm(), FINGERPRINT_SENTENCES, ablated_heads())
 
 
-#: Exercise 12.3's questions: choices, a hint for each wrong one, and how the answer is read off the measurement.
+#: Exercise 12.2's questions: choices, a hint for each wrong one, and how the answer is read off the measurement.
 ABLATION_QUESTIONS = {
     "largest change": {
         "choices": {"a": "the previous-token head (0, 2)", "b": "the sink head (4, 5)", "c": "the random head"},
-        "hints": {"b": "the sink puts most of its weight on [CLS], whose value vector is short (exercise 12.2): what "
+        "hints": {"b": "the sink puts most of its weight on [CLS], whose value vector is short (exercise 12.1): what "
                        "it adds to a token is small, so removing it changes little",
                   "c": "compare what the heads add: the previous-token head writes each token's neighbour into it, a "
-                       "different vector for every token; the sink adds little (exercise 12.2)",
+                       "different vector for every token; the sink adds little (exercise 12.1)",
                   "a": "the previous-token head is in layer 0; later layers could undo what it changed, but right "
                        "after its block nothing has had a chance to"},
     },
@@ -246,7 +248,7 @@ def ablation_answer(question, effects=None):
 
 @shows_verdict
 def check_ablation_prediction(answer, question=None):
-    """Grade a prediction of exercise 12.3 (``question`` one of :data:`ABLATION_QUESTIONS`) on the measurement."""
+    """Grade a prediction of exercise 12.2 (``question`` one of :data:`ABLATION_QUESTIONS`) on the measurement."""
     choice, problem = read_letter(answer, ABLATION_QUESTIONS, question, "this exercise's", "{!r}")
     if problem is not None:
         return problem

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from functools import cache, lru_cache, partial
+from functools import partial
 
 import ipywidgets as widgets
 import matplotlib as mpl
 import numpy as np
-from matplotlib import font_manager, ft2font
 from matplotlib.patches import Rectangle
 
-from ..plotting import OKABE_ITO
+from ..plotting import NO_GLYPH, OKABE_ITO, drawable_labels
 from ..pretrained import FINGERPRINT_SENTENCES, MAX_TOKENS, head_fingerprints, load_minilm
 from . import LABEL_STYLE, Explorer, slider
 
@@ -76,47 +75,17 @@ def fit_text(model, text):
                  f"first {shown}.</b><br>")
 
 
-#: Names of installed fonts worth trying for characters the default font lacks (CJK, for a start).
-FALLBACK_FONTS = ("CJK", "Source Han", "WenQuanYi", "Droid Sans Fallback", "YaHei", "SimHei", "SimSun", "PingFang",
-                  "Hiragino", "Gothic", "Arial Unicode", "Noto Sans")
-#: What stands in for a character that no installed font can draw.
-NO_GLYPH = "\u25a1"
-
-
-@cache
-def _charmap(path):
-    return frozenset(ft2font.FT2Font(path).get_charmap())
-
-
-@lru_cache(maxsize=64)
-def _fonts_for(characters):
-    """``(families, missing)``: the fonts to draw ``characters`` with, and those no installed font has."""
-    default = font_manager.FontProperties(family=mpl.rcParams["font.family"])
-    missing = {c for c in characters if ord(c) not in _charmap(font_manager.findfont(default))}
-    if not missing:
-        return None, frozenset()
-    best, best_has = None, set()
-    for font in font_manager.fontManager.ttflist:
-        if any(name in font.name for name in FALLBACK_FONTS) and font.fname.lower().endswith((".ttf", ".otf")):
-            has = {c for c in missing if ord(c) in _charmap(font.fname)}
-            if len(has) > len(best_has):
-                best, best_has = font.name, has
-    families = None if best is None else [*default.get_family(), best]
-    return families, frozenset(missing - best_has)
-
-
 def _drawable(tokens):
     """``(labels, families, note)``: the token labels as the figure's fonts can draw them."""
-    families, missing = _fonts_for(frozenset("".join(tokens)))
+    labels, families, missing = drawable_labels(tokens)
     if not missing:
-        return list(tokens), families, ""
-    labels = ["".join(NO_GLYPH if c in missing else c for c in token) for token in tokens]
+        return labels, families, ""
     shown = " ".join(sorted(missing)[:8]) + (" ..." if len(missing) > 8 else "")
     return labels, families, (f"<br>The figure's fonts have no glyph for {shown}: its labels show them as "
                               f"{NO_GLYPH} (the tokens above are exact; a font such as Noto Sans CJK would draw them).")
 
 
-def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
+def draw_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
     """Left: the 6 x 12 grid of every head's weights; right: the chosen head with its tokens."""
     model = load_minilm() if model is None else model
     layers, heads = model.num_layers, model.num_heads
@@ -147,11 +116,11 @@ def draw_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, model=None):
     fig.colorbar(big, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
     axis_titles = _axis_titles(big_ax, "key (attended to)", "query")
     labels = _token_label_pool(big_ax)
-    fig.handles.update(model=model, text=None, result=None, grid=grid, grid_ax=grid_ax, frame=frame, big=big,
+    fig.handles.update(model=model, sentence=None, result=None, grid=grid, grid_ax=grid_ax, frame=frame, big=big,
                        big_ax=big_ax, labels=labels, axis_titles=axis_titles)
     fig.middle.extend([grid, *lines, *axis_titles, *labels])
     fig.dynamic.extend([frame, big, big_ax.title])
-    return update_head_view(fig, text, layer, head)
+    return update_head_view(fig, sentence, layer, head)
 
 
 def _axis_titles(ax, xlabel, ylabel):
@@ -190,11 +159,11 @@ def _show_tokens(labels, tokens, families=None):
     return max(len(tokens[i]) for i in shown) * size / 11
 
 
-def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
+def update_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, **_):
     """Show another sentence, layer or head (the live widget's fast path)."""
     h = fig.handles
-    if text != h["text"]:  # a new sentence: run the model, refill the grid, relabel (the middle layer)
-        shown, cut_note = fit_text(h["model"], text)
+    if sentence != h["sentence"]:  # a new sentence: run the model, refill the grid, relabel (the middle layer)
+        shown, cut_note = fit_text(h["model"], sentence)
         result = h["model"].run(shown)
         T = len(result.tokens)
         h["grid"].set_data(head_mosaic(result.attentions))
@@ -207,7 +176,7 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
         xlabel.set_y(-0.05 - 0.028 * longest)
         ylabel.set_x(-0.06 - 0.036 * longest)
         fig.middle_changed = True
-        h.update(text=text, result=result, notes=(cut_note, font_note))
+        h.update(sentence=sentence, result=result, notes=(cut_note, font_note))
     result = h["result"]
     layers, heads = result.attentions.shape[:2]
     layer, head = min(max(int(layer), 0), layers - 1), min(max(int(head), 0), heads - 1)
@@ -219,16 +188,17 @@ def update_head_view(fig, text=EXAMPLE_TEXT, layer=0, head=0, **_):
     return f"{cut_note}<b>{len(result.tokens)} tokens:</b> {tokens}<br>{head_summary(result, layer, head)}{font_note}"
 
 
-def head_view(text=EXAMPLE_TEXT, layer=0, head=0, model=None):
-    """Type a sentence; pick a layer and a head. Returns an :class:`Explorer` (``.show()``, ``.static()``)."""
+def head_view(sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
+    """Type a sentence; pick a layer and a head. Returns an :class:`Explorer` (``.show()``, ``.static()``, both of
+    which take ``sentence=``, ``layer=``, ``head=``)."""
     model = load_minilm() if model is None else model
-    text_box = widgets.Text(value=text, description="sentence (press Enter)", continuous_update=False,
+    text_box = widgets.Text(value=sentence, description="sentence (press Enter)", continuous_update=False,
                             style=LABEL_STYLE, layout=widgets.Layout(width="640px"))
-    controls = {"text": text_box,
+    controls = {"sentence": text_box,
                 "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
                 "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
     return Explorer(partial(draw_head_view, model=model), controls, figsize=(13, 5.2), update=update_head_view,
-                    samples={"text": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
+                    samples={"sentence": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
