@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import scaled_dot_product_attention, softmax
+from ..efficient import tile_count
 from ..kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
 from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution, shows_verdict
 
@@ -156,7 +159,7 @@ def check_online_attention(fn):
 @never_raises("could not grade this prediction", "give a whole number, for example my_skipped_tiles = 3")
 def check_skipped_tiles(prediction, T=8, block_size=2):
     """Grade a prediction of how many tiles a causal mask lets tiled attention skip."""
-    tiles = -(-T // block_size)
+    tiles = math.isqrt(tile_count(T, block_size))  # tiles per row of tiles
     skipped = tiles * (tiles - 1) // 2  # the tiles strictly above the diagonal of tiles
     return grade_value(prediction, skipped, name="prediction", success=(
         f"{skipped} of the {tiles * tiles} tiles lie entirely above the diagonal: every key in them is in the "
