@@ -85,7 +85,8 @@ def _open(page, path: Path) -> None:
     page.evaluate("() => document.documentElement.classList.remove('deck')")  # a deck: every slide at once
 
 
-def _report(violations: list[dict]) -> str:
+def violation_report(violations: list[dict]) -> str:
+    """axe-core's violations, one paragraph per rule with its first element."""
     return "\n".join(f"  {v['id']} ({len(v['nodes'])}): {v['help']}; e.g. {v['nodes'][0]['html'][:160]}\n"
                      f"    {v['nodes'][0]['failureSummary'][:300]}" for v in violations)
 
@@ -98,7 +99,7 @@ def test_page_has_no_wcag_aa_violation(name, built, offline_page):  # noqa: F811
     page.set_viewport_size({"width": 1280, "height": 800})
     _open(page, built / name)
     violations = Axe().run(page, options=WCAG_AA).response["violations"]
-    assert not violations, f"{name}: axe-core found WCAG 2.1 AA violations:\n{_report(violations)}"
+    assert not violations, f"{name}: axe-core found WCAG 2.1 AA violations:\n{violation_report(violations)}"
 
 
 @pytest.mark.parametrize("name", PAGES)
