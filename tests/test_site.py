@@ -129,3 +129,20 @@ def test_goals_and_titles_come_from_the_first_cell():
         "# 09 · Something\n\n**After this notebook you will be able to**\n- do $x$;\n- do y\n  and z.\n\nMore.")]
     assert build_site.title_of(nb) == "09 · Something"
     assert build_site.goals_of(nb) == ["do $x$;", "do y and z."]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_figure_says_what_it_shows(notebook):
+    """Each figure's cell gives its own alt text (the ``alt`` metadata the site and the slides use), a sentence
+    or more about what it shows, rather than the first sentence of the text above it."""
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        figures = sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if not figures:
+            continue
+        alt = cell.metadata.get("alt")
+        alts = [alt] if isinstance(alt, str) else list(alt or [])
+        assert len(alts) == figures, f"cell {cell.get('id')}: {figures} figures, {len(alts)} alt texts"
+        for text in alts:
+            assert len(text) >= 80 and not re.match(r"(?i)(figure|plot|image|chart)\s*\d*\s*[.:]?$", text), (
+                f"cell {cell.get('id')}: alt text that does not say what the figure shows: {text!r}")

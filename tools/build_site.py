@@ -20,6 +20,10 @@ outputs stored in the notebooks.
   (a string, or a list with one entry per figure of the cell), else the first sentence
   of the markdown cell above the figure, which introduces it.
 - Pages have a mobile viewport, previous/next links and print styles.
+- Accessible (WCAG 2.1 AA, checked with axe-core by tests/browser/test_a11y.py): code in a
+  highlighting style made for contrast (``CODE_STYLE``, from accessible-pygments), links in the
+  text underlined, code and outputs wrapped rather than scrolled sideways, and each display
+  equation in a box that the Tab key reaches, so that a wide one can be scrolled by keyboard.
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ from jinja2 import DictLoader, pass_context
 from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SITE = ROOT / "site"
 SERIES = "Attention from first principles"
+CODE_STYLE = "a11y-light"  # accessible-pygments: every colour at least 4.5:1 on its background
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
@@ -65,9 +71,12 @@ body > main { max-width: var(--site-max); margin: 0 auto; padding: 0.5rem 1rem 2
 .site-widget-note { border-left: 4px solid var(--site-accent); background: #fdf3e7; padding: 0.5rem 0.8rem;
   margin: 0.3rem 0; font-family: var(--jp-ui-font-family, system-ui, sans-serif); }
 .jp-OutputArea-output img, .jp-RenderedMarkdown img { max-width: 100%; height: auto; }
-.jp-RenderedHTMLCommon table { display: block; overflow-x: auto; max-width: 100%; }
-.jp-InputArea-editor .highlight pre, .jp-OutputArea-output pre { overflow-x: auto; }
-math[display="block"] { display: block; margin: 0.6em 0; max-width: 100%; overflow-x: auto; font-size: 1.1em; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { overflow-wrap: anywhere; }  /* a table wraps, never scrolls */
+main .jp-RenderedHTMLCommon a:any-link, main a { text-decoration: underline; }  /* not told apart by colour alone */
+.jp-InputArea-editor .highlight pre, .jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.site-equation { margin: 0.6em 0; max-width: 100%; overflow-x: auto; }
+.site-equation:focus-visible { outline: 2px solid var(--site-accent); outline-offset: 2px; }
+math[display="block"] { display: block; margin: 0; font-size: 1.1em; }
 math { font-family: "STIX Two Math", "Cambria Math", "Latin Modern Math", math; }
 @media (max-width: 700px) {
   body > main { padding: 0.25rem 0.4rem 1.5rem; }
@@ -154,13 +163,13 @@ class MathMLRenderer(IPythonRenderer):
     """nbconvert's markdown renderer, with every equation converted to MathML at build time."""
 
     def block_math(self, body: str) -> str:
-        return mathml(body, display="block")
+        return equation(body)
 
     def inline_math(self, body: str) -> str:
         return mathml(body, display="inline")
 
     def latex_environment(self, name: str, body: str) -> str:
-        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display="block")
+        return equation(f"\\begin{{{name}}}{body}\\end{{{name}}}")
 
 
 def mathml(latex: str, display: str = "inline") -> str:
@@ -188,6 +197,12 @@ def mathml(latex: str, display: str = "inline") -> str:
     source = html.escape(latex.strip(), quote=False)
     annotation = f'<annotation encoding="application/x-tex">{source}</annotation>'
     return f"{opening}><semantics>{inner}{annotation}</semantics></math>"
+
+
+def equation(latex: str) -> str:
+    """A display equation: its MathML in a box that scrolls sideways when the equation is wider than the
+    page, and that the Tab key reaches so that the arrow keys can scroll it."""
+    return f'<div class="site-equation" tabindex="0" role="group" aria-label="equation">{mathml(latex, "block")}</div>'
 
 
 def markdown_to_html(text: str, **options) -> str:
@@ -285,6 +300,7 @@ def exporter() -> HTMLExporter:
         exclude_input_prompt=True,
         exclude_output_prompt=True,
         embed_images=True,  # markdown images too, not only outputs
+        config=Config({"CSSHTMLHeaderPreprocessor": {"style": CODE_STYLE}}),
     )
 
 
@@ -308,7 +324,7 @@ body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; c
 .site-index ol > li {{ margin: 0.9rem 0; }}
 .site-index ol > li > a {{ font-size: 1.15rem; color: var(--site-accent); font-weight: 600; }}
 .site-goals {{ margin: 0.2rem 0 0; padding-left: 1.2rem; list-style: disc; color: #333; font-size: 0.95rem; }}
-.site-goals li {{ overflow-x: auto; }}
+.site-goals li {{ overflow-wrap: anywhere; }}
 </style>
 </head>
 <body>

@@ -8,14 +8,18 @@ is covered without touching this file) the test
 3. asserts that no cell has an error output and that every widget rendered (no
    "Error displaying widget", no "model not found"), and that the live explorer
    (``.attn-explorer``, see :class:`attn_helpers.widgets.Explorer`) shows a figure;
-4. changes the explorer's first control a few times and times, in the browser, the
-   control's DOM event -> the new figure decoded on the page; the median must be
+4. changes the explorer's first control a few times, by keyboard only (the Tab key reaches it
+   from the explorer's start, then an arrow key, Space, or typing and Enter changes it), and times,
+   in the browser, the control's DOM event -> the new figure decoded on the page; the median must be
    under ``LATENCY_TARGET_MS`` (a round over it is measured once more, and the second
    round decides: this shared machine's speed drifts). A text box gets a new sentence
    each time (typed, then Enter). The kernel's busy time for each change (from its
    iopub status messages; for a text box, Enter's submit event and the new value
    together) is printed beside it, so a slow figure and a slow front end can be told apart;
-5. saves a screenshot of the explorer (and its static figure above it) to
+5. scans the notebook's own content (its rendered markdown and its outputs, not JupyterLab's interface)
+   with axe-core's WCAG 2.1 A and AA rules (see tests/browser/test_a11y.py): every cell is in the page,
+   since this JupyterLab draws all of them (no windowing);
+6. saves a screenshot of the explorer (and its static figure above it) to
    ``build/screenshots/NN_topic.png`` (``ATTN_FULL_SCREENSHOTS=1``: the whole notebook).
 
 The latencies are printed in the terminal summary (by ``tests/conftest.py``, from the
@@ -55,6 +59,7 @@ from pathlib import Path
 
 import pytest
 from quiet import quiet_neighbours
+from test_a11y import WCAG_AA, violation_report
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -456,9 +461,9 @@ ARM = """
         }
     };
     kernel.iopubMessage.connect(onMessage);
-    // A typed number reaches the kernel when Enter is pressed (or the box is left), so the
-    // clock starts there, as for a learner, not at the first keystroke of the test's typing.
-    const typed = kind === 'number' || kind === 'text';
+    // A typed number reaches the kernel when Enter is pressed (or the box is left), and a list's choice
+    // when Enter picks it, so the clock starts there, as for a learner, not at the first key of the test's.
+    const typed = kind === 'number' || kind === 'text' || kind === 'select';
     const start = (event) => {
         if (state.t0 !== null) return;
         if (typed && (event.type === 'input' || (event.type === 'keydown' && event.key !== 'Enter'))) return;
@@ -552,23 +557,52 @@ def _run_all(page, name: str) -> float:
     return time.perf_counter() - start
 
 
+# The start for the Tab key: the explorer's own box has the focus (focusable, outside the Tab order, until
+# _tab_to is done), as if the learner had tabbed through the notebook up to it.
+FOCUS_EXPLORER = """
+() => {
+    const explorer = window.__panel.node.querySelector('.attn-explorer');
+    explorer.setAttribute('tabindex', '-1');
+    explorer.focus();
+    return document.activeElement === explorer || document.activeElement.outerHTML.slice(0, 200);
+}
+"""
+CONTROL_SELECTOR = ("select, .noUi-handle, input[type=checkbox], .widget-toggle-buttons button, "
+                    "input[type=text], input[type=number], textarea")
+
+
+def _tab_to(page, control: dict, name: str) -> None:
+    """Reach ``control`` with the Tab key from the start of the explorer, or fail saying where the focus went."""
+    focused = page.evaluate(FOCUS_EXPLORER)
+    assert focused is True, f"{name}: cannot put the focus on the explorer; it is on {focused}"
+    is_there = ("([selector, index]) => window.__panel.node.querySelector('.attn-explorer')"
+                ".querySelectorAll(selector)[index] === document.activeElement")
+    try:
+        for _ in range(control["index"] + 8):  # a control may sit behind a few tabbable labels or buttons
+            page.keyboard.press("Tab")
+            if page.evaluate(is_there, [CONTROL_SELECTOR, control["index"]]):
+                return
+    finally:
+        page.evaluate("() => window.__panel.node.querySelector('.attn-explorer').removeAttribute('tabindex')")
+    where = page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
+    raise AssertionError(f"{name}: the Tab key does not reach the explorer's control {control['index']} "
+                         f"({control['kind']}); the focus is on {where}")
+
+
 def _change(page, control: dict, step: int) -> None:
-    """One user action on ``control`` that changes its value."""
-    handle = page.locator(".attn-explorer").first.locator(
-        "select, .noUi-handle, input[type=checkbox], .widget-toggle-buttons button, "
-        "input[type=text], input[type=number], textarea").nth(control["index"])
+    """One keyboard action on ``control`` (which has the focus, see :func:`_tab_to`) that changes its value."""
+    handle = page.locator(".attn-explorer").first.locator(CONTROL_SELECTOR).nth(control["index"])
     kind = control["kind"]
-    if kind == "select":
-        target = (control["selected"] + 1) % control["options"]
-        handle.select_option(index=target)
+    if kind == "select":  # open the list (Alt+Down), move, choose: JupyterLab takes a closed list's arrow keys
+        at_end = control["selected"] + 1 >= control["options"]
+        page.keyboard.press("Alt+ArrowDown")
+        page.keyboard.press("ArrowUp" if at_end else "ArrowDown")
+        page.keyboard.press("Enter")
     elif kind == "slider":
-        handle.focus()
         at_end = control["now"] >= control["max"]
-        handle.press("ArrowLeft" if at_end else "ArrowRight")
-    elif kind == "checkbox":
-        handle.click()
-    elif kind == "toggle":
-        handle.click()
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+    elif kind in ("checkbox", "toggle"):
+        page.keyboard.press("Space")
     elif kind == "number":  # FloatText/IntText send their value on change (Enter or leaving the box)
         value = control["now"] + control["step"] if control["now"] + control["step"] <= control["max"] \
             else control["now"] - control["step"]
@@ -620,7 +654,8 @@ def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
         controls = page.evaluate(CONTROLS)
         control = _pick_control(controls)
         assert control is not None, f"{name}: the explorer has no control that can change: {controls}"
-        description = f"{control['kind']} #{control['index']}"
+        description = f"{control['kind']} #{control['index']}, by keyboard"
+        _tab_to(page, control, name)  # before the stopwatch: its clock starts at the first key on the explorer
         assert page.evaluate(ARM, control["kind"]), f"{name}: the explorer shows no figure before the change"
         _change(page, control, step)
         try:
@@ -640,6 +675,34 @@ def _latencies(page, name: str) -> tuple[list[float], list[float], str]:
         state = page.evaluate("() => window.__latency")
         kernel_times.append(state["busyMs"])
     return times, kernel_times, description
+
+
+#: What JupyterLab and ipywidgets draw, not the series, and cannot be fixed from a notebook: the README's
+#: accessibility section lists them as known gaps.
+NOT_OURS = {
+    "image-alt": "JupyterLab draws an image output without alt text, whatever its metadata says; the text "
+                 "above each figure introduces it (the site and the slides use the cell's alt text)",
+    "aria-input-field-name": "ipywidgets' slider handle has no accessible name (its label is not linked to it)",
+}
+#: Ours, known, not fixed yet (each one named in the README's accessibility section): notebook -> rule -> why.
+KNOWN = {
+    "05_qkv_projections": {"label": "the matrix entries of the QKV explorer (attn_helpers/widgets/nb05.py) are "
+                                    "number boxes without a description, so a screen reader reads no name"},
+}
+
+
+def _content_violations(page, stem: str) -> list[dict]:
+    """axe-core's WCAG 2.1 AA violations in the open notebook's markdown cells and outputs (``NOT_OURS`` and the
+    notebook's ``KNOWN`` aside)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.evaluate("() => window.__panel.node.setAttribute('data-attn-scan', '')")
+    try:
+        context = {"include": [["[data-attn-scan] .jp-RenderedMarkdown"], ["[data-attn-scan] .jp-OutputArea-output"]]}
+        options = {**WCAG_AA, "rules": {rule: {"enabled": False} for rule in [*NOT_OURS, *KNOWN.get(stem, {})]}}
+        return Axe().run(page, context=context, options=options).response["violations"]
+    finally:
+        page.evaluate("() => window.__panel.node.removeAttribute('data-attn-scan')")
 
 
 def _next_frames(page, frames: int = 2) -> None:
@@ -713,12 +776,18 @@ def test_notebook_runs_and_its_widget_answers(notebook, lab, lab_page, record_pr
         start = time.perf_counter()
         path = _screenshot(page, name)
         shot = time.perf_counter() - start
+        start = time.perf_counter()
+        violations = _content_violations(page, notebook.stem)
+        scanned = time.perf_counter() - start
         line = (f"{notebook.stem}: latency median {median:.0f} ms (n={len(times)}, {control}; "
                 f"min {min(times):.0f}, max {max(times):.0f}; "
                 f"kernel busy median {statistics.median(kernel_times):.0f} ms{retry})"
-                f" | open {opened:.1f} s, run all {ran:.1f} s, steps {stepped:.1f} s, screenshot {shot:.1f} s")
+                f" | open {opened:.1f} s, run all {ran:.1f} s, steps {stepped:.1f} s, screenshot {shot:.1f} s, "
+                f"axe {scanned:.1f} s")
         record_property("browser_latency", line)  # tests/conftest.py prints it in the summary
         print(line, f"\nscreenshot: {path}")
+        assert not violations, f"{name}: WCAG 2.1 AA violations in the notebook's content:\n" + violation_report(
+            violations)
         assert median < LATENCY_TARGET_MS, (
             f"{name}: median latency {median:.0f} ms over the {LATENCY_TARGET_MS:.0f} ms target: "
             f"{[round(t) for t in times]}{retry}")
