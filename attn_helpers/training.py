@@ -36,26 +36,9 @@ from .core import attention_scores, causal_mask, scaled_dot_product_attention, s
 from .multihead import merge_heads, split_heads
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 
-__all__ = [
-    "Task",
-    "TASKS",
-    "ModelConfig",
-    "POSITION_KINDS",
-    "init_params",
-    "forward",
-    "backward",
-    "adam_step",
-    "sgd_step",
-    "train",
-    "TrainingRun",
-    "accuracy",
-    "held_out_batch",
-    "token_labels",
-    "SHIPPED_RUNS",
-    "HISTORY_ONLY",
-    "shipped_run",
-    "load_runs",
-]
+__all__ = ["Task", "TASKS", "ModelConfig", "POSITION_KINDS", "init_params", "forward", "backward", "adam_step",
+           "sgd_step", "train", "TrainingRun", "accuracy", "held_out_batch", "token_labels", "SHIPPED_RUNS",
+           "HISTORY_ONLY", "shipped_run", "load_runs"]
 
 # ---------------------------------------------------------------------------------------------- tasks
 
