@@ -55,10 +55,8 @@ def _blas():
 
 
 def _one_thread(f):
-    """Run ``f`` with BLAS limited to one thread: the products here are small, and several threads
-    fighting over a busy machine's cores make them several times slower, not faster. A call that finds BLAS at
-    one thread already (the caller's limit, or another thread's call running) changes nothing, so the limit
-    that the last call out restores is always the caller's own."""
+    """Run ``f`` with BLAS at one thread (small products: more threads on a busy machine only wait). A call that
+    finds BLAS at one thread already changes nothing, so the limit restored last is always the caller's own."""
     @functools.wraps(f)
     def limited(*args, **kwargs):
         if all(library.num_threads == 1 for library in _blas().lib_controllers):

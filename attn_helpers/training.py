@@ -42,7 +42,6 @@ __all__ = ["Task", "TASKS", "ModelConfig", "POSITION_KINDS", "init_params", "for
 
 # ---------------------------------------------------------------------------------------------- tasks
 
-
 def _copy_previous(rng, batch_size, seq_len, vocab_size):
     tokens = rng.integers(vocab_size, size=(batch_size, seq_len))
     targets = np.full_like(tokens, -1)  # position 0 has no previous token: not scored
@@ -166,7 +165,6 @@ TASKS = {
 }
 
 # ---------------------------------------------------------------------------------------------- the model
-
 
 #: How the model may know where a token stands (notebook 09): ``ModelConfig.positions``.
 POSITION_KINDS = ("none", "learned", "sinusoidal", "rope", "alibi")
@@ -388,7 +386,6 @@ def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
 OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
 
 # ---------------------------------------------------------------------------------------------- training
-
 
 @dataclass
 class TrainingRun:
