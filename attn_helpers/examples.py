@@ -215,21 +215,10 @@ def combined_mask(T, causal=True, length=None):
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
 DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
-
 #: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
 #: :func:`~attn_helpers.model_size.parameter_count`: pre-norm, biases, tied embeddings.
-GPT2_SMALL = {
-    "num_layers": 12,
-    "d_model": 768,
-    "num_heads": 12,
-    "vocab_size": 50257,
-    "context_length": 1024,
-    "d_ff": 3072,
-    "bias": True,
-    "tied_embeddings": True,
-    "learned_positions": True,
-    "final_norm": True,
-}
+GPT2_SMALL = {"num_layers": 12, "d_model": 768, "num_heads": 12, "vocab_size": 50257, "context_length": 1024,
+              "d_ff": 3072, "bias": True, "tied_embeddings": True, "learned_positions": True, "final_norm": True}
 
 
 def dog_bites_man(dtype=np.float32, seed=SEED):
@@ -374,8 +363,6 @@ def parameter_shares(configs=None):
 
 #: A source sentence (French) and the target sentence (English) for cross-attention; ``<s>`` starts the target.
 TRANSLATION_SOURCE = ("le", "chat", "noir", "dort")
-
-
 TRANSLATION_TARGET = ("<s>", "the", "black", "cat", "sleeps")
 
 
