@@ -16,7 +16,6 @@ import math
 import pathlib
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ._validate import as_flag, as_float_array, as_float_dtype, as_number, as_positive_int, as_positive_number
 from .backprop import (
@@ -34,6 +33,7 @@ from .core import softmax
 from .kv_cache import KVCache, cached_attention, init_grouped_query_params
 from .multihead import dropout_inputs
 from .positions import positional_encoding
+from .pretrained import _blas  # the BLAS libraries numpy loaded, looked up once
 from .training import adam_step
 
 __all__ = ["Decoder", "random_decoder", "decoder_forward", "generate", "corpus_split", "init_tiny_gpt",
@@ -47,11 +47,6 @@ CORPUS_BYTES, CORPUS_SHA256 = 682303, "0afca23e40c7bac74ec3291ce1ccb40167d82cea5
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
-
-@functools.cache
-def _blas():
-    """The BLAS libraries numpy loaded (looked up once)."""
-    return ThreadpoolController()
 
 
 def _one_thread(f):

@@ -36,7 +36,7 @@ class KVCache:
 
     ``keys`` has shape ``(..., h_kv, T, d_h)``: only the key/value heads are stored, so
     grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
-    :func:`grouped_query_attention` or :func:`decoder_block` as ``kv_cache=``.
+    :func:`grouped_query_attention` as ``kv_cache=``.
 
     >>> cache = KVCache()
     >>> keys, values = cache.append(np.zeros((2, 3, 4)), np.ones((2, 3, 4)))   # 2 heads, 3 positions
