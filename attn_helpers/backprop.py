@@ -24,21 +24,9 @@ from .block import _erfc
 from .core import scaled_dot_product_attention, softmax
 from .multihead import merge_heads, split_heads
 
-__all__ = [
-    "softmax_backward",
-    "attention_backward",
-    "linear_backward",
-    "embedding_backward",
-    "cross_entropy",
-    "cross_entropy_backward",
-    "numerical_gradient",
-    "relative_error",
-    "layer_norm_backward",
-    "gelu_backward",
-    "feed_forward_backward",
-    "attention_layer_backward",
-    "block_backward",
-]
+__all__ = ["softmax_backward", "attention_backward", "linear_backward", "embedding_backward", "cross_entropy",
+           "cross_entropy_backward", "numerical_gradient", "relative_error", "layer_norm_backward", "gelu_backward",
+           "feed_forward_backward", "attention_layer_backward", "block_backward"]
 
 
 def check_same_shape(a_name: str, a, b_name: str, b) -> None:

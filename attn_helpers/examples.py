@@ -16,34 +16,12 @@ from .core import causal_mask, cosine_similarity, padding_mask, softmax
 from .model_size import parameter_count
 from .positions import positional_encoding
 
-__all__ = [
-    "SEED",
-    "JOURNEY_TOKENS",
-    "journey_embeddings",
-    "I_LOVE_AI_TOKENS",
-    "i_love_ai",
-    "qkv_attention_steps",
-    "CREATURE_TOKENS",
-    "CREATURE_FEATURES",
-    "CREATURE_QUESTIONS",
-    "creature_embeddings",
-    "creature_example",
-    "creature_heads_example",
-    "combined_mask",
-    "PRINT_OPTIONS",
-    "setup_printing",
-    "DOG_BITES_MAN_TOKENS",
-    "dog_bites_man",
-    "reorder_outputs",
-    "GPT2_SMALL",
-    "GPT2_FAMILY",
-    "parameter_shares",
-    "creature_block_example",
-    "stack_diagnostics",
-    "TRANSLATION_SOURCE",
-    "TRANSLATION_TARGET",
-    "translation_example",
-]
+__all__ = ["SEED", "JOURNEY_TOKENS", "journey_embeddings", "I_LOVE_AI_TOKENS", "i_love_ai", "qkv_attention_steps",
+           "CREATURE_TOKENS", "CREATURE_FEATURES", "CREATURE_QUESTIONS", "creature_embeddings", "creature_example",
+           "creature_heads_example", "combined_mask", "PRINT_OPTIONS", "setup_printing", "DOG_BITES_MAN_TOKENS",
+           "dog_bites_man", "reorder_outputs", "GPT2_SMALL", "GPT2_FAMILY", "parameter_shares",
+           "creature_block_example", "stack_diagnostics", "TRANSLATION_SOURCE", "TRANSLATION_TARGET",
+           "translation_example"]
 
 
 #: The six-token running example of notebooks 02-05.
@@ -237,21 +215,10 @@ def combined_mask(T, causal=True, length=None):
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
 DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
-
 #: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
 #: :func:`~attn_helpers.model_size.parameter_count`: pre-norm, biases, tied embeddings.
-GPT2_SMALL = {
-    "num_layers": 12,
-    "d_model": 768,
-    "num_heads": 12,
-    "vocab_size": 50257,
-    "context_length": 1024,
-    "d_ff": 3072,
-    "bias": True,
-    "tied_embeddings": True,
-    "learned_positions": True,
-    "final_norm": True,
-}
+GPT2_SMALL = {"num_layers": 12, "d_model": 768, "num_heads": 12, "vocab_size": 50257, "context_length": 1024,
+              "d_ff": 3072, "bias": True, "tied_embeddings": True, "learned_positions": True, "final_norm": True}
 
 
 def dog_bites_man(dtype=np.float32, seed=SEED):
@@ -396,8 +363,6 @@ def parameter_shares(configs=None):
 
 #: A source sentence (French) and the target sentence (English) for cross-attention; ``<s>`` starts the target.
 TRANSLATION_SOURCE = ("le", "chat", "noir", "dort")
-
-
 TRANSLATION_TARGET = ("<s>", "the", "black", "cat", "sleeps")
 
 

@@ -16,7 +16,6 @@ import math
 import pathlib
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ._validate import as_flag, as_float_array, as_float_dtype, as_number, as_positive_int, as_positive_number
 from .backprop import (
@@ -34,28 +33,12 @@ from .core import softmax
 from .kv_cache import KVCache, cached_attention, init_grouped_query_params
 from .multihead import dropout_inputs
 from .positions import positional_encoding
+from .pretrained import _blas  # the BLAS libraries numpy loaded, looked up once
 from .training import adam_step
 
-__all__ = [
-    "Decoder",
-    "random_decoder",
-    "decoder_forward",
-    "generate",
-    "corpus_split",
-    "init_tiny_gpt",
-    "decoder_arrays",
-    "gpt_loss_and_grads",
-    "train_gpt",
-    "windows",
-    "mean_loss",
-    "ngram_losses",
-    "filter_logits",
-    "next_token_probs",
-    "sample_next",
-    "generate_ids",
-    "TinyGPT",
-    "load_tiny_gpt",
-]
+__all__ = ["Decoder", "random_decoder", "decoder_forward", "generate", "corpus_split", "init_tiny_gpt",
+           "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss", "ngram_losses", "filter_logits",
+           "next_token_probs", "sample_next", "generate_ids", "TinyGPT", "load_tiny_gpt"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"
@@ -65,17 +48,10 @@ WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
 
-@functools.cache
-def _blas():
-    """The BLAS libraries numpy loaded (looked up once)."""
-    return ThreadpoolController()
-
 
 def _one_thread(f):
-    """Run ``f`` with BLAS limited to one thread: the products here are small, and several threads
-    fighting over a busy machine's cores make them several times slower, not faster. A call that finds BLAS at
-    one thread already (the caller's limit, or another thread's call running) changes nothing, so the limit
-    that the last call out restores is always the caller's own."""
+    """Run ``f`` with BLAS at one thread (small products: more threads on a busy machine only wait). A call that
+    finds BLAS at one thread already changes nothing, so the limit restored last is always the caller's own."""
     @functools.wraps(f)
     def limited(*args, **kwargs):
         if all(library.num_threads == 1 for library in _blas().lib_controllers):

@@ -26,18 +26,8 @@ from .block import BlockParams, init_block_params
 from .llama import _CONFIG_COLUMNS, PUBLISHED_CONFIGS
 from .multihead import _plus, attend_heads, split_heads
 
-__all__ = [
-    "KVCache",
-    "repeat_kv_heads",
-    "grouped_query_attention",
-    "GroupedQueryParams",
-    "init_grouped_query_params",
-    "cached_attention",
-    "kv_cache_bytes",
-    "attention_weights_bytes",
-    "PUBLISHED_CONFIGS",
-    "cache_table",
-]
+__all__ = ["KVCache", "repeat_kv_heads", "grouped_query_attention", "GroupedQueryParams", "init_grouped_query_params",
+           "cached_attention", "kv_cache_bytes", "attention_weights_bytes", "PUBLISHED_CONFIGS", "cache_table"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -46,7 +36,7 @@ class KVCache:
 
     ``keys`` has shape ``(..., h_kv, T, d_h)``: only the key/value heads are stored, so
     grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
-    :func:`grouped_query_attention` or :func:`decoder_block` as ``kv_cache=``.
+    :func:`grouped_query_attention` as ``kv_cache=``.
 
     >>> cache = KVCache()
     >>> keys, values = cache.append(np.zeros((2, 3, 4)), np.ones((2, 3, 4)))   # 2 heads, 3 positions

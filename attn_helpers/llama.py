@@ -50,8 +50,6 @@ PUBLISHED_CONFIGS = {name: {**dict(zip(_CONFIG_COLUMNS, row)), **_SIZES.get(name
 LLAMA2_7B = PUBLISHED_CONFIGS["Llama 2 7B"]
 
 
-
-
 def _rms_norm_inputs(x, gamma=None, eps=1e-6):
     x = as_float_array(x, "x")
     return x, check_bias("gamma", gamma, x.shape[-1]), eps

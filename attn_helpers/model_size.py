@@ -33,20 +33,10 @@ def block_parameter_count(d_model, d_ff=None, bias=True):
 
 
 #: The keys :func:`parameter_count` understands, with their defaults (``None`` = required).
-CONFIG_KEYS = {
-    "num_layers": None,
-    "d_model": None,
-    "num_heads": None,
-    "vocab_size": None,
-    "context_length": None,
-    "d_ff": None,  # default 4 * d_model
-    "bias": True,
-    "tied_embeddings": True,
-    "learned_positions": True,
-    "token_types": 0,
-    "embedding_norm": False,
-    "final_norm": True,
-}
+CONFIG_KEYS = {"num_layers": None, "d_model": None, "num_heads": None, "vocab_size": None, "context_length": None,
+               "d_ff": None,  # default 4 * d_model
+               "bias": True, "tied_embeddings": True, "learned_positions": True, "token_types": 0,
+               "embedding_norm": False, "final_norm": True}
 _REQUIRED = ("num_layers", "d_model", "num_heads", "vocab_size", "context_length")
 
 

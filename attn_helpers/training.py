@@ -36,29 +36,11 @@ from .core import attention_scores, causal_mask, scaled_dot_product_attention, s
 from .multihead import merge_heads, split_heads
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 
-__all__ = [
-    "Task",
-    "TASKS",
-    "ModelConfig",
-    "POSITION_KINDS",
-    "init_params",
-    "forward",
-    "backward",
-    "adam_step",
-    "sgd_step",
-    "train",
-    "TrainingRun",
-    "accuracy",
-    "held_out_batch",
-    "token_labels",
-    "SHIPPED_RUNS",
-    "HISTORY_ONLY",
-    "shipped_run",
-    "load_runs",
-]
+__all__ = ["Task", "TASKS", "ModelConfig", "POSITION_KINDS", "init_params", "forward", "backward", "adam_step",
+           "sgd_step", "train", "TrainingRun", "accuracy", "held_out_batch", "token_labels", "SHIPPED_RUNS",
+           "HISTORY_ONLY", "shipped_run", "load_runs"]
 
 # ---------------------------------------------------------------------------------------------- tasks
-
 
 def _copy_previous(rng, batch_size, seq_len, vocab_size):
     tokens = rng.integers(vocab_size, size=(batch_size, seq_len))
@@ -183,7 +165,6 @@ TASKS = {
 }
 
 # ---------------------------------------------------------------------------------------------- the model
-
 
 #: How the model may know where a token stands (notebook 09): ``ModelConfig.positions``.
 POSITION_KINDS = ("none", "learned", "sinusoidal", "rope", "alibi")
@@ -405,7 +386,6 @@ def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
 OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
 
 # ---------------------------------------------------------------------------------------------- training
-
 
 @dataclass
 class TrainingRun:

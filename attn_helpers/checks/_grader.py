@@ -325,20 +325,10 @@ def never_raises(message: str, hint: str):
 
 
 @_never_loud
-def grade_function(
-    learner_fn,
-    reference_fn: Callable[..., Any],
-    cases: Sequence[Case],
-    *,
-    wrongs: Iterable[Wrong] = (),
-    what: str = "function",
-    success: str = "",
-    rtol: float = 1e-4,
-    atol: float = 1e-5,
-    shape_hint: str = "",
-    hints: Mapping[str, str] | None = None,
-    hint: str = "",
-) -> Verdict:
+def grade_function(learner_fn, reference_fn: Callable[..., Any], cases: Sequence[Case], *,
+                   wrongs: Iterable[Wrong] = (), what: str = "function", success: str = "", rtol: float = 1e-4,
+                   atol: float = 1e-5, shape_hint: str = "", hints: Mapping[str, str] | None = None,
+                   hint: str = "") -> Verdict:
     """Grade a learner's function against ``reference_fn`` on ``cases``: on the first failing case, say whether
     it raised, returned no array, NaN, a known wrong answer (``wrongs``), a wrong shape or wrong values.
 
@@ -380,12 +370,8 @@ def grade_function(
             return Verdict(False, f"on {where}, your result has shape {got.shape}, expected {expected.shape}",
                            about_shape)
         worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
-        return Verdict(
-            False,
-            f"on {where}, the values differ (at index {tuple(int(j) for j in worst)}: "
-            f"got {got[worst]:.4f}, expected {expected[worst]:.4f})",
-            hint or VALUES_DIFFER,
-        )
+        return Verdict(False, f"on {where}, the values differ (at index {tuple(int(j) for j in worst)}: "
+                              f"got {got[worst]:.4f}, expected {expected[worst]:.4f})", hint or VALUES_DIFFER)
     return Verdict(True, success or f"your {what} passes all {len(cases)} test cases.")
 
 

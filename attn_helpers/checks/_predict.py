@@ -23,9 +23,7 @@ def is_complex(item) -> bool:
 def _one_token(item, tokens: Sequence[str]):
     if isinstance(item, str):
         return tokens.index(item) if item in tokens else None
-    if isinstance(item, (bool, np.bool_)):
-        return None
-    if isinstance(item, (int, np.integer)) and 0 <= int(item) < len(tokens):
+    if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)) and 0 <= int(item) < len(tokens):
         return int(item)
     return None
 

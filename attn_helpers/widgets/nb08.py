@@ -22,7 +22,6 @@ __all__ = ["HEAD_COLOURS", "SPLITS", "head_assignment", "head_contributions", "h
 HEAD_COLOURS = (*SERIES_COLOURS, OKABE_ITO["black"])
 
 
-
 #: The ways to cut ``(T, d_model)`` into heads that the grouping explorer offers (label -> key).
 SPLITS = {
     "split_heads: reshape (T, h, d_h), then swap axes": "right",
@@ -61,9 +60,7 @@ def head_assignment(T, d_model, num_heads, split="right"):
     return owner.reshape(T, d_model)
 
 
-# ---------------------------------------------------------------------------------------------
-# Explorer 1: which numbers go to which head
-
+# --- Explorer 1: which numbers go to which head ---
 
 def draw_grouping(fig, num_heads=4, split="right", tokens=CREATURE_TOKENS, d_model=16):
     """Colour the projected ``(T, d_model)`` matrix by the head each number goes to."""
@@ -136,9 +133,7 @@ def grouping_explorer(d_model=16, tokens=CREATURE_TOKENS):
     return Explorer(draw, controls, figsize=(9.5, 4.6), update=update_grouping)
 
 
-# ---------------------------------------------------------------------------------------------
-# Explorer 2: one head's pattern and its share of the output
-
+# --- Explorer 2: one head's pattern and its share of the output ---
 
 def _hatch_future(ax, T):
     """Hatch the masked cells above the diagonal as one staircase polygon (one patch per cell would be slow)."""

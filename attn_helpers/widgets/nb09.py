@@ -10,7 +10,7 @@ import numpy as np
 from ..examples import DOG_BITES_MAN_TOKENS, dog_bites_man, reorder_outputs
 from ..plotting import OKABE_ITO, heatmap, token_colours
 from ..positions import positional_encoding, rope
-from . import Explorer, FullRedraw, dropdown, redraw_dynamic, slider, toggle
+from . import Explorer, FullRedraw, dropdown, redraw_dynamic, set_bars, slider, toggle, value_bars
 
 __all__ = ["ORDERS", "NUM_FEATURES_SHOWN", "draw_order", "update_order", "order_explorer", "ENCODING_POSITIONS",
            "D_MODEL_CHOICES", "draw_encoding", "update_encoding", "encoding_explorer", "ROPE_QUERY", "ROPE_KEY",
@@ -41,8 +41,7 @@ def draw_order(fig, sentence="man bites dog", positions=False, y_max=None):
                     ylabel="word (new order)", cbar_label="context value", title=" ")
     row_labels = [left.text(-0.7, i, "", ha="right", va="center", fontsize=11) for i in range(T)]  # the words
     left.set_ylabel("word (new order)", labelpad=48)  # room for the word labels, which are texts, not ticks
-    bars = right.bar(range(T), np.zeros(T), color=[_WORD_COLOURS[w] for w in words])
-    labels = right.bar_label(bars, labels=[""] * T, fontsize=11)
+    bars, labels = value_bars(right, T, [_WORD_COLOURS[w] for w in words])
     right.set_xticks(range(T), labels=words)
     right.set_ylim(0, 1.2 * (_largest_change() if y_max is None else y_max))
     right.set_ylabel("distance to the original output")
@@ -70,10 +69,7 @@ def update_order(fig, sentence="man bites dog", positions=False, **_):
     for text, word in zip(h["row_labels"], result["tokens"], strict=True):
         text.set_text(word)
     change = result["change"]
-    for bar, label, value in zip(h["bars"], h["labels"], change, strict=True):
-        bar.set_height(value)
-        label.set_text(f"{value:.2f}")
-        label.xy = (bar.get_x() + bar.get_width() / 2, value)
+    set_bars(h["bars"], change, h["labels"])
     h["left"].set_title(f"context vectors of {sentence!r}" + (" + positions" if positions else ""))
     words = DOG_BITES_MAN_TOKENS
     moved = [w for w, c in zip(words, change, strict=True) if c > 1e-4]
