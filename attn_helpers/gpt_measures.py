@@ -49,16 +49,17 @@ def bigram_log_probs(train_ids, vocab_size, alpha=1.0):
     return np.log((pairs + alpha * unigram) / (pairs.sum(axis=1, keepdims=True) + alpha))
 
 
-def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, length=60, seed=SEED, **settings):
+def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, length=60, seed=SEED, baseline=True,
+                       **settings):
     """:func:`known_word_share` of ``samples`` continuations of ``prompt`` (``length`` tokens each), for the
-    model and for the bigram baseline, both drawn with the same sampling ``settings`` (temperature, top_k, top_p)
-    from one ``np.random.default_rng(seed)`` each. The prompt's own words are not counted.
+    model and (with ``baseline``) for the bigram baseline, both drawn with the same sampling ``settings``
+    (temperature, top_k, top_p) from one ``np.random.default_rng(seed)`` each. The prompt's words are not counted.
 
-    Returns ``{"tiny GPT": share, "bigram": share}``.
+    Returns ``{"tiny GPT": share, "bigram": share}`` (without ``baseline``: only ``"tiny GPT"``).
     """
     tokenizer = model.tokenizer
     prompt_ids, prompt_words = tokenizer.encode(prompt), len(WORD.findall(prompt))
-    log_probs = bigram_log_probs(train_ids, tokenizer.vocab_size)  # (V, V)
+    log_probs = bigram_log_probs(train_ids, tokenizer.vocab_size) if baseline else None  # (V, V)
 
     def bigram_ids(rng):
         ids = list(prompt_ids)
@@ -70,6 +71,8 @@ def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, leng
     draw = {"tiny GPT": lambda rng: generate_ids(model.decoder, prompt_ids, length, context_length=model.context_length,
                                                  rng=rng, **settings),
             "bigram": bigram_ids}
+    if not baseline:
+        del draw["bigram"]
     shares = {}
     for name, sample in draw.items():
         texts = [" ".join(WORD.findall(tokenizer.decode(sample(rngs[name])))[prompt_words:]) for _ in range(samples)]

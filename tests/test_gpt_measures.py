@@ -55,3 +55,5 @@ def test_sample_word_shares_greedy_is_the_greedy_text():
     greedy = model.generate("Elizabeth", 20, temperature=0).split(" ", 1)[1]  # the prompt's word left out
     assert shares["tiny GPT"] == pytest.approx(known_word_share([greedy], train_text))
     assert 0 <= shares["bigram"] <= 1
+    assert sample_word_shares(model, train_ids, train_text, "Elizabeth", samples=2, length=20, temperature=0,
+                              baseline=False) == {"tiny GPT": shares["tiny GPT"]}
