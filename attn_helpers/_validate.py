@@ -17,22 +17,48 @@ def checked(check):
     """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
     def decorate(body):
         signature = inspect.signature(body)
+        if _parameters(inspect.signature(check)) != _parameters(signature):  # so both take the caller's arguments
+            raise TypeError(f"{check.__name__}{inspect.signature(check)} must take {body.__name__}{signature}")
 
         @functools.wraps(body)
         def public(*args, **kwargs):
             try:
-                call = signature.bind(*args, **kwargs)
-            except TypeError as err:  # a missing or unknown argument: say whose
-                raise TypeError(f"{body.__name__}{signature}: {err}") from None
-            return body(*check(*call.args, **call.kwargs))
+                inputs = check(*args, **kwargs)
+            except TypeError:
+                try:
+                    signature.bind(*args, **kwargs)
+                except TypeError as err:  # a missing or unknown argument: say whose
+                    raise TypeError(f"{body.__name__}{signature}: {err}") from None
+                raise
+            return body(*inputs)
 
         public.unchecked = body
         return public
     return decorate
 
 
+def _parameters(signature):
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+
+
 def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = False) -> np.ndarray:
     """``x`` as a float array (float32 stays float32, integers become float64), or a clear error."""
+    arr = x if type(x) is np.ndarray and x.dtype in _FLOATS else _to_float_array(x, name)
+    if arr.ndim < min_ndim:
+        need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
+        raise ValueError(f"{name} must have shape {need}; got shape {arr.shape}")
+    if arr.size and not (arr.max() < np.inf if allow_neg_inf else np.isfinite(arr).all()):  # (NaN: max is NaN)
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
+        allowed = "finite or -inf" if allow_neg_inf else "finite"
+        raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
+    return arr
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _to_float_array(x, name: str) -> np.ndarray:
     try:
         arr = np.asarray(x)
     except ValueError as err:  # ragged nested lists
@@ -43,18 +69,8 @@ def as_float_array(x, name: str, *, min_ndim: int = 1, allow_neg_inf: bool = Fal
         got = type(x).__name__ if arr.dtype == object else f"an array of dtype {arr.dtype}"
         raise TypeError(f"{name} must be numeric (an array of floats); got {got}")
     if arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    elif arr.dtype.itemsize < 4:
-        arr = arr.astype(np.float32)
-    if arr.ndim < min_ndim:
-        need = {1: "(..., d)", 2: "(..., T, d)"}.get(min_ndim, f"at least {min_ndim} axes")
-        raise ValueError(f"{name} must have shape {need}; got shape {arr.shape}")
-    if arr.size and not (arr.max() < np.inf if allow_neg_inf else np.isfinite(arr).all()):  # (NaN: max is NaN)
-        if np.isnan(arr).any():
-            raise ValueError(f"{name} contains NaN (shape {arr.shape}); check where it came from")
-        allowed = "finite or -inf" if allow_neg_inf else "finite"
-        raise ValueError(f"{name} contains an infinity (shape {arr.shape}); values must be {allowed}")
-    return arr
+        return arr.astype(np.float64)
+    return arr.astype(np.float32) if arr.dtype.itemsize < 4 else arr
 
 
 def as_float_dtype(dtype) -> np.dtype:
@@ -117,6 +133,8 @@ def check_axis(axis, arr: np.ndarray, name: str) -> int:
 
 def batch_shape(what: str, **arrays: np.ndarray) -> tuple:
     """Broadcast the leading (batch) axes of several arrays, with a clear error."""
+    if all(a.ndim <= 2 for a in arrays.values()):  # no batch axes: nothing to broadcast
+        return ()
     try:
         return np.broadcast_shapes(*(a.shape[:-2] for a in arrays.values()))
     except ValueError:
@@ -179,7 +197,16 @@ def softmax_inputs(x, axis=-1, temperature=1.0):
     scores = as_float_array(x, "x", min_ndim=0, allow_neg_inf=True)
     if scores.ndim == 0:
         raise ValueError("x must have at least one axis to normalise over; got a scalar (shape ())")
-    return scores, check_axis(axis, scores, "x"), temperature
+    axis = check_axis(axis, scores, "x")
+    if temperature < 1 and scores.size:  # is tau so small that scores / tau leave the float range?
+        finite = scores[np.isfinite(scores)]
+        spread = float(finite.max() - finite.min()) if finite.size else 0.0
+        if scores.dtype.type(temperature) == 0 or spread / temperature > float(np.finfo(scores.dtype).max):
+            # Then use the tau -> 0 limit: 0 on each slice's largest score(s), -inf elsewhere, at temperature 1.
+            peak = scores.max(axis=axis, keepdims=True)
+            scores = np.where((scores == peak) & (peak > -np.inf), 0, -np.inf).astype(scores.dtype)
+            temperature = 1.0
+    return scores, axis, temperature
 
 
 def padding_inputs(lengths, T):
@@ -229,6 +256,9 @@ def scores_inputs(queries, keys):
 def sdpa_inputs(queries, keys, values, mask=None, scale=None):
     """``(queries, keys, values, mask, scale)`` of :func:`~attn_helpers.core.scaled_dot_product_attention`."""
     q, k = _queries_and_keys(queries, keys)
+    if scale is None and q.shape[-1] == 0:
+        raise ValueError(f"queries of shape {q.shape} and keys of shape {k.shape} have d_k = 0 features: the scale "
+                         "1/sqrt(d_k) is undefined; expected d_k >= 1 (the last axis)")
     v = as_float_array(values, "values", min_ndim=2)
     check_same("keys and values need the same T_k (one value per key)", "keys", k, -2, "values", v, -2)
     mask = check_mask(mask, q.shape[-2], k.shape[-2])

@@ -33,7 +33,9 @@ def softmax(x, axis=-1, temperature=1.0):
 
     ``x`` of any shape; the result has its shape and dtype and sums to 1 along ``axis``. A
     ``-inf`` score (masked) gets weight 0; a slice that is all ``-inf`` gets zeros, never NaN.
-    ``temperature`` > 1 flattens, < 1 sharpens.
+    ``temperature`` > 1 flattens, < 1 sharpens; as it tends to 0, all weight goes to the largest score (shared
+    equally by tied scores). A temperature so small that ``x / temperature`` would leave the float range (or
+    round to 0 in ``x``'s dtype, as 1e-50 does in float32) gives that limit itself, never NaN.
 
     >>> softmax([[0.0, np.log(3.0)], [1000.0, 1000.0]]).round(4)
     array([[0.25, 0.75],
@@ -43,8 +45,8 @@ def softmax(x, axis=-1, temperature=1.0):
     # masked slice has no largest score: the lowest float keeps its scores at -inf.)
     peak = x.max(axis=axis, keepdims=True, initial=np.finfo(x.dtype).min)
     exps = np.exp((x - peak) / temperature)  # in [0, 1]
-    total = exps.sum(axis=axis, keepdims=True)  # >= 1, or 0 for a fully masked slice
-    return exps / np.where(total > 0, total, 1)  # a fully masked slice stays 0 (never 0 / 0)
+    total = exps.sum(axis=axis, keepdims=True)  # >= 1 (the largest score gives e^0), or 0 for a fully masked slice
+    return exps / np.maximum(total, 1)  # a fully masked slice stays 0 (never 0 / 0)
 
 
 @checked(scores_inputs)

@@ -368,6 +368,26 @@ def adam_step(params: dict, grads: dict, state: dict, learning_rate=0.01, beta1=
         params[name] -= learning_rate * m_hat / (np.sqrt(v_hat) + eps)  # a step of about learning_rate per entry
 
 
+def adamw_step(params: dict, grads: dict, state: dict, learning_rate=0.01, weight_decay=0.01, beta1=0.9,
+               beta2=0.98, eps=1e-8):
+    r"""One step of AdamW (Loshchilov & Hutter, 2019), in place: weight decay, then :func:`adam_step`.
+
+    .. math:: \theta \leftarrow (1 - \eta \lambda)\, \theta, \quad \text{then Adam's step}
+
+    Weight decay shrinks every parameter towards 0 by the same fraction ``learning_rate * weight_decay`` at
+    each step, apart from the gradient (*decoupled*: an L2 penalty added to the gradient would be rescaled by
+    Adam's ``1 / sqrt(v)`` like the rest, and shrink the weights with large gradients less).
+
+    >>> params, state = {"w": np.array([1.0])}, {}
+    >>> adamw_step(params, {"w": np.array([0.0])}, state, learning_rate=0.1, weight_decay=0.5)
+    >>> params["w"]  # no gradient: only the decay, 1 - 0.1 * 0.5
+    array([0.95])
+    """
+    for name in grads:
+        params[name] *= 1 - learning_rate * weight_decay  # decoupled weight decay
+    adam_step(params, grads, state, learning_rate, beta1, beta2, eps)
+
+
 def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
     r"""One step of plain gradient descent, in place: :math:`\theta \leftarrow \theta - \eta\, g`.
 

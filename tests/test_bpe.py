@@ -54,9 +54,71 @@ def test_merge_pair_and_pair_counts():
     assert most_frequent_pair({(3, 4): 2, (1, 9): 2, (0, 1): 1}) == (1, 9)
 
 
+def _encode_by_sweeps(tokenizer, text):
+    """The reference: per chunk, merge_pair with the earliest merge that applies, until none does."""
+    out = []
+    for chunk in pretokenize(text):
+        ids = list(chunk.encode("utf-8"))
+        while ranked := [tokenizer.ranks[p] for p in zip(ids, ids[1:]) if p in tokenizer.ranks]:
+            ids = merge_pair(ids, tokenizer.merges[min(ranked) - 256], min(ranked))
+        out += ids
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="aeilnorst ,.\n'ëé🙂", max_size=300))
+def test_encode_replays_the_merges_as_the_sweeps_do(text):
+    assert TOKENIZER.encode(text) == _encode_by_sweeps(TOKENIZER, text)
+
+
+def test_a_long_text_without_spaces_encodes_as_the_sweeps_do_and_fast():
+    rng = np.random.default_rng(0)
+    letters = "".join(rng.choice(list("etaoinshrdlu"), size=200_000))
+    text = SMALL_TEXT.replace(" ", "")[:20_000] + letters + "aaaa" * 2_000
+    start = time.process_time()
+    ids = TOKENIZER.encode(text)
+    seconds = time.process_time() - start
+    assert TOKENIZER.encode(text[:30_000]) == _encode_by_sweeps(TOKENIZER, text[:30_000])  # the slow reference
+    assert TOKENIZER.decode(ids) == text
+    assert seconds < 5, f"encoding {len(text):,} characters without spaces took {seconds:.1f} s of CPU"
+
+
+def test_the_chunk_cache_is_bounded():
+    from attn_helpers.bpe import CACHE_SIZE, CACHED_CHUNK
+
+    tokenizer = BPETokenizer(TOKENIZER.merges)
+    words = np.random.default_rng(0).choice(list("abcdefghij"), size=(CACHE_SIZE + 500, 8))
+    tokenizer.encode(" ".join("".join(w) for w in words) + " " + "x" * (CACHED_CHUNK + 1))
+    assert tokenizer._cached_chunk.cache_info().currsize == CACHE_SIZE
+
+
+@pytest.mark.parametrize("ids, error, match", [
+    ([-1], ValueError, r"ids must lie in \[0, 299\].*got -1"),
+    ([300], ValueError, r"ids must lie in \[0, 299\].*got 300"),
+    ([72.9, 105.2], TypeError, r"ids must be a list of integer token ids; got list \[72.9, 105.2\]"),
+    ("72", TypeError, r"ids must be a list of token ids \(integers\); got a str '72'"),
+    ([[72], [105]], TypeError, "ids must be a list of integer token ids"),
+    ([72, "i"], TypeError, "ids must be a list of integer token ids"),
+])
+def test_decode_names_bad_ids(ids, error, match):
+    with pytest.raises(error, match=match):
+        TOKENIZER.decode(ids)
+
+
+def test_decode_takes_lists_and_arrays_of_ids():
+    assert TOKENIZER.decode([]) == ""
+    assert TOKENIZER.decode(np.array([72, 105], dtype=np.uint16)) == TOKENIZER.decode((72, 105)) == "Hi"
+
+
 def test_bad_input_is_named():
-    with pytest.raises(ValueError, match="vocab_size"):
-        train_bpe("abc", 100)
+    for vocab_size in (100, 0, -5):
+        with pytest.raises(ValueError, match=f"must be at least 256 \\(one token per byte\\); got {vocab_size}"):
+            train_bpe("abc", vocab_size)
+    with pytest.raises(TypeError, match="vocab_size must be an integer"):
+        train_bpe("abc", 300.0)
+    with pytest.raises(ValueError, match=r"vocab_size=1000000000 asks for 999999744 merges, but after 4 .*<= 260"):
+        train_bpe("low lower lowest low low", 10**9)
+    assert train_bpe("low lower lowest low low", 260).vocab_size == 260
     with pytest.raises(TypeError, match="text"):
         train_bpe(b"abc", 300)
     with pytest.raises(ValueError, match="merges\\[0\\]"):

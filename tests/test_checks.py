@@ -25,6 +25,7 @@ from attn_helpers import checks
 from attn_helpers.block import transformer_block
 from attn_helpers.checks import Verdict, _grader, solution
 from attn_helpers.checks._grader import SOLUTIONS
+from attn_helpers.checks.nb11 import induction_queries
 from attn_helpers.core import causal_mask, scaled_dot_product_attention, softmax
 from attn_helpers.examples import (
     CREATURE_TOKENS,
@@ -154,6 +155,7 @@ KNOWN_ANSWERS = {
                                          > 1e-4).sum()) for key in ("without positions", "with positions")},
     "check_decoder_changed_rows": _decoder_changed_rows(),
     "check_attention_prediction": _reverse.snapshots[_reverse.steps][0, 0].argmax(axis=-1),
+    "check_induction_prediction": Arguments(*induction_queries(load_runs()["induction"].probe)[1::2]),
     "check_previous_token_head": _previous_token_head(),
     "check_skipped_tiles": _skipped_tiles(),
     "check_cache_prediction": _cache_gib(),

@@ -11,11 +11,17 @@ from attn_helpers import softmax  # noqa: E402
 from attn_helpers.backprop import numerical_gradient, relative_error  # noqa: E402
 from attn_helpers.checks import (  # noqa: E402
     check_attention_prediction,
+    check_induction_prediction,
     check_softmax_backward,
     check_training_prediction,
     solution,
 )
-from attn_helpers.checks.nb11 import TRAINING_QUESTIONS, read_choice, softmax_backward_solution  # noqa: E402
+from attn_helpers.checks.nb11 import (  # noqa: E402
+    TRAINING_QUESTIONS,
+    induction_queries,
+    read_choice,
+    softmax_backward_solution,
+)
 from attn_helpers.training import load_runs  # noqa: E402
 from attn_helpers.widgets import nb11  # noqa: E402
 
@@ -139,6 +145,52 @@ def test_prediction_checker_hints_and_never_raises(task, value, hint):
     assert hint in verdict.message + verdict.hint, repr(verdict)
 
 
+# ---------------------------------------------------------------- check_induction_prediction
+
+
+def test_the_induction_answer_is_what_the_shipped_model_does():
+    induction = load_runs()["induction"]
+    weights = induction.snapshots[induction.steps]  # (layers, h, T, T)
+    queries_0, keys_0, queries_1, keys_1 = induction_queries(induction.probe)
+    assert queries_0.tolist() == list(range(9)) and queries_1.tolist() == [8, 9, 10]
+    # An independent reading of the probe: P J N A repeated from position 8.
+    probe = induction.probe.tolist()
+    assert keys_1.tolist() == [probe.index(probe[i]) + 1 for i in (8, 9, 10)]
+    np.testing.assert_array_equal(weights[0, 0, queries_0].argmax(axis=-1), keys_0)
+    np.testing.assert_array_equal(weights[1, 0, queries_1].argmax(axis=-1), keys_1)
+    assert check_induction_prediction(weights[0, 0, queries_0].argmax(axis=-1), list(keys_1))
+    assert check_induction_prediction([0, 0, 1, 2, 3, 4, 5, 6, 7], (5, 6, 7))
+
+
+RIGHT_0, RIGHT_1 = [0, 0, 1, 2, 3, 4, 5, 6, 7], [5, 6, 7]
+
+
+@pytest.mark.parametrize("layer_0, layer_1, words", [
+    (..., RIGHT_1, "layer 0 prediction is not filled in"),
+    (RIGHT_0, None, "layer 1 prediction is not filled in"),
+    (RIGHT_0, [5, 6], "queries 8, 9, 10"),
+    (RIGHT_0[:8], RIGHT_1, "expected 9 integers"),
+    (RIGHT_0, [5.0, 6.0, 7.0], "expected 3 integers"),
+    (list(range(9)), RIGHT_1, "layer 0: you predicted the diagonal"),
+    (RIGHT_0, [8, 9, 10], "layer 1: you predicted the diagonal"),
+    ([1] + RIGHT_0[1:], RIGHT_1, "query 0 sees only key 0"),
+    ([-1] + RIGHT_0[1:], RIGHT_1, "layer 0: all right except query 0"),
+    (RIGHT_0[:8] + [5], RIGHT_1, "that is the second step"),
+    (RIGHT_0[:8] + [4], RIGHT_1, "the earlier copy of its own token"),
+    (RIGHT_0, [4, 5, 6], "outputs the current token again"),
+    (RIGHT_0, [7, 8, 9], "the previous-token pattern"),
+    (RIGHT_0, [6, 7, 8], "one too far right"),
+    (RIGHT_0, [5, 6, 11], "query 10 cannot attend to key 11"),
+    (RIGHT_0, [5, 6, 3], "1 of 3 queries differ, first query 10"),
+    (list(range(9)), [4, 5, 6], "layer 0: you predicted the diagonal, each query on itself; layer 1: each query on"),
+    ("b", RIGHT_1, "expected 9 integers"),
+    (object(), RIGHT_1, "expected 9 integers"),
+])
+def test_induction_prediction_names_each_slip(layer_0, layer_1, words):
+    verdict = check_induction_prediction(layer_0, layer_1)
+    assert not verdict and words in verdict.message + verdict.hint, repr(verdict)
+
+
 # ---------------------------------------------------------------- check_training_prediction
 
 
@@ -154,7 +206,7 @@ def test_training_predictions_are_graded_on_the_shipped_runs():
     scaled, unscaled = (int(np.argmax(runs[f"reverse, d_model 128, {k}"].losses < 0.1)) + 1
                         for k in ("scaled", "unscaled"))
     assert unscaled >= 2 * scaled
-    for question, right in (("previous token", "b"), ("second layer", "b"), ("one layer", "c"), ("unscaled", "b")):
+    for question, right in (("one layer", "c"), ("unscaled", "b")):
         assert check_training_prediction(right, question)
         assert check_training_prediction(f" ({right.upper()}). ", question)
         assert check_training_prediction(TRAINING_QUESTIONS[question]["choices"][right], question)
@@ -170,7 +222,6 @@ def test_training_predictions_are_graded_on_the_shipped_runs():
     (2, "one layer", "not a string"),
     ("b", None, "not one of this notebook's questions"),
     ("b", "two layers", "not one of this notebook's questions"),
-    ("a", "previous token", "hold the token before it"),
     ("a", "unscaled", "about the learning rate"),
     ("c", "unscaled", "one-hot"),
 ])

@@ -44,6 +44,26 @@ def test_softmax_float32_extremes_without_warnings(logits, temperature, expected
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("dtype, temperature", [(np.float32, 1e-50), (np.float32, 1e-40), (np.float64, 1e-320),
+                                                 (np.float64, 1e-300)])
+def test_softmax_below_the_float_range_gives_the_cold_limit(dtype, temperature):
+    # tau -> 0 (notebook 03): all weight on the largest score, shared equally by ties; never NaN, no warning.
+    scores = np.random.default_rng(0).normal(size=(6, 5)).astype(dtype)
+    scores[1, [0, 3]] = scores[1].max() + 1  # a tie
+    scores[2] = -np.inf  # fully masked
+    scores[3, :2] = -np.inf
+    expected = np.zeros_like(scores)
+    for i, row in enumerate(scores):
+        winners = [j for j, value in enumerate(row) if value == max(row) and value > -np.inf]
+        expected[i, winners] = 1 / len(winners) if winners else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = A.softmax(scores, temperature=temperature)
+        np.testing.assert_array_equal(A.softmax(scores.T, axis=0, temperature=temperature), out.T)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_softmax_axis_and_temperature():
     x = np.array([[1.0, 2.0], [3.0, 5.0]])
     np.testing.assert_allclose(A.softmax(x, axis=0).sum(axis=0), [1.0, 1.0])
@@ -162,6 +182,11 @@ def test_scale_one_is_unscaled_attention():
 
 
 # --- masks, encodings, similarity ------------------------------------------------------------
+def test_sdpa_with_no_features_names_d_k():
+    with pytest.raises(ValueError, match=r"queries of shape \(2, 0\).*d_k = 0"):
+        A.scaled_dot_product_attention(np.zeros((2, 0)), np.zeros((3, 0)), np.ones((3, 4)))
+
+
 def test_causal_mask():
     np.testing.assert_array_equal(A.causal_mask(3), [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
     assert A.causal_mask(4).dtype == bool

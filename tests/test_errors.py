@@ -119,3 +119,12 @@ def test_a_missing_or_unknown_argument_names_the_function_and_its_signature():
     with pytest.raises(TypeError, match=r"multi_head_attention\(.*\): got an unexpected keyword argument "
                                         r"'num_kv_heads'"):
         A.multi_head_attention(x, np.eye(4), np.eye(4), np.eye(4), np.eye(4), 2, num_kv_heads=1)
+
+
+def test_a_check_that_takes_other_arguments_than_its_function_is_refused():
+    from attn_helpers._validate import checked
+
+    with pytest.raises(TypeError, match=r"must take body\(x, scale=None\)"):
+        @checked(lambda x, scale=1.0: (x, scale))
+        def body(x, scale=None):
+            return x

@@ -109,6 +109,29 @@ def test_adam_matches_the_formula_written_elementwise():
     assert state["t"] == 2
 
 
+def test_adamw_matches_the_decoupled_update_written_with_floats():
+    # PyTorch's AdamW: w <- w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w), one float at a time.
+    from attn_helpers.training import adamw_step
+
+    start, grads = [1.0, -2.0, 0.0], [[0.5, 0.1, 0.0], [-0.2, 0.3, 0.0], [0.0, 0.0, 0.0]]
+    params, state = {"w": np.array(start)}, {}
+    expected = []
+    for i, w in enumerate(start):
+        m = v = 0.0
+        for t, g in enumerate((step[i] for step in grads), start=1):
+            m, v = 0.9 * m + 0.1 * g, 0.98 * v + 0.02 * g * g
+            w -= 0.1 * ((m / (1 - 0.9**t)) / ((v / (1 - 0.98**t)) ** 0.5 + 1e-8) + 0.3 * w)
+        expected.append(w)
+    for g in grads:
+        adamw_step(params, {"w": np.array(g)}, state, learning_rate=0.1, weight_decay=0.3)
+    np.testing.assert_allclose(params["w"], expected, rtol=1e-12)
+    assert params["w"][2] == 0.0 and state["t"] == 3
+    plain, decayed = {"w": np.array(start)}, {"w": np.array(start)}
+    adam_step(plain, {"w": np.ones(3)}, {}, learning_rate=0.1)
+    adamw_step(decayed, {"w": np.ones(3)}, {}, learning_rate=0.1, weight_decay=0.0)
+    np.testing.assert_array_equal(plain["w"], decayed["w"])  # no decay: Adam
+
+
 def test_sgd_step_and_unknown_optimizer():
     params = {"w": np.array([1.0])}
     sgd_step(params, {"w": np.array([2.0])}, {}, learning_rate=0.25)

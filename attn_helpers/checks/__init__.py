@@ -29,7 +29,12 @@ from .nb08 import (
 )
 from .nb09 import check_length_prediction, check_order_prediction, check_sinusoidal_encoding
 from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_layer_norm, check_pre_norm_block
-from .nb11 import check_attention_prediction, check_softmax_backward, check_training_prediction
+from .nb11 import (
+    check_attention_prediction,
+    check_induction_prediction,
+    check_softmax_backward,
+    check_training_prediction,
+)
 from .nb12 import (
     check_ablation_prediction,
     check_previous_token_head,
@@ -61,7 +66,8 @@ __all__ = [
     "check_length_prediction", "check_order_prediction", "check_sinusoidal_encoding",  # 09 Positions
     "check_decoder_changed_rows", "check_gpt2_parameter_count", "check_layer_norm",  # 10 The transformer block
     "check_pre_norm_block",
-    "check_attention_prediction", "check_softmax_backward", "check_training_prediction",  # 11 Training
+    "check_attention_prediction", "check_induction_prediction", "check_softmax_backward",  # 11 Training
+    "check_training_prediction",
     "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained
     "check_sink_prediction",
     "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost

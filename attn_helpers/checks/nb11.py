@@ -13,8 +13,8 @@ from ..training import TASKS, load_runs
 from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, never_raises, register_solution, shows_verdict
 from ._predict import read_choice, read_letter
 
-__all__ = ["check_softmax_backward", "check_attention_prediction", "check_training_prediction",
-           "TRAINING_QUESTIONS", "read_choice"]
+__all__ = ["check_softmax_backward", "check_attention_prediction", "check_induction_prediction",
+           "check_training_prediction", "TRAINING_QUESTIONS", "read_choice"]
 
 
 @register_solution("softmax_backward")
@@ -126,6 +126,20 @@ def _gradient_check(fn):
                          "on masked and fully masked rows and on a batch too.")
 
 
+def _read_keys(predicted_keys, n, queries, T, what="the prediction"):
+    """``predicted_keys`` as ``n`` integers (key positions 0 .. T - 1), or the Verdict that says why not."""
+    if predicted_keys is None or predicted_keys is Ellipsis:
+        return Verdict(False, f"{what} is not filled in yet", "replace the ... with a list of key positions")
+    got, err = call_quietly(np.asarray, predicted_keys)  # never raises, never hangs
+    if err is not None:
+        return Verdict(False, f"could not read {what} ({type(err).__name__})",
+                       f"give a list of integers, one key position (0 .. {T - 1}) per query")
+    if got.shape != (n,) or got.dtype.kind not in "iu":
+        return Verdict(False, f"{what} has shape {got.shape} and dtype {got.dtype}, expected {n} integers",
+                       f"one key position (0 .. {T - 1}) for {queries}")
+    return got
+
+
 @never_raises("could not use this prediction",
               "give a list of integers, one key position per query, e.g. [0, 0, 1, 2, 3, 4, 5, 6]")
 def check_attention_prediction(predicted_keys, task="reverse"):
@@ -134,16 +148,10 @@ def check_attention_prediction(predicted_keys, task="reverse"):
     if task not in known:
         return Verdict(False, f"{task!r} is not a task with a pattern known in advance",
                        f"use one of {', '.join(repr(n) for n in known)}")
-    if predicted_keys is None or predicted_keys is Ellipsis:
-        return Verdict(False, "the prediction is not filled in yet", "replace the ... with a list of key positions")
     T = TASKS[task].seq_len
-    got, err = call_quietly(np.asarray, predicted_keys)  # never raises, never hangs
-    if err is not None:
-        return Verdict(False, f"could not read this prediction ({type(err).__name__})",
-                       f"give a list of integers, one key position (0 .. {T - 1}) per query")
-    if got.shape != (T,) or got.dtype.kind not in "iu":
-        return Verdict(False, f"the prediction has shape {got.shape} and dtype {got.dtype}, expected {T} integers",
-                       f"one key position (0 .. {T - 1}) for each of the {T} queries")
+    got = _read_keys(predicted_keys, T, f"each of the {T} queries", T)
+    if isinstance(got, Verdict):
+        return got
     expected = TASKS[task].expected_pattern(TASKS[task].seq_len).argmax(axis=-1)  # (T,): the key of each query
     wrong = np.flatnonzero(got != expected)
     if wrong.size == 0:
@@ -161,29 +169,91 @@ def check_attention_prediction(predicted_keys, task="reverse"):
                    f"the answer at position {i} is the token at position {expected[i]}: attention must fetch it")
 
 
-# Predict, then run: the induction head and the ablations (answers measured on the shipped runs)
+def induction_queries(probe):
+    """The queries of exercise 11.3 on the induction ``probe``: those of layer 0 (up to the repeat's first token) and
+    layer 1 (the repeat's scored queries), and the keys an induction circuit attends to from them.
+
+    Layer 0: the key just before the query (query 0, under the causal mask, only key 0); layer 1: the key just after
+    the earlier copy of the query's own token.
+    """
+    probe = np.asarray(probe)
+    T = len(probe)
+    first = next(i for i in range(T) if probe[i] in probe[:i])  # the repeat's first token
+    layer_0 = np.arange(first + 1)
+    layer_1 = np.arange(first, T - 1)
+    after_copy = np.array([np.flatnonzero(probe[:i] == probe[i])[0] + 1 for i in layer_1])
+    return layer_0, np.maximum(layer_0 - 1, 0), layer_1, after_copy
+
+
+def _induction_slip(layer, got, queries, expected, probe):
+    """The verdict on one layer's keys (None if right): the slip named where it is a known one."""
+    n, wrong = len(queries), np.flatnonzero(got != expected)
+    if wrong.size == 0:
+        return None
+    earlier = np.array([np.flatnonzero(probe[:i] == probe[i])[0] if probe[i] in probe[:i] else -1 for i in queries])
+    if (got > queries).any():
+        i = int(queries[np.argmax(got > queries)])
+        return (f"layer {layer}: query {i} cannot attend to key {int(got[np.argmax(got > queries)])}",
+                f"the mask is causal: query {i} sees only {'key 0' if i == 0 else f'keys 0 .. {i}'}")
+    if np.array_equal(got, queries):
+        return (f"layer {layer}: you predicted the diagonal, each query on itself",
+                "a query's own position holds its own token already: attending to it adds nothing new. What does "
+                "the position need that another position holds?")
+    if layer == 0 and wrong.tolist() == [0]:
+        return ("layer 0: all right except query 0",
+                "under the causal mask query 0 may see only key 0, so all its weight lands there")
+    if layer == 0 and wrong.tolist() == [n - 1] and got[-1] in (earlier[-1], earlier[-1] + 1):
+        return (f"layer 0: query {int(queries[-1])} on key {int(got[-1])}, "
+                + ("the earlier copy of its own token" if got[-1] == earlier[-1] else
+                   "one after the earlier copy of its own token: that is the second step"),
+                "in layer 0 no position holds more than its own token and position yet, so a query cannot find the "
+                "key after the earlier copy: that key's own token has nothing in common with the query's. Layer 0 "
+                "must first write into each position something a later query can match")
+    if layer == 1 and np.array_equal(got, earlier):
+        return ("layer 1: each query on the earlier copy of its own token",
+                "that key holds the same token as the query: fetching it outputs the current token again. The "
+                "answer is the token that came AFTER the earlier copy")
+    if np.array_equal(got, np.maximum(queries - 1, 0)):
+        return ("layer 1: each query on the key just before itself: the previous-token pattern",
+                "that key holds the token before the current one; it says nothing about what comes next. Which key "
+                "holds the answer, and what did layer 0 write there that the query can match?")
+    if np.array_equal(got, expected + 1):
+        return (f"layer {layer}: each key one too far right",
+                "positions count from 0: the probe's table above numbers them under the tokens")
+    i = int(wrong[0])
+    return (f"layer {layer}: {wrong.size} of {n} queries differ, first query {int(queries[i])}: you said key "
+            f"{int(got[i])}",
+            "layer 0 copies into each position the token before it; layer 1 then looks for the position whose "
+            "previous token is the query's own token" if layer == 1 else
+            "what must a position hold, besides its own token, for a later query to find it by matching?")
+
+
+@never_raises("could not use this prediction", "give two lists of integers, one key position per query")
+def check_induction_prediction(layer_0_keys, layer_1_keys):
+    """Grade exercise 11.3: the key each query of layer 0 and of layer 1 attends to most in the induction model."""
+    probe = load_runs()["induction"].probe
+    queries_0, expected_0, queries_1, expected_1 = induction_queries(probe)
+    slips = []
+    for layer, predicted, queries, expected in ((0, layer_0_keys, queries_0, expected_0),
+                                                (1, layer_1_keys, queries_1, expected_1)):
+        described = f"queries {', '.join(map(str, queries))}"
+        got = _read_keys(predicted, len(queries), described, len(probe), f"the layer {layer} prediction")
+        if isinstance(got, Verdict):
+            return got
+        slip = _induction_slip(layer, got, queries, expected, probe)
+        if slip is not None:
+            slips.append(slip)
+    if not slips:
+        return Verdict(True, f"layer 0: queries {queries_0[0]} .. {queries_0[-1]} -> keys {expected_0.tolist()}, "
+                             f"the key just before; layer 1: queries {queries_1.tolist()} -> keys "
+                             f"{expected_1.tolist()}, one after the earlier copy. Now run the next cells.")
+    message = "; ".join(message for message, _ in slips)
+    return Verdict(False, message if len(slips) == 2 else f"{message} (the other layer is right)", slips[0][1])
+
+
+# Predict, then run: the ablations (answers measured on the shipped runs)
 #: Each question of notebook 11's predictions: its choices, and a hint for each wrong choice.
 TRAINING_QUESTIONS = {
-    "previous token": {
-        "choices": {"a": "nothing: its own token is enough",
-                    "b": "the token at position t - 1",
-                    "c": "its own position number"},
-        "hints": {"a": "a query finds a key by what the key holds. The query P at the repeat wants the key that "
-                       "FOLLOWED the earlier P; that key's own token (say J) says nothing about P. It must also "
-                       "hold the token before it",
-                  "c": "every position already knows its own position (the position embedding is added to it). "
-                       "What the key lacks is the CONTENT of the position before it"},
-    },
-    "second layer": {
-        "choices": {"a": "the earlier copy of its own token",
-                    "b": "the position just after the earlier copy of its own token",
-                    "c": "the position just before itself"},
-        "hints": {"a": "attending to the earlier copy of P fetches P again: the output would repeat the current "
-                       "token. The answer is the token that came AFTER it. Which position holds that token, and what "
-                       "did layer 0 write there?",
-                  "c": "the position just before the query holds the token before the current one; it says "
-                       "nothing about what comes next. Use what layer 0 wrote: 'my previous token was P'"},
-    },
     "one layer": {
         "choices": {"a": "both near 99 %, like two layers",
                     "b": "2 heads near 99 %, 1 head far below",
@@ -215,20 +285,6 @@ def _first_below(losses, level=0.1):
 def training_answer(question, runs=None):
     """The right choice of ``question``, measured on the shipped runs of notebook 11 (never typed in)."""
     runs = load_runs() if runs is None else runs
-    induction = runs["induction"]
-    weights, probe = induction.snapshots[induction.steps], induction.probe  # (layers, h, T, T), (T,)
-    T = len(probe)
-    if question == "previous token":  # layer 0 on the noise and the first copy: the key just before the query
-        rows = np.arange(1, T - 4)
-        on_previous = np.mean(weights[0, 0, rows].argmax(axis=-1) == rows - 1)
-        return "b" if on_previous > 0.5 else "a"
-    if question == "second layer":  # layer 1, the scored queries of the repeat
-        picks = {"a": 0, "b": 0, "c": 0}
-        for i in range(T - 4, T - 1):
-            key = int(weights[1, 0, i].argmax())
-            earlier = int(np.flatnonzero(probe[:i] == probe[i])[0])
-            picks["b" if key == earlier + 1 else "a" if key == earlier else "c"] += 1
-        return max(picks, key=picks.get)
     if question == "one layer":
         one, two = (runs[f"induction, 1 layer, {n}"].held_out_accuracy for n in ("1 head", "2 heads"))
         return "a" if one > 0.9 and two > 0.9 else "b" if two > 0.9 else "c"
