@@ -36,9 +36,10 @@ from .positions import positional_encoding
 from .pretrained import _blas  # the BLAS libraries numpy loaded, looked up once
 from .training import adam_step
 
-__all__ = ["Decoder", "random_decoder", "decoder_forward", "generate", "corpus_split", "init_tiny_gpt",
-           "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss", "ngram_losses", "filter_logits",
-           "next_token_probs", "sample_next", "generate_ids", "TinyGPT", "load_tiny_gpt"]
+__all__ = ["Decoder", "random_decoder", "decoder_forward", "attention_weights", "generate", "corpus_split",
+           "init_tiny_gpt", "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss",
+           "ngram_losses", "filter_logits", "next_token_probs", "sample_next", "generate_ids", "TinyGPT",
+           "load_tiny_gpt"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"
@@ -210,6 +211,19 @@ def decoder_forward(decoder, ids, cache=None):
     decoder = _as_decoder(decoder)
     ids = _as_ids(ids, decoder.vocab_size, "ids")
     return _forward(decoder, ids, None if cache is None else _check_cache(cache, decoder))
+
+
+def attention_weights(decoder, ids):
+    """Every head's attention weights as :func:`decoder_forward` computes them (read from its record, not a second
+    forward): ``ids (T,)`` or ``(B, T)`` gives ``(..., layers, h, T, T)``.
+
+    >>> attention_weights(random_decoder(num_layers=2, num_heads=4), [0, 1, 2]).shape
+    (2, 4, 3, 3)
+    """
+    decoder = _as_decoder(decoder)
+    record = {}
+    _forward(decoder, _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2)), record=record)
+    return np.stack([block["attention"]["weights"] for block in record["blocks"]], axis=-4)  # (..., layers, h, T, T)
 
 
 def generate(decoder, prompt, steps, *, use_cache=True):

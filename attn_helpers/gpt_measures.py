@@ -12,11 +12,8 @@ import re
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .block import transformer_block
-from .core import causal_mask
 from .examples import SEED
-from .gpt import generate_ids, sample_next
-from .positions import positional_encoding
+from .gpt import attention_weights, generate_ids, sample_next
 
 __all__ = ["known_word_share", "bigram_log_probs", "sample_word_shares", "head_habits"]
 
@@ -83,8 +80,8 @@ def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, leng
 def head_habits(decoder, ids, *, windows=64, length=64, starts_word=None):
     """Each head's attention habits on ``windows`` windows of ``length`` tokens, evenly spaced along ``ids``.
 
-    The windows run through the decoder's blocks as :func:`~attn_helpers.kv_cache.decoder_forward` runs them
-    (token embeddings plus sinusoidal positions, notebook 10's ``transformer_block`` under a causal mask).
+    The weights are those :func:`~attn_helpers.gpt.decoder_forward` computes
+    (:func:`~attn_helpers.gpt.attention_weights`).
     ``starts_word``: optional, a boolean per token id, True for a token that begins a word (a leading space).
 
     Returns a dict of ``(windows, layers, heads)`` arrays: ``"previous"``, the mean weight of queries
@@ -95,13 +92,8 @@ def head_habits(decoder, ids, *, windows=64, length=64, starts_word=None):
     ids = np.asarray(ids)
     starts = np.linspace(0, len(ids) - length, windows).astype(int)
     batch = ids[starts[:, None] + np.arange(length)]  # (windows, T)
-    x = decoder.embeddings[batch] + positional_encoding(length, decoder.d_model, dtype=decoder.embeddings.dtype)
-    weights = []
     with threadpool_limits(1):  # small products: one BLAS thread is faster on a shared machine
-        for block in decoder.blocks:
-            x, block_weights = transformer_block(x, block, causal_mask(length))  # (windows, T, d), (windows, h, T, T)
-            weights.append(block_weights)
-    weights = np.stack(weights, axis=1)  # (windows, layers, h, T, T)
+        weights = attention_weights(decoder, batch)  # (windows, layers, h, T, T)
     rows = np.arange(1, length)
     on_previous = weights[..., rows, rows - 1]  # (windows, layers, h, T - 1)
     habits = {"previous": on_previous.mean(axis=-1), "first": weights[..., rows, 0].mean(axis=-1),

@@ -9,13 +9,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..backprop import numerical_gradient, relative_error
-from ..block import layer_norm, transformer_block
+from ..backprop import layer_norm_backward, numerical_gradient, relative_error
+from ..block import layer_norm
 from ..bpe import merge_pair, most_frequent_pair, pair_counts, pretokenize
-from ..core import causal_mask
 from ..examples import SEED
-from ..gpt import corpus_split, filter_logits, layer_norm_backward, load_tiny_gpt
-from ..positions import positional_encoding
+from ..gpt import attention_weights, corpus_split, filter_logits, load_tiny_gpt
 from ._grader import (
     Case,
     Verdict,
@@ -95,14 +93,9 @@ def check_first_pair(prediction):
 
 def previous_token_weights(model, sentence, max_tokens=24):
     """``(layers, heads)``: each head's mean weight on the token just before the query, on ``sentence``'s first
-    ``max_tokens`` tokens, through the model's blocks (as ``decoder_forward`` runs them)."""
+    ``max_tokens`` tokens, as ``decoder_forward`` computes them."""
     ids = model.tokenizer.encode(sentence)[:max_tokens]
-    x = model.decoder.embeddings[ids] + positional_encoding(len(ids), model.decoder.d_model)
-    weights = []
-    for block in model.decoder.blocks:
-        x, block_weights = transformer_block(x, block, causal_mask(len(ids)))  # (heads, T, T)
-        weights.append(block_weights)
-    return np.diagonal(np.stack(weights), offset=-1, axis1=-2, axis2=-1).mean(axis=-1)
+    return np.diagonal(attention_weights(model.decoder, ids), offset=-1, axis1=-2, axis2=-1).mean(axis=-1)
 
 
 def attention_sentence():
