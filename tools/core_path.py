@@ -87,13 +87,15 @@ def discussion_questions(guide_text: str) -> dict:
     return found
 
 
-def core_path(path, until=None, discussion=0) -> dict:
+def core_path(path, until=None, discussion=None) -> dict:
     """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
     (only the cells before the first heading that starts with ``until``, if given; ``discussion``: the number
-    of the guide's discussion questions, asked in class)."""
+    of discussion questions asked in class, by default those of the notebook's section of the guide)."""
+    number = Path(path).name[:2]
+    if discussion is None:
+        discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
     counts = {"words": 0, "code": 0, "figure": 0, "widget": 0, "prediction": 0, "exercise": 0, "derivation": 0,
               "pair work": 0, "discussion": discussion}
-    number = Path(path).name[:2]
     for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         source = "".join(cell["source"])
@@ -336,9 +338,8 @@ def main(argv=None) -> int:
     parser.add_argument("--write-guide", action="store_true", help="rewrite the minute figures of the guide")
     parser.add_argument("--check-guide", action="store_true", help="exit 1 if the guide's figures are stale")
     args = parser.parse_args(argv)
-    questions = discussion_questions(GUIDE.read_text(encoding="utf-8"))
     for path in args.notebooks:
-        result = core_path(path, discussion=questions.get(Path(path).name[:2], 0))
+        result = core_path(path)
         print(f"{path.name}: {result['self_paced_minutes']} min self-paced, {result['walkthrough_minutes']} min "
               f"walked through without the exercises ({result})")
     if args.write_guide or args.check_guide:
