@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "slides"
 GUIDE = ROOT / "docs" / "teaching-guide.md"
 CELLS_PER_SLIDE = 4
+WORDS_PER_PIECE = 120  # a longer markdown cell is cut between paragraphs, so that a slide can be cut there
 MIN_ZOOM = 0.55  # the smallest scale a slide is shown at: 22 px prose at about 12 px
 SPLIT_AT = 1.25  # a slide taller than this many windows is cut at a cell, in the browser, for its window size
 HEADING = re.compile(r"^#{1,4}\s", re.MULTILINE)
@@ -156,13 +157,10 @@ def core_path_cells(nb):
     for cell in nb.cells:
         if "optional" in cell.metadata.get("tags", []):
             continue
-        if cell.cell_type == "markdown" and len(HEADING.findall(cell.source)) > (1 if HEADING.match(cell.source)
-                                                                                   else 0):
-            starts = [m.start() for m in HEADING.finditer(cell.source)]
-            pieces = [cell.source[a:b] for a, b in zip([0, *starts], [*starts, len(cell.source)]) if
-                      cell.source[a:b].strip()]
+        pieces = markdown_pieces(cell.source) if cell.cell_type == "markdown" else [cell.source]
+        if len(pieces) > 1:
             for k, piece in enumerate(pieces):
-                part = nbformat.v4.new_markdown_cell(piece.strip("\n"))
+                part = nbformat.v4.new_markdown_cell(piece)
                 if cell.get("attachments"):
                     part.attachments = cell.attachments
                 part.id = f"{cell.get('id', 'cell')}-{k}"
@@ -188,6 +186,30 @@ def core_path_cells(nb):
         since += 1
         weight += 1 + 2 * any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
     return nbformat.from_dict({**nb, "cells": cells})
+
+
+def markdown_pieces(source: str) -> list[str]:
+    """``source`` cut before every heading, and between paragraphs (never inside a code block or a display
+    equation) where a piece would pass ``WORDS_PER_PIECE`` words: pieces that a slide can take or cut."""
+    pieces, blocks, open_block = [], [], ""
+    for block in re.split(r"\n\s*\n", source.strip("\n")):
+        if open_block:  # inside a fenced code block or a $$ equation that spans blank lines
+            open_block += "\n\n" + block
+            if (open_block.count("```") % 2 or open_block.count("$$") % 2) == 0:
+                blocks.append(open_block)
+                open_block = ""
+        elif block.count("```") % 2 or block.count("$$") % 2:
+            open_block = block
+        else:
+            blocks.append(block)
+    blocks += [open_block] if open_block else []
+    for block in blocks:
+        words = len(re.findall(r"[A-Za-z]+", "\n\n".join([*(pieces[-1:] or [""]), block])))
+        if pieces and not HEADING.match(block) and words <= WORDS_PER_PIECE:
+            pieces[-1] += "\n\n" + block
+        else:
+            pieces.append(block)
+    return pieces
 
 
 def is_prediction(cell) -> bool:
