@@ -130,3 +130,8 @@ def test_core_path_cells_puts_the_answer_after_a_prediction_and_drops_unfilled_v
     out = slides.core_path_cells(nb).cells
     assert [c.metadata["slide_start"] for c in out] == [False, False, True, False, False, False, False]
     assert [len(c.get("outputs", [])) for c in out[1:]] == [0, 0, 0, 0, 1, 1]
+
+
+def test_the_guide_states_the_smallest_scale_the_decks_use():
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    assert f"at {round(slides.MIN_ZOOM * 100)} % of the full size or more" in guide
