@@ -15,6 +15,7 @@ from .config import PRINT_OPTIONS, SEED, setup_printing  # noqa: F401 - re-expor
 from .core import causal_mask, cosine_similarity, padding_mask, softmax
 from .model_size import parameter_count
 from .positions import positional_encoding
+from .published import PUBLISHED_CONFIGS
 
 __all__ = ["SEED", "JOURNEY_TOKENS", "journey_embeddings", "I_LOVE_AI_TOKENS", "i_love_ai", "qkv_attention_steps",
            "CREATURE_TOKENS", "CREATURE_FEATURES", "CREATURE_QUESTIONS", "creature_embeddings", "creature_example",
@@ -215,10 +216,19 @@ def combined_mask(T, causal=True, length=None):
 #: The three-token sentence of notebook 09 (word order): "man bites dog" is the same set of words.
 DOG_BITES_MAN_TOKENS = ("dog", "bites", "man")
 
+_GPT2_DESIGN = {"bias": True, "tied_embeddings": True, "learned_positions": True, "final_norm": True}
+
+
+def _gpt2(name):
+    """A GPT-2 row of the published table as :func:`~attn_helpers.model_size.parameter_count` reads it."""
+    row = PUBLISHED_CONFIGS[name]
+    return {key: row[key] for key in ("num_layers", "d_model", "num_heads", "vocab_size", "context_length", "d_ff")
+            } | _GPT2_DESIGN
+
+
 #: The configuration of GPT-2 small (Radford et al., 2019; Hugging Face ``gpt2``), for
 #: :func:`~attn_helpers.model_size.parameter_count`: pre-norm, biases, tied embeddings.
-GPT2_SMALL = {"num_layers": 12, "d_model": 768, "num_heads": 12, "vocab_size": 50257, "context_length": 1024,
-              "d_ff": 3072, "bias": True, "tied_embeddings": True, "learned_positions": True, "final_norm": True}
+GPT2_SMALL = _gpt2("GPT-2 small")
 
 
 def dog_bites_man(dtype=np.float32, seed=SEED):
@@ -281,12 +291,7 @@ def reorder_outputs(order, with_positions=False, example=None):
 
 
 #: GPT-2's four sizes (Radford et al., 2019): one recipe, deeper and wider. ``d_ff = 4 d_model``.
-GPT2_FAMILY = {
-    "small": GPT2_SMALL,
-    "medium": {**GPT2_SMALL, "num_layers": 24, "d_model": 1024, "num_heads": 16, "d_ff": 4096},
-    "large": {**GPT2_SMALL, "num_layers": 36, "d_model": 1280, "num_heads": 20, "d_ff": 5120},
-    "xl": {**GPT2_SMALL, "num_layers": 48, "d_model": 1600, "num_heads": 25, "d_ff": 6400},
-}
+GPT2_FAMILY = {"small": GPT2_SMALL, **{size.lower(): _gpt2(f"GPT-2 {size}") for size in ("medium", "large", "XL")}}
 
 
 def creature_block_example(num_blocks=12, d_model=16, num_heads=4):

@@ -23,8 +23,8 @@ from ._validate import (
     checked,
 )
 from .block import BlockParams, init_block_params
-from .llama import _CONFIG_COLUMNS, PUBLISHED_CONFIGS
 from .multihead import _plus, attend_heads, split_heads
+from .published import CONFIG_COLUMNS, PUBLISHED_CONFIGS
 
 __all__ = ["KVCache", "repeat_kv_heads", "grouped_query_attention", "GroupedQueryParams", "init_grouped_query_params",
            "cached_attention", "kv_cache_bytes", "attention_weights_bytes", "PUBLISHED_CONFIGS", "cache_table"]
@@ -268,14 +268,14 @@ def cache_table(T=4096, bytes_per_number=2, configs=None):
     ``name, num_layers, num_heads, num_kv_heads, head_dim, context_length, cache_bytes, full_mha_bytes, saving`` (the
     factor ``h / h_kv`` that grouped-query or multi-query attention saves).
 
-    >>> row = cache_table(T=4096)[2]
+    >>> row = {row["name"]: row for row in cache_table(T=4096)}["Llama 2 70B"]
     >>> row["name"], row["cache_bytes"] / 2**30, row["saving"]
     ('Llama 2 70B', 1.25, 8.0)
     """
     T = as_positive_int(T, "T")  # (the saving compares two caches: at T = 0 both are empty)
     rows = []
     for name, config in (PUBLISHED_CONFIGS if configs is None else configs).items():
-        shape = {key: config[key] for key in _CONFIG_COLUMNS if key in config}
+        shape = {key: config[key] for key in CONFIG_COLUMNS if key in config}
         cache = kv_cache_bytes(shape["num_layers"], shape["num_kv_heads"], shape["head_dim"], T, bytes_per_number)
         full = kv_cache_bytes(shape["num_layers"], shape["num_heads"], shape["head_dim"], T, bytes_per_number)
         rows.append(dict(name=name, **shape, cache_bytes=cache, full_mha_bytes=full, saving=full / cache))

@@ -1,5 +1,4 @@
-r"""From GPT-2 to Llama (notebook 14): RMSNorm, SiLU, the SwiGLU feed-forward network, a Llama's parameter count,
-and one table of published GPT-2 and Llama-family configurations (notebook 13 sizes their KV caches from it).
+r"""From GPT-2 to Llama (notebook 14): RMSNorm, SiLU, the SwiGLU feed-forward network, a Llama's parameter count.
 """
 
 from __future__ import annotations
@@ -9,44 +8,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from ._validate import as_float_array, as_positive_int, check_bias, checked
+from .published import CONFIG_COLUMNS, PUBLISHED_CONFIGS
 
-__all__ = ["PUBLISHED_CONFIGS", "LLAMA2_7B", "rms_norm", "silu", "swiglu_ffn", "llama_parameter_count"]
+__all__ = ["LLAMA2_7B", "rms_norm", "silu", "swiglu_ffn", "llama_parameter_count"]
 
-_CONFIG_COLUMNS = ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context_length")
-_CONFIG_ROWS = {  # layers, query heads h, key/value heads h_kv, head width d_h, context length (tokens)
-    "GPT-2 small": (12, 12, 12, 64, 1024),
-    "Llama 2 7B": (32, 32, 32, 128, 4096),
-    "Llama 2 70B": (80, 64, 8, 128, 4096),
-    "Mistral 7B": (32, 32, 8, 128, 8192),
-    "Falcon 7B": (32, 71, 1, 64, 2048),
-    "PaLM 540B": (118, 48, 1, 256, 2048),
-}
-_CONFIG_SOURCES = {
-    "GPT-2 small": "Radford et al. 2019; Hugging Face openai-community/gpt2 config.json: n_layer 12, n_head 12, "
-                   "n_embd 768 (so d_h = 64), n_ctx 1024",
-    "Llama 2 7B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, no GQA at 7B); meta-llama/Llama-2-7b-hf "
-                  "config.json: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size "
-                  "4096, "
-                  "intermediate_size 11008, vocab_size 32000, rms_norm_eps 1e-5 (1e-6 in the first release), "
-                  "tie_word_embeddings false, no biases",
-    "Llama 2 70B": "Touvron et al. 2023, Llama 2, Table 1 (context 4k, GQA at 34B and 70B); meta-llama/Llama-2-70b-hf "
-                   "config.json: num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, hidden_size 8192",
-    "Mistral 7B": "Jiang et al. 2023, Mistral 7B, Table 1: n_layers 32, head_dim 128, n_heads 32, n_kv_heads 8, "
-                  "context_len 8192; its sliding window of 4096 caps the cache it really keeps (a rolling buffer)",
-    "Falcon 7B": "tiiuae/falcon-7b config.json: n_layer 32, n_head 71, hidden_size 4544 (d_h = 64), multi_query true; "
-                 "model card: sequence length 2048",
-    "PaLM 540B": "Chowdhery et al. 2022, PaLM, Table 1 and section 2: 118 layers, 48 heads, d_model 18432, head size "
-                 "always 256, multi-query attention, sequence length 2048",
-}
-
-_SIZES = {"Llama 2 7B": {"d_model": 4096, "d_ff": 11008, "vocab_size": 32000}}  # what llama_parameter_count needs
-
-#: Published decoder configurations: layers, query heads, key/value heads, head width, context length (and
-#: for Llama 2 7B its widths and vocabulary), and where the numbers are from (``source``).
-PUBLISHED_CONFIGS = {name: {**dict(zip(_CONFIG_COLUMNS, row)), **_SIZES.get(name, {}), "source": _CONFIG_SOURCES[name]}
-                     for name, row in _CONFIG_ROWS.items()}
-
-#: Llama 2 7B's published configuration (a row of :data:`PUBLISHED_CONFIGS`).
+#: Llama 2 7B's published configuration (a row of :data:`~attn_helpers.published.PUBLISHED_CONFIGS`).
 LLAMA2_7B = PUBLISHED_CONFIGS["Llama 2 7B"]
 
 
@@ -116,7 +82,7 @@ def llama_parameter_count(config):
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping (a dict) with the keys {list(_LLAMA_KEYS)}; got "
                         f"{type(config).__name__}")
-    known = {*_LLAMA_KEYS, "num_kv_heads", *_CONFIG_COLUMNS, "source"}
+    known = {*_LLAMA_KEYS, "num_kv_heads", *CONFIG_COLUMNS, "source"}
     unknown, missing = sorted(set(config) - known), [key for key in _LLAMA_KEYS if key not in config]
     if unknown or missing:
         raise ValueError(f"config: unknown keys {unknown}, missing keys {missing}; the keys are {sorted(known)}")
