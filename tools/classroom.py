@@ -25,8 +25,12 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import importlib.util
 import inspect
+import os
 import re
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -43,18 +47,32 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CONFIG = '''"""nbgrader configuration of the attention series' course folder (written by tools/classroom.py)."""
 
 import os
+import sys
+from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "attention-from-first-principles"
 c.CourseDirectory.assignment_id = ""
-c.ExecutePreprocessor.timeout = 120  # seconds per cell; the series' notebooks run in seconds
 # The released notebook keeps the learner's own stub (``raise NotImplementedError`` or ``name = ...``), which
 # sits outside the solution region; the region itself leaves this line behind.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
 # The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
-'''
 
+# Autograde never runs a learner's code in this process: instead of executing the notebook, each exercise runs
+# in a sandbox and the checkers of the grading copy (.grader/, not editable) decide its marks (tools/grade.py).
+GRADER = Path(__file__).resolve().parent / ".grader"
+sys.path.insert(0, str(GRADER))
+from grade import SandboxedGrading  # noqa: E402
+
+c.SandboxedGrading.site = str(GRADER)
+c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
+c.Autograde.autograde_preprocessors = [SandboxedGrading, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+'''
 
 def solutions() -> dict:
     """The registered solutions by name (the functions ``solution(name)`` reveals)."""
@@ -170,7 +188,9 @@ def _nbgrader(kind: str, grade_id: str) -> dict:
 
 
 def _test_cell(call: str, grade_id: str):
+    checker = call.split("(")[0]
     source = (f"# Autograder test (1 point): the series' own checker must say ✅.\n"
+              f"from attn_helpers.checks import {checker}\n\n"
               f"verdict = {call}\n"
               f"assert verdict.passed, repr(verdict)   # the checker's message and hint are the feedback")
     cell = nbformat.v4.new_code_cell(source)
@@ -231,15 +251,67 @@ def build(out: Path = OUT, numbers=None) -> dict:
     return written
 
 
+def install_grader(out: Path) -> Path:
+    """The checkers' grading copy ``out/.grader``: attn_helpers installed from this folder (not editable, so
+    a later change to the checkers changes no grade until the next install), with the grading modules."""
+    target = out / ".grader"
+    shutil.rmtree(target, ignore_errors=True)
+    offline = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []  # else pip fetches it
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                    *offline, "--target", str(target), str(ROOT)], check=True)
+    for name in ("grade.py", "grade_worker.py"):
+        shutil.copy(ROOT / "tools" / name, target / name)
+    return target
+
+
+def nbgrader(out: Path, *args: str) -> subprocess.CompletedProcess:
+    """``nbgrader args`` in the course folder, as from an activated environment (its alembic runs by name)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env, capture_output=True,
+                          text=True)
+
+
+def autograde(out: Path, numbers) -> int:
+    """Grade every submission of the notebooks ``numbers`` in ``out``: feedback, then ``grades.csv``."""
+    if not numbers:
+        print("name the notebook to grade, e.g. python3 run.py classroom autograde 03", file=sys.stderr)
+        return 2
+    missing = [n for n in sorted(numbers) if not list(out.glob(f"source/{n}_*"))]
+    if missing or not (out / "nbgrader_config.py").is_file():
+        build(out, set(missing))
+    install_grader(out)
+    for number in sorted(numbers):
+        (assignment,) = [p.name for p in sorted(out.glob(f"source/{number}_*"))]
+        steps = [("generate_assignment", assignment, "--force")] if not (out / "release" / assignment).is_dir() \
+            or not (out / "gradebook.db").is_file() else []
+        steps += [("autograde", assignment, "--force"), ("generate_feedback", assignment, "--force")]
+        for step in steps:
+            done = nbgrader(out, *step)
+            if done.returncode != 0:
+                print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
+                print(f"nbgrader {step[0]} {assignment} failed (its log is above)", file=sys.stderr)
+                return 1
+        print(f"{assignment}: graded {len(list(out.glob(f'autograded/*/{assignment}')))} submission(s); "
+              f"feedback in {out / 'feedback'}/<student>/{assignment}/")
+    done = nbgrader(out, "export")
+    print(f"grades of every assignment: {out / 'grades.csv'}" if done.returncode == 0 else done.stderr[-3000:])
+    return done.returncode
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["autograde"]:
+        args = core_path.selection(argv[1:], "Grade the submissions of notebooks NN (autograde NN)", OUT)
+        return autograde(args.out, args.numbers)
     args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
     written = build(args.out, args.numbers)
+    install_grader(args.out)
     for assignment, graded in written.items():
         print(f"{assignment}: {len(graded)} graded test{'s' * (len(graded) != 1)}")
     print(f"wrote {args.out / 'source'} and {args.out / 'nbgrader_config.py'}. Next, in {args.out}:\n"
           "  nbgrader generate_assignment NN_topic     # release/: the notebook without solutions\n"
-          "  nbgrader autograde NN_topic               # grades submitted/<student>/NN_topic/\n"
-          "  nbgrader generate_feedback NN_topic       # feedback/<student>/NN_topic/*.html")
+          f"then, with the submissions in {args.out}/submitted/<student>/NN_topic/:\n"
+          "  python3 run.py classroom autograde NN     # grades (sandboxed), feedback/, grades.csv")
     return 0
 
 
