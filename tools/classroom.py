@@ -96,25 +96,26 @@ def _body_source(fn) -> str:
     return textwrap.dedent("\n".join(lines[body[0].lineno - 1:body[-1].end_lineno]))
 
 
-def _imports_for(fn) -> str:
-    """An import line for the module-level names ``fn`` reads (``np`` aside): the notebook may not have them."""
+def _imports_for(fn, skip=frozenset()) -> str:
+    """An import line for the module-level names ``fn`` reads (``np`` and ``skip`` aside): the notebook may not
+    have them."""
     module, node = sys.modules[fn.__module__], _function_node(fn)
     inside = [n for part in [*node.body, node.args] for n in ast.walk(part)]  # not the decorator
     loads = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     local = {n.id for n in inside if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     local |= {n.arg for n in inside if isinstance(n, ast.arg)}
-    used = sorted((loads - local) & set(vars(module)) - set(dir(builtins)) - {"np"})
+    used = sorted((loads - local) & set(vars(module)) - set(dir(builtins)) - {"np", *skip})
     return f"from {fn.__module__} import {', '.join(used)}\n" if used else ""
 
 
-def _solution_def(fn) -> str:
-    """The solution's source without its decorator, with the imports it needs inside its body."""
+def _solution_def(fn, skip=frozenset()) -> str:
+    """The solution's source without its decorator, with the imports it needs (but ``skip``) inside its body."""
     lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
     body = _function_node(fn).body
     documented = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
     first = body[documented].lineno - 1  # after the docstring (``inspect.getsource``'s lines are the node's)
     indent = re.match(r"\s*", lines[first]).group(0)
-    imports = [indent + line for line in _imports_for(fn).splitlines()]
+    imports = [indent + line for line in _imports_for(fn, skip).splitlines()]
     return "\n".join(line for line in lines[:first] + imports + lines[first:] if not line.startswith("@"))
 
 
@@ -140,7 +141,7 @@ ASKED = re.compile(r"^(\w+) = \.\.\.[^\n]*$", re.MULTILINE)
 def _solved_values(stub: str, fns: list, defined: set) -> str:
     """Cell source ``stub`` with its ``name = ...`` lines replaced by a region that computes them."""
     names = ASKED.findall(stub)
-    code = "\n\n".join(_solution_def(fn) for fn in fns) + "\n\n"
+    code = "\n\n".join(_solution_def(fn, {f.__name__ for f in fns}) for fn in fns) + "\n\n"  # one region
     if len(fns) == len(names):
         code += "".join(f"{name} = {fn.__name__}({_arguments(fn, defined)})\n" for name, fn in zip(names, fns))
     else:
@@ -276,6 +277,11 @@ def autograde(out: Path, numbers) -> int:
     if not numbers:
         print("name the notebook to grade, e.g. python3 run.py classroom autograde 03", file=sys.stderr)
         return 2
+    if not shutil.which("bwrap"):
+        print("learners' code runs only in a sandbox, and bubblewrap (bwrap) is not installed: on Debian or Ubuntu "
+              "apt-get install bubblewrap; on macOS or Windows grade in the container (docs/teaching-guide.md)",
+              file=sys.stderr)
+        return 1
     missing = [n for n in sorted(numbers) if not list(out.glob(f"source/{n}_*"))]
     if missing or not (out / "nbgrader_config.py").is_file():
         build(out, set(missing))

@@ -206,9 +206,9 @@ CHECKMARK = re.compile(r"✅|\\u2705|\\U00002705|WHITE HEAVY CHECK MARK|chr\(\s*
 PROTECTED = ("numpy", "attn_helpers", "builtins", "sys")
 
 
-def tampering(source: str, where: str) -> list[str]:
+def tampering(source: str, where: str, solutions: set) -> list[str]:
     """Sentences naming what cell ``source`` does that no answer may: print a verdict, patch or rebind numpy or
-    a checker, import or reveal the solution."""
+    a checker, import or reveal a solution (one of the function names ``solutions``)."""
     found = [f"{where} prints a verdict of its own (a ✅)"] if CHECKMARK.search(source) else []
     try:
         tree = ast.parse(_without_magics(source))
@@ -225,9 +225,9 @@ def tampering(source: str, where: str) -> list[str]:
         line = f"{where}, line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attn_helpers.checks"):
             for alias in node.names:
-                if not (alias.name.startswith("check_") or alias.name.isupper()) or alias.asname not in (
-                        None, alias.name):
-                    found.append(f"{line} imports {alias.name} from the checkers (only check_... may be imported)")
+                renamed = alias.name.startswith("check_") and alias.asname not in (None, alias.name)
+                if alias.name in solutions or renamed:
+                    found.append(f"{line} imports {alias.name} from the checkers, a solution or a checker renamed")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 if (alias.asname or "").startswith("check_"):
@@ -299,15 +299,16 @@ def needed_cells(cells: list[str], target: str) -> list[str]:
 
 
 def without_checks(source: str) -> str:
-    """``source`` without its top-level ``check_...(...)`` lines: the learner's own check, graded here instead."""
+    """``source`` without its top-level lines that call ``check_...(...)``: the learner's own check, graded here
+    instead."""
     try:
         tree = ast.parse(_without_magics(source))
     except SyntaxError:
         return source
     lines = source.splitlines()
     for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Name) and node.value.func.id.startswith("check_"):
+        if isinstance(node, ast.Expr) and any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                                              and call.func.id.startswith("check_") for call in ast.walk(node)):
             for k in range(node.lineno - 1, node.end_lineno):
                 lines[k] = ""
     return _without_magics("\n".join(lines))
@@ -334,8 +335,12 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
 
     given = {_meta(c).get("grade_id"): c.source for c in submitted.cells if _meta(c).get("solution")}
     own = {c.source for c in source.cells if c.cell_type == "code" and not _meta(c).get("solution")}
+    from attn_helpers.checks._grader import SOLUTIONS
+
+    names = set(SOLUTIONS) | {fn.__name__ for fn in SOLUTIONS.values()}
+    solved = sorted(f"{fn.__module__}.{fn.__name__}" for fn in SOLUTIONS.values())
     wrong = [sentence for k, c in enumerate(submitted.cells) if c.cell_type == "code" and c.source not in own
-             for sentence in tampering(c.source, f"cell {k + 1}")]
+             for sentence in tampering(c.source, f"cell {k + 1}", names)]
     results, outputs, before, learner = {}, {}, [], None
     try:
         for cell in source.cells:
@@ -349,7 +354,7 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
                 mine = given.get(exercise, "")
                 learner, state = Learner(site, hidden), {"error": None, "ended": "", "patched": []}
                 try:
-                    answer = learner.request({"op": "run", "context": needed_cells(before, mine),
+                    answer = learner.request({"op": "run", "context": needed_cells(before, mine), "solutions": solved,
                                               "cell": without_checks(mine)}, cell_limit)
                     if "setup_error" in answer:
                         state["ended"] = ("the notebook's own cells failed before your exercise cell ran "
