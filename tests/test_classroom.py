@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
+from test_grading_hostile import sandbox_or_skip
 from tool_loader import ROOT, load_tool
 
 classroom = load_tool("classroom")
@@ -66,7 +64,10 @@ def test_each_revealed_solution_is_a_solution_region_followed_by_its_tests(cours
         following = source[source.index(cell) + 1]
         meta = following["metadata"].get("nbgrader", {})
         assert meta.get("grade") and meta.get("locked") and meta.get("points") == 1
-        assert "assert verdict.passed" in "".join(following["source"])
+        test = "".join(following["source"])
+        assert "assert verdict.passed" in test
+        checker = re.search(r"verdict = (check_\w+)\(", test).group(1)
+        assert f"from attn_helpers.checks import {checker}\n" in test, "a test cell imports what it needs"
     tests = [cell for cell in source if cell["metadata"].get("nbgrader", {}).get("grade")]
     assert len(tests) == len(written[path.stem]) >= len(regions)
     if revealed(path):
@@ -78,12 +79,16 @@ def test_progress_is_not_recorded_while_grading(course):
     assert 'os.environ["ATTN_HELPERS_PROGRESS"] = "off"' in (out / "nbgrader_config.py").read_text()
 
 
+def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course):
+    out, _ = course
+    config = (out / "nbgrader_config.py").read_text()
+    steps = re.search(r"c\.Autograde\.autograde_preprocessors = \[([^]]*)\]", config).group(1)
+    names = [name.strip() for name in steps.split(",")]
+    assert names[0] == "SandboxedGrading" and "Execute" not in names and "SaveAutoGrades" in names
+
+
 def nbgrader(out, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               # as in an activated environment: nbgrader 0.9.5 (Python 3.10) runs its `alembic` command by name
-               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = classroom.nbgrader(out, *args)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -91,8 +96,10 @@ def nbgrader(out, *args):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # four notebook runs and five nbgrader commands; minutes on a loaded machine
 def test_the_nbgrader_cycle_full_marks_for_the_solutions_zero_for_an_untouched_notebook(tmp_path):
+    sandbox_or_skip()
     out = tmp_path / "classroom"
     written = classroom.build(out, {name[:2] for name in CYCLE})
+    classroom.install_grader(out)
     for assignment in CYCLE:
         nbgrader(out, "generate_assignment", assignment, "--force")
         released = out / "release" / assignment / f"{assignment}.ipynb"

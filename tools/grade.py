@@ -93,7 +93,7 @@ class Learner:
         self.process = subprocess.Popen(sandbox_command(site, self.scratch, hidden), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                         cwd=self.scratch, start_new_session=True, preexec_fn=_limits)
-        self.borrowed = ""
+        self.borrowed, self.printed = "", None
 
     def request(self, message: dict, timeout: float, make_function=None) -> dict:
         """The child's answer to ``message``; :class:`Ended` when it does not answer within ``timeout`` s."""
@@ -102,7 +102,7 @@ class Learner:
             self.process.stdin.write(worker.pack(message))
             self.process.stdin.flush()
             payload = self._read_frame(deadline)
-        except (BrokenPipeError, OSError):
+        except OSError:  # a broken pipe: the process has ended
             payload = None
         if payload is None:
             timed_out = self.process.poll() is None
@@ -130,16 +130,24 @@ class Learner:
     def output(self, limit: int = 3000) -> str:
         """What the learner's code printed (its end, at most ``limit`` characters)."""
         path = self.scratch / "output.txt"
-        text = path.read_bytes()[-limit:].decode("utf-8", "replace") if path.is_file() else ""
-        return text
+        if self.printed is None:
+            return path.read_bytes()[-limit:].decode("utf-8", "replace") if path.is_file() else ""
+        return self.printed
 
     def close(self) -> None:
+        """Stop the process (and all it started) and remove its folder; what it printed stays readable."""
+        if self.printed is not None:
+            return
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.printed = self.output()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _error(data: dict) -> BaseException:
