@@ -3,6 +3,7 @@
 
     python3 run.py classroom                       # the usual way: writes classroom/
     python tools/classroom.py [--out DIR] [NN ...]
+    python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (tools/grade.py)
 
 For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
 and ``nbgrader_config.py`` once. In each source notebook:
@@ -16,8 +17,9 @@ and ``nbgrader_config.py`` once. In each source notebook:
   the series' own checker passes, so the checker's message and hint are the learner's feedback;
 - the cells that reveal a solution (``solution("name")``) are removed, and so is ``solution`` from imports.
 
-Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here:
-``nbgrader autograde`` runs the notebooks.
+Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here. It also
+installs the checkers' grading copy (``.grader/``, not editable) that ``nbgrader_config.py`` makes
+``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks.
 """
 
 from __future__ import annotations
