@@ -155,3 +155,19 @@ def test_the_container_route_in_the_guide_is_the_dockerfile_one():
     run = re.search(r"docker run .*? attn-grading", comments.replace("\\ ", "")).group(0)
     assert "--network none" in run and run in guide and "python3 run.py classroom autograde" in guide
     assert "bubblewrap" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("product, named", [("query @ key", "@ (np.matmul)"), ("np.dot(query, key)", "np.dot"),
+                                            ("(query * key).sum()", None)])
+def test_a_checker_that_watches_the_products_sees_them_through_the_sandbox(learner, product, named):
+    from attn_helpers.checks import check_dot_score
+    from attn_helpers.checks._grader import TimeLimit
+
+    cell = f"def dot_score(query, key):\n    return {product}"
+    learner.request({"op": "run", "context": ["import numpy as np"], "solutions": [], "cell": cell}, 30)
+    fn = learner.request({"op": "value", "name": "dot_score"}, 5,
+                         lambda spec: grade.proxy(learner, spec, 4.5, TimeLimit))["value"]
+    verdict = check_dot_score(fn)
+    assert verdict.passed == (named is None)
+    if named:
+        assert f"uses {named}" in verdict.message
