@@ -93,16 +93,26 @@ class Learner:
         self.process = subprocess.Popen(sandbox_command(site, self.scratch, hidden), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                         cwd=self.scratch, start_new_session=True, preexec_fn=_limits)
-        self.borrowed, self.printed = "", None
+        self.borrowed, self.printed, self.sent = "", None, time.monotonic()
 
     def request(self, message: dict, timeout: float, make_function=None) -> dict:
         """The child's answer to ``message``; :class:`Ended` when it does not answer within ``timeout`` s."""
-        deadline = time.monotonic() + timeout
+        self.send(message)
+        return self.receive(timeout, make_function)
+
+    def send(self, message: dict) -> None:
+        self.sent = time.monotonic()
         try:
             self.process.stdin.write(worker.pack(message))
             self.process.stdin.flush()
-            payload = self._read_frame(deadline)
-        except OSError:  # a broken pipe: the process has ended
+        except OSError:  # a broken pipe: the process has ended, which receive() says
+            pass
+
+    def receive(self, timeout: float, make_function=None) -> dict:
+        """The answer to the last message, if it comes within ``timeout`` s of sending it."""
+        try:
+            payload = self._read_frame(self.sent + timeout)
+        except OSError:
             payload = None
         if payload is None:
             timed_out = self.process.poll() is None
@@ -114,8 +124,8 @@ class Learner:
     def _read_frame(self, deadline: float) -> bytes | None:
         stream, chunks, wanted, header = self.process.stdout.fileno(), [], 8, None
         while wanted:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([stream], [], [], left)[0]:
+            left = max(deadline - time.monotonic(), 0)  # an answer already there is read even after the deadline
+            if not select.select([stream], [], [], left)[0]:
                 return None
             chunk = os.read(stream, min(wanted, 1 << 20))
             if not chunk:
@@ -339,47 +349,48 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
     """``{grade_id: (passed, text)}`` for every test cell of ``source`` (the teacher's notebook, with the
     solutions), judging the learner's cells of ``submitted``; ``{solution id: output}`` under key ``None``."""
     from attn_helpers import checks
-    from attn_helpers.checks._grader import TIME_LIMIT, TimeLimit
+    from attn_helpers.checks._grader import SOLUTIONS, TIME_LIMIT, TimeLimit
 
     given = {_meta(c).get("grade_id"): c.source for c in submitted.cells if _meta(c).get("solution")}
     own = {c.source for c in source.cells if c.cell_type == "code" and not _meta(c).get("solution")}
-    from attn_helpers.checks._grader import SOLUTIONS
-
     names = set(SOLUTIONS) | {fn.__name__ for fn in SOLUTIONS.values()}
     solved = sorted(f"{fn.__module__}.{fn.__name__}" for fn in SOLUTIONS.values())
     wrong = [sentence for k, c in enumerate(submitted.cells) if c.cell_type == "code" and c.source not in own
              for sentence in tampering(c.source, f"cell {k + 1}", names)]
-    results, outputs, before, learner = {}, {}, [], None
+    exercises, before = [], []  # [grade id, the cells it needs, the learner's cell, its test cells]
+    for cell in source.cells:
+        meta = _meta(cell)
+        if meta.get("solution"):
+            mine = given.get(meta["grade_id"], "")
+            exercises.append((meta["grade_id"], needed_cells(before, mine), mine, []))
+            before.append(mine)
+        elif meta.get("grade") and exercises:
+            exercises[-1][3].append(cell)
+        elif cell.cell_type == "code" and not meta.get("grade"):
+            before.append(cell.source)
+    results, outputs, learners = {}, {}, []
     try:
-        for cell in source.cells:
-            meta = _meta(cell)
-            if cell.cell_type != "code":
-                continue
-            if meta.get("solution"):
-                if learner is not None:
-                    learner.close()
-                exercise = meta["grade_id"]
-                mine = given.get(exercise, "")
-                learner, state = Learner(site, hidden), {"error": None, "ended": "", "patched": []}
-                try:
-                    answer = learner.request({"op": "run", "context": needed_cells(before, mine), "solutions": solved,
-                                              "cell": without_checks(mine)}, cell_limit)
-                    if "setup_error" in answer:
-                        state["ended"] = ("the notebook's own cells failed before your exercise cell ran "
-                                          f"({answer['setup_error']['type']}: {answer['setup_error']['message']})")
-                    else:
-                        state.update(error=answer["error"], patched=answer["patched"])
-                except Ended as ended:
-                    state["ended"] = f"your exercise cell {ended}"
-                outputs[exercise] = (learner.output(), state["error"])
-                before.append(mine)
-            elif meta.get("grade") and learner is not None:
-                results[meta["grade_id"]] = _judge(cell.source, learner, state, wrong, checks, TIME_LIMIT,
-                                                   TimeLimit)
-            elif not meta.get("grade"):
-                before.append(cell.source)
+        for _, context, mine, _ in exercises:  # all at once: a loop waits while the others run
+            learners.append(Learner(site, hidden))
+            learners[-1].send({"op": "run", "context": context, "solutions": solved, "cell": without_checks(mine)})
+        for (exercise, _, _, tests), learner in zip(exercises, learners):
+            state = {"error": None, "ended": "", "patched": []}
+            try:
+                answer = learner.receive(cell_limit)
+                if "setup_error" in answer:
+                    state["ended"] = ("the notebook's own cells failed before your exercise cell ran "
+                                      f"({answer['setup_error']['type']}: {answer['setup_error']['message']})")
+                else:
+                    state.update(error=answer["error"], patched=answer["patched"])
+            except Ended as ended:
+                state["ended"] = f"your exercise cell {ended}"
+            outputs[exercise] = (learner.output(), state["error"])
+            for test in tests:
+                results[test.metadata["nbgrader"]["grade_id"]] = _judge(test.source, learner, state, wrong, checks,
+                                                                        TIME_LIMIT, TimeLimit)
+            learner.close()
     finally:
-        if learner is not None:
+        for learner in learners:
             learner.close()
     results[None] = outputs
     return results
