@@ -52,8 +52,7 @@ import os
 import sys
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
+from nbgrader.converters import Autograde
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "attention-from-first-principles"
@@ -72,8 +71,8 @@ from grade import SandboxedGrading  # noqa: E402
 
 c.SandboxedGrading.site = str(GRADER)
 c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
-c.Autograde.autograde_preprocessors = [SandboxedGrading, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+steps = Autograde.class_traits()["autograde_preprocessors"].default()  # nbgrader's own, Execute first
+c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
 '''
 
 def solutions() -> dict:
