@@ -8,6 +8,7 @@ loops is stopped at the checkers' time limit. The Dockerfile and the guide agree
 
 from __future__ import annotations
 
+import inspect
 import io
 import re
 import struct
@@ -126,6 +127,8 @@ def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learne
     np.testing.assert_array_equal(total, x.sum(axis=0))
     np.testing.assert_array_equal(transposed, x.T)
     assert f.__name__ == "f" and "hello" in learner.output()
+    assert inspect.getsource(f) == "def f(x, axis=-1):\n    print('hello')\n    return x.sum(axis=axis), x.T", \
+        "a checker that reads the source gets the learner's"
     with pytest.raises(AttributeError):
         f("text")
 

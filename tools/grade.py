@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import linecache
 import os
 import re
 import select
@@ -210,7 +211,12 @@ def proxy(learner: Learner, spec: dict, time_limit: float, stop):
             raise _error(reply["error"])
         return reply["result"]
 
-    learner_function.__name__ = learner_function.__qualname__ = str(spec.get("name", "function"))
+    name = str(spec.get("name", "function"))
+    if spec.get("source"):  # inspect.getsource(learner_function) is the learner's def
+        filename = f"<your function {name}, {spec['__function__']}>"
+        linecache.cache[filename] = (len(spec["source"]), None, spec["source"].splitlines(True), filename)
+        learner_function.__code__ = learner_function.__code__.replace(co_filename=filename, co_firstlineno=1)
+    learner_function.__name__ = learner_function.__qualname__ = name
     return learner_function
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import io
 import json
 import os
@@ -37,7 +38,7 @@ def encode(value, arrays: list, depth: int = 0):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, Handle):
-        return {"__function__": value.index, "name": value.name}
+        return {"__function__": value.index, "name": value.name, "source": value.source}
     if value is Ellipsis:
         return {"__ellipsis__": True}
     if isinstance(value, complex):
@@ -90,10 +91,10 @@ def decode(data, arrays, make_function=None):
 
 
 class Handle:
-    """A function that stays in the learner's process, sent as its number there and its name."""
+    """A function that stays in the learner's process, sent as its number there, its name and its source."""
 
-    def __init__(self, index: int, name: str):
-        self.index, self.name = index, name
+    def __init__(self, index: int, name: str, source: str = ""):
+        self.index, self.name, self.source = index, name, source
 
 
 def opaque(type_name: str, text: str):
@@ -237,10 +238,21 @@ def _watched(value, index):
     return view
 
 
+def _source(fn, cell: str) -> str:
+    """The lines of the learner's ``cell`` that define ``fn`` (for a checker that reads them), else ``""``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_filename != CELL:
+        return ""
+    try:
+        return "".join(inspect.getblock(cell.splitlines(keepends=True)[code.co_firstlineno - 1:]))
+    except Exception:  # noqa: BLE001 - source that tokenize cannot read
+        return ""
+
+
 def serve(proto_in, proto_out) -> None:
     """Answer the grader's messages until it closes the pipe."""
     namespace: dict = {"__name__": "__main__", "display": lambda *objects, **_: print(*map(repr, objects))}
-    handles, solutions = [], set()
+    handles, solutions, cell = [], set(), ""
 
     def reply(message):
         try:
@@ -254,14 +266,14 @@ def serve(proto_in, proto_out) -> None:
     def as_data(value):
         if callable(value) and not isinstance(value, type):
             handles.append(value)
-            return Handle(len(handles) - 1, str(getattr(value, "__name__", "function")))
+            return Handle(len(handles) - 1, str(getattr(value, "__name__", "function")), _source(value, cell))
         return value
 
     while (payload := read_frame(proto_in)) is not None:
         request = unpack(payload)
         op = request["op"]
         if op == "run":  # the notebook's own cells, then the learner's cell
-            solutions = set(request["solutions"])
+            solutions, cell = set(request["solutions"]), request["cell"]
             try:
                 for source in request["context"]:
                     exec(compile(source, "<the notebook's own cell>", "exec"), namespace)  # noqa: S102
