@@ -91,7 +91,7 @@ class Learner:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "MPLCONFIGDIR": str(self.scratch),
                "MPLBACKEND": "Agg", "ATTN_HELPERS_PROGRESS": "off", "OMP_NUM_THREADS": "1",
                "OPENBLAS_NUM_THREADS": "1", "LANG": "C.UTF-8"}
-        self.process = subprocess.Popen(sandbox_command(site, self.scratch, hidden), stdin=subprocess.PIPE,
+        self.process = subprocess.Popen(sandbox_command(site.resolve(), self.scratch, hidden), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                         cwd=self.scratch, start_new_session=True, preexec_fn=_limits)
         self.borrowed, self.printed, self.sent = "", None, time.monotonic()
