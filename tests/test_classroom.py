@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from test_grading_hostile import sandbox_or_skip
@@ -80,18 +81,27 @@ def test_progress_is_not_recorded_while_grading(course):
     assert 'os.environ["ATTN_HELPERS_PROGRESS"] = "off"' in (out / "nbgrader_config.py").read_text()
 
 
-def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch):
-    from nbgrader.converters import Autograde
+def read_config(out, monkeypatch, tools: bool) -> list[str]:
+    """The names of the autograde steps that ``out/nbgrader_config.py`` sets, read as nbgrader reads it."""
     from traitlets.config import Config
 
-    out, _ = course
-    monkeypatch.setattr(sys, "path", [str(ROOT / "tools"), *sys.path])  # the config adds .grader/ too
+    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools"]
+    monkeypatch.setattr(sys, "path", [str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
+    monkeypatch.delitem(sys.modules, "grade", raising=False)
     monkeypatch.setenv("ATTN_HELPERS_PROGRESS", "off")  # which the config sets
     config = {"get_config": Config, "__file__": str(out / "nbgrader_config.py")}
     exec((out / "nbgrader_config.py").read_text(encoding="utf-8"), config)  # noqa: S102 - nbgrader does the same
-    steps = [step.__name__ for step in config["c"].Autograde.autograde_preprocessors]
+    return [step.__name__ for step in config["c"].Autograde.autograde_preprocessors]
+
+
+def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch):
+    from nbgrader.converters import Autograde
+
+    out, _ = course
     default = [step.__name__ for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+    steps = read_config(out, monkeypatch, tools=True)
     assert steps == [name.replace("Execute", "SandboxedGrading") for name in default] and "SaveAutoGrades" in steps
+    assert read_config(out, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs, not Execute"
 
 
 def nbgrader(out, *args):

@@ -52,8 +52,6 @@ import os
 import sys
 from pathlib import Path
 
-from nbgrader.converters import Autograde
-
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "attention-from-first-principles"
 c.CourseDirectory.assignment_id = ""
@@ -66,14 +64,27 @@ os.environ["ATTN_HELPERS_PROGRESS"] = "off"
 # Autograde never runs a learner's code in this process: instead of executing the notebook, each exercise runs
 # in a sandbox and the checkers of the grading copy (.grader/, not editable) decide its marks (tools/grade.py).
 GRADER = Path(__file__).resolve().parent / ".grader"
-sys.path.insert(0, str(GRADER))
-from grade import SandboxedGrading  # noqa: E402
+try:
+    sys.path.insert(0, str(GRADER))
+    from grade import SandboxedGrading
+    from nbgrader.converters import Autograde
 
-c.SandboxedGrading.site = str(GRADER)
-c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
-steps = Autograde.class_traits()["autograde_preprocessors"].default()  # nbgrader's own, Execute first
-c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()  # nbgrader's own, Execute first
+    c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
+    c.SandboxedGrading.site = str(GRADER)
+    c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
+except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    REASON = f"{type(err).__name__}: {err}"
+
+    class NoGrading(NbGraderPreprocessor):
+        def preprocess(self, nb, resources):
+            raise RuntimeError(f"grading cannot start ({REASON}): run python3 run.py classroom autograde NN")
+
+    c.Autograde.autograde_preprocessors = [NoGrading]
 '''
+
 
 def solutions() -> dict:
     """The registered solutions by name (the functions ``solution(name)`` reveals)."""
@@ -268,7 +279,8 @@ def install_grader(out: Path) -> Path:
 
 def nbgrader(out: Path, *args: str) -> subprocess.CompletedProcess:
     """``nbgrader args`` in the course folder, as from an activated environment (its alembic runs by name)."""
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+               TRAITLETS_APPLICATION_RAISE_CONFIG_FILE_ERROR="1")  # a broken config stops it, not skipped
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env, capture_output=True,
                           text=True)
 
