@@ -11,8 +11,11 @@ from __future__ import annotations
 import inspect
 import io
 import re
+import shutil
 import struct
+import tempfile
 import time
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -131,6 +134,24 @@ def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learne
         "a checker that reads the source gets the learner's"
     with pytest.raises(AttributeError):
         f("text")
+
+
+
+def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
+    sandbox_or_skip()
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp, which the sandbox replaces anyway
+    secret = home / ".ssh" / "id_key"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("private")
+    monkeypatch.setenv("HOME", str(home))
+    one = grade.Learner(ROOT, [])
+    try:
+        cell = f"import os\nseen = os.path.exists({str(secret)!r}), os.path.exists({str(ROOT / 'README.md')!r})"
+        one.request({"op": "run", "context": [], "solutions": [], "cell": cell}, 30)
+        assert one.request({"op": "value", "name": "seen"}, 5)["value"] == (False, True)
+    finally:
+        one.close()
+        shutil.rmtree(home)
 
 
 def test_a_loop_is_stopped_at_the_time_limit_and_costs_only_its_call(learner):

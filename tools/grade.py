@@ -62,13 +62,20 @@ class Ended(Exception):
 
 def sandbox_command(site: Path, scratch: Path, hidden: list[Path]) -> list[str]:
     """The command that runs the worker in bubblewrap: everything read-only, ``scratch`` writable, no network,
-    ``hidden`` folders empty and ``hidden`` files blank, the checkers' grading copy ``site`` read-only."""
+    home folders and ``hidden`` folders empty, ``hidden`` files blank, Python and the checkers' grading copy
+    ``site`` read-only."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError(f"bubblewrap (bwrap) is not installed, and learners' code runs only in a sandbox: "
                            f"{SANDBOX_HELP}")
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    homes = {Path(p).resolve() for p in ("/root", "/home", Path.home()) if Path(p).is_dir() and Path(p) != Path("/")}
+    python = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    for path in sorted(homes):  # private files (keys, mail) stay out of what a learner's code could print
+        command += ["--tmpfs", str(path)]
+    for path in sorted(python):  # but Python and its packages, wherever they live
+        command += ["--ro-bind", str(path), str(path)]
     for path in hidden:
         command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     command += ["--ro-bind", str(site), str(site), "--ro-bind", str(WORKER.parent), str(WORKER.parent),
@@ -434,7 +441,7 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, time_l
         return False, f"the checker could not grade this answer ({type(err).__name__}: {err})"
     if learner.borrowed:
         return False, f"0 points: {learner.borrowed}"
-    return bool(verdict.passed), repr(verdict)
+    return bool(verdict), repr(verdict)
 
 
 # --------------------------------------------------------------------------- nbgrader's step
