@@ -1,9 +1,11 @@
 """The nbgrader course folder that `run.py classroom` writes (tools/classroom.py).
 
 The fast tests read the generated source notebooks: every solution a notebook reveals becomes a solution
-region with an autograder test after it, and no notebook keeps a `solution(...)` call. The slow test runs
-the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two assignments:
-the source notebook as a submission gets full marks, an untouched released notebook gets 0 without an error.
+region with an autograder test after it that imports its checker, no notebook keeps a `solution(...)` call,
+and the config makes autograde's step the sandboxed grader (tools/grade.py), never nbgrader's Execute. The slow
+test runs the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two
+assignments: the source notebook as a submission gets full marks, an untouched released notebook gets 0
+without an error. Hostile submissions: tests/test_grading_hostile.py.
 """
 
 from __future__ import annotations
