@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -270,8 +271,14 @@ def install_grader(out: Path) -> Path:
     target = out / ".grader"
     shutil.rmtree(target, ignore_errors=True)
     offline = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []  # else pip fetches it
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
-                    *offline, "--target", str(target), str(ROOT)], check=True)
+    with tempfile.TemporaryDirectory() as folder:  # built from a copy: two installs at once never share build/
+        for name in ("pyproject.toml", "README.md", "attn_helpers"):
+            if (ROOT / name).is_dir():
+                shutil.copytree(ROOT / name, Path(folder) / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(ROOT / name, Path(folder) / name)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "--no-deps", *offline, "--target", str(target), folder], check=True)
     for name in ("grade.py", "grade_worker.py"):
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
