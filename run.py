@@ -6,7 +6,8 @@ Sets up everything the series needs (a virtual environment in .venv), then:
   lab    open JupyterLab on notebook 00 (stop it with Ctrl+C)
   test   run the test suite; extra arguments go to pytest, e.g. run.py test -k softmax
   site   build a static website (site/index.html) from the notebooks, no internet needed
-  classroom  write an nbgrader course folder (classroom/) with graded assignments
+  classroom  write an nbgrader course folder (classroom/) with graded assignments;
+             classroom autograde NN grades the submissions of notebook NN: feedback and grades.csv
   slides     write one offline slide deck per notebook (slides/NN_topic.html)
   offline    write offline/, every wheel the series needs, for a room without good Wi-Fi
              (its README.txt has the two lines that install from it; --here: this machine only)

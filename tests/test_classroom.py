@@ -1,22 +1,24 @@
 """The nbgrader course folder that `run.py classroom` writes (tools/classroom.py).
 
 The fast tests read the generated source notebooks: every solution a notebook reveals becomes a solution
-region with an autograder test after it, and no notebook keeps a `solution(...)` call. The slow test runs
-the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two assignments:
-the source notebook as a submission gets full marks, an untouched released notebook gets 0 without an error.
+region with an autograder test after it that imports its checker, no notebook keeps a `solution(...)` call,
+and the config makes autograde's step the sandboxed grader (tools/grade.py), never nbgrader's Execute. The slow
+test runs the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two
+assignments: the source notebook as a submission gets full marks, an untouched released notebook gets 0
+without an error. Hostile submissions: tests/test_grading_hostile.py.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from test_grading_hostile import sandbox_or_skip
 from tool_loader import ROOT, load_tool
 
 classroom = load_tool("classroom")
@@ -66,7 +68,10 @@ def test_each_revealed_solution_is_a_solution_region_followed_by_its_tests(cours
         following = source[source.index(cell) + 1]
         meta = following["metadata"].get("nbgrader", {})
         assert meta.get("grade") and meta.get("locked") and meta.get("points") == 1
-        assert "assert verdict.passed" in "".join(following["source"])
+        test = "".join(following["source"])
+        assert "assert verdict.passed" in test
+        checker = re.search(r"verdict = (check_\w+)\(", test).group(1)
+        assert f"from attn_helpers.checks import {checker}\n" in test, "a test cell imports what it needs"
     tests = [cell for cell in source if cell["metadata"].get("nbgrader", {}).get("grade")]
     assert len(tests) == len(written[path.stem]) >= len(regions)
     if revealed(path):
@@ -78,12 +83,31 @@ def test_progress_is_not_recorded_while_grading(course):
     assert 'os.environ["ATTN_HELPERS_PROGRESS"] = "off"' in (out / "nbgrader_config.py").read_text()
 
 
+def read_config(out, monkeypatch, tools: bool) -> list[str]:
+    """The names of the autograde steps that ``out/nbgrader_config.py`` sets, read as nbgrader reads it."""
+    from traitlets.config import Config
+
+    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools"]
+    monkeypatch.setattr(sys, "path", [str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
+    monkeypatch.delitem(sys.modules, "grade", raising=False)
+    monkeypatch.setenv("ATTN_HELPERS_PROGRESS", "off")  # which the config sets
+    config = {"get_config": Config, "__file__": str(out / "nbgrader_config.py")}
+    exec((out / "nbgrader_config.py").read_text(encoding="utf-8"), config)  # noqa: S102 - nbgrader does the same
+    return [step.__name__ for step in config["c"].Autograde.autograde_preprocessors]
+
+
+def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch):
+    from nbgrader.converters import Autograde
+
+    out, _ = course
+    default = [step.__name__ for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+    steps = read_config(out, monkeypatch, tools=True)
+    assert steps == [name.replace("Execute", "SandboxedGrading") for name in default] and "SaveAutoGrades" in steps
+    assert read_config(out, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs, not Execute"
+
+
 def nbgrader(out, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               # as in an activated environment: nbgrader 0.9.5 (Python 3.10) runs its `alembic` command by name
-               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = classroom.nbgrader(out, *args)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -91,8 +115,10 @@ def nbgrader(out, *args):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # four notebook runs and five nbgrader commands; minutes on a loaded machine
 def test_the_nbgrader_cycle_full_marks_for_the_solutions_zero_for_an_untouched_notebook(tmp_path):
+    sandbox_or_skip()
     out = tmp_path / "classroom"
     written = classroom.build(out, {name[:2] for name in CYCLE})
+    classroom.install_grader(out)
     for assignment in CYCLE:
         nbgrader(out, "generate_assignment", assignment, "--force")
         released = out / "release" / assignment / f"{assignment}.ipynb"

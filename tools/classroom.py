@@ -3,6 +3,7 @@
 
     python3 run.py classroom                       # the usual way: writes classroom/
     python tools/classroom.py [--out DIR] [NN ...]
+    python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (tools/grade.py)
 
 For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
 and ``nbgrader_config.py`` once. In each source notebook:
@@ -16,8 +17,9 @@ and ``nbgrader_config.py`` once. In each source notebook:
   the series' own checker passes, so the checker's message and hint are the learner's feedback;
 - the cells that reveal a solution (``solution("name")``) are removed, and so is ``solution`` from imports.
 
-Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here:
-``nbgrader autograde`` runs the notebooks.
+Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here. It also
+installs the checkers' grading copy (``.grader/``, not editable) that ``nbgrader_config.py`` makes
+``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks.
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import importlib.util
 import inspect
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -43,16 +50,40 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CONFIG = '''"""nbgrader configuration of the attention series' course folder (written by tools/classroom.py)."""
 
 import os
+import sys
+from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.CourseDirectory.course_id = "attention-from-first-principles"
 c.CourseDirectory.assignment_id = ""
-c.ExecutePreprocessor.timeout = 120  # seconds per cell; the series' notebooks run in seconds
 # The released notebook keeps the learner's own stub (``raise NotImplementedError`` or ``name = ...``), which
 # sits outside the solution region; the region itself leaves this line behind.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
 # The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
+
+# Autograde never runs a learner's code in this process: instead of executing the notebook, each exercise runs
+# in a sandbox and the checkers of the grading copy (.grader/, not editable) decide its marks (tools/grade.py).
+GRADER = Path(__file__).resolve().parent / ".grader"
+try:
+    sys.path.insert(0, str(GRADER))
+    from grade import SandboxedGrading
+    from nbgrader.converters import Autograde
+
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()  # nbgrader's own, Execute first
+    c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
+    c.SandboxedGrading.site = str(GRADER)
+    c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
+except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    REASON = f"{type(err).__name__}: {err}"
+
+    class NoGrading(NbGraderPreprocessor):
+        def preprocess(self, nb, resources):
+            raise RuntimeError(f"grading cannot start ({REASON}): run python3 run.py classroom autograde NN")
+
+    c.Autograde.autograde_preprocessors = [NoGrading]
 '''
 
 
@@ -78,25 +109,26 @@ def _body_source(fn) -> str:
     return textwrap.dedent("\n".join(lines[body[0].lineno - 1:body[-1].end_lineno]))
 
 
-def _imports_for(fn) -> str:
-    """An import line for the module-level names ``fn`` reads (``np`` aside): the notebook may not have them."""
+def _imports_for(fn, skip=frozenset()) -> str:
+    """An import line for the module-level names ``fn`` reads (``np`` and ``skip`` aside): the notebook may not
+    have them."""
     module, node = sys.modules[fn.__module__], _function_node(fn)
     inside = [n for part in [*node.body, node.args] for n in ast.walk(part)]  # not the decorator
     loads = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     local = {n.id for n in inside if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     local |= {n.arg for n in inside if isinstance(n, ast.arg)}
-    used = sorted((loads - local) & set(vars(module)) - set(dir(builtins)) - {"np"})
+    used = sorted((loads - local) & set(vars(module)) - set(dir(builtins)) - {"np", *skip})
     return f"from {fn.__module__} import {', '.join(used)}\n" if used else ""
 
 
-def _solution_def(fn) -> str:
-    """The solution's source without its decorator, with the imports it needs inside its body."""
+def _solution_def(fn, skip=frozenset()) -> str:
+    """The solution's source without its decorator, with the imports it needs (but ``skip``) inside its body."""
     lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
     body = _function_node(fn).body
     documented = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
     first = body[documented].lineno - 1  # after the docstring (``inspect.getsource``'s lines are the node's)
     indent = re.match(r"\s*", lines[first]).group(0)
-    imports = [indent + line for line in _imports_for(fn).splitlines()]
+    imports = [indent + line for line in _imports_for(fn, skip).splitlines()]
     return "\n".join(line for line in lines[:first] + imports + lines[first:] if not line.startswith("@"))
 
 
@@ -122,7 +154,7 @@ ASKED = re.compile(r"^(\w+) = \.\.\.[^\n]*$", re.MULTILINE)
 def _solved_values(stub: str, fns: list, defined: set) -> str:
     """Cell source ``stub`` with its ``name = ...`` lines replaced by a region that computes them."""
     names = ASKED.findall(stub)
-    code = "\n\n".join(_solution_def(fn) for fn in fns) + "\n\n"
+    code = "\n\n".join(_solution_def(fn, {f.__name__ for f in fns}) for fn in fns) + "\n\n"  # one region
     if len(fns) == len(names):
         code += "".join(f"{name} = {fn.__name__}({_arguments(fn, defined)})\n" for name, fn in zip(names, fns))
     else:
@@ -170,7 +202,9 @@ def _nbgrader(kind: str, grade_id: str) -> dict:
 
 
 def _test_cell(call: str, grade_id: str):
+    checker = call.split("(")[0]
     source = (f"# Autograder test (1 point): the series' own checker must say ✅.\n"
+              f"from attn_helpers.checks import {checker}\n\n"
               f"verdict = {call}\n"
               f"assert verdict.passed, repr(verdict)   # the checker's message and hint are the feedback")
     cell = nbformat.v4.new_code_cell(source)
@@ -231,15 +265,79 @@ def build(out: Path = OUT, numbers=None) -> dict:
     return written
 
 
+def install_grader(out: Path) -> Path:
+    """The checkers' grading copy ``out/.grader``: attn_helpers installed from this folder (not editable, so
+    a later change to the checkers changes no grade until the next install), with the grading modules."""
+    target = out / ".grader"
+    shutil.rmtree(target, ignore_errors=True)
+    offline = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []  # else pip fetches it
+    with tempfile.TemporaryDirectory() as folder:  # built from a copy: two installs at once never share build/
+        for name in ("pyproject.toml", "README.md", "attn_helpers"):
+            if (ROOT / name).is_dir():
+                shutil.copytree(ROOT / name, Path(folder) / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(ROOT / name, Path(folder) / name)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "--no-deps", *offline, "--target", str(target), folder], check=True)
+    for name in ("grade.py", "grade_worker.py"):
+        shutil.copy(ROOT / "tools" / name, target / name)
+    return target
+
+
+def nbgrader(out: Path, *args: str) -> subprocess.CompletedProcess:
+    """``nbgrader args`` in the course folder, as from an activated environment (its alembic runs by name)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+               TRAITLETS_APPLICATION_RAISE_CONFIG_FILE_ERROR="1")  # a broken config stops it, not skipped
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=out, env=env, capture_output=True,
+                          text=True)
+
+
+def autograde(out: Path, numbers) -> int:
+    """Grade every submission of the notebooks ``numbers`` in ``out``: feedback, then ``grades.csv``."""
+    if not numbers:
+        print("name the notebook to grade, e.g. python3 run.py classroom autograde 03", file=sys.stderr)
+        return 2
+    if not shutil.which("bwrap"):
+        print("learners' code runs only in a sandbox, and bubblewrap (bwrap) is not installed: on Debian or Ubuntu "
+              "apt-get install bubblewrap; on macOS or Windows grade in the container (docs/teaching-guide.md)",
+              file=sys.stderr)
+        return 1
+    missing = [n for n in sorted(numbers) if not list(out.glob(f"source/{n}_*"))]
+    if missing or not (out / "nbgrader_config.py").is_file():
+        build(out, set(missing))
+    install_grader(out)
+    for number in sorted(numbers):
+        (assignment,) = [p.name for p in sorted(out.glob(f"source/{number}_*"))]
+        steps = [("generate_assignment", assignment, "--force")] if not (out / "release" / assignment).is_dir() \
+            or not (out / "gradebook.db").is_file() else []
+        steps += [("autograde", assignment, "--force"), ("generate_feedback", assignment, "--force")]
+        for step in steps:
+            done = nbgrader(out, *step)
+            if done.returncode != 0:
+                print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
+                print(f"nbgrader {step[0]} {assignment} failed (its log is above)", file=sys.stderr)
+                return 1
+        print(f"{assignment}: graded {len(list(out.glob(f'autograded/*/{assignment}')))} submission(s); "
+              f"feedback in {out / 'feedback'}/<student>/{assignment}/")
+    done = nbgrader(out, "export")
+    print(f"grades of every assignment: {out / 'grades.csv'}" if done.returncode == 0 else done.stderr[-3000:])
+    return done.returncode
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["autograde"]:
+        args = core_path.selection(argv[1:], "Grade the submissions of notebooks NN (autograde NN)", OUT)
+        return autograde(args.out, args.numbers)
     args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
     written = build(args.out, args.numbers)
+    install_grader(args.out)
     for assignment, graded in written.items():
         print(f"{assignment}: {len(graded)} graded test{'s' * (len(graded) != 1)}")
     print(f"wrote {args.out / 'source'} and {args.out / 'nbgrader_config.py'}. Next, in {args.out}:\n"
           "  nbgrader generate_assignment NN_topic     # release/: the notebook without solutions\n"
-          "  nbgrader autograde NN_topic               # grades submitted/<student>/NN_topic/\n"
-          "  nbgrader generate_feedback NN_topic       # feedback/<student>/NN_topic/*.html")
+          f"then, with the submissions in {args.out}/submitted/<student>/NN_topic/:\n"
+          "  python3 run.py classroom autograde NN     # grades (sandboxed), feedback/, grades.csv")
     return 0
 
 

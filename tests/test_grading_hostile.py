@@ -1,0 +1,178 @@
+"""Hostile submissions of notebook 03 through the real nbgrader commands and the sandbox (tools/grade.py).
+
+One course folder, one batch of submissions, one `nbgrader autograde`: each submission gets its expected mark
+(out of 2: spot_the_slip and softmax_any_axis), and afterwards the checkers, the gradebook, the honest
+learners' grades (graded after the hostile ones) and their folders are unchanged, and no connection was made.
+benchmarks/bench_grading.py builds its class from the same submissions.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from tool_loader import ROOT, load_tool
+
+ASSIGNMENT = "03_softmax"
+HONEST = "z1_perfect"  # graded after every hostile submission (nbgrader goes in alphabetical order)
+
+
+def sandbox_or_skip():
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+        pytest.skip("bubblewrap (bwrap) is not installed, and grading runs learners' code only in it")
+
+
+def course(out: Path, cell_limit: float) -> dict:
+    """A course folder for notebook 03, released; returns the solutions' cells by grade id."""
+    classroom = load_tool("classroom")
+    classroom.build(out, {"03"})
+    classroom.install_grader(out)
+    with open(out / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write(f"c.SandboxedGrading.cell_limit = {cell_limit}\n")
+    done = classroom.nbgrader(out, "generate_assignment", ASSIGNMENT, "--force")
+    assert done.returncode == 0, done.stderr[-3000:]
+    source = nbformat.read(out / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in source.cells
+            if cell.metadata.get("nbgrader", {}).get("solution")}
+
+
+ZEROS = "def softmax_any_axis(x, axis=-1):\n    return np.zeros_like(x)\n"
+LOOP = "while True:\n    pass\n"
+
+
+def submissions(out: Path, port: int) -> dict:
+    """``{student: (expected mark, {grade id: cell source}, [extra cells])}``: the hostile class."""
+    gradebook, other = out / "gradebook.db", out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb03 = ROOT / "attn_helpers" / "checks" / "nb03.py"
+    spot, soft = "spot_the_slip", "softmax_any_axis"
+    perfect = {spot: "SOLVED", soft: "SOLVED"}
+    return {
+        "untouched": (0, {}, []),
+        "partial": (1, {spot: "SOLVED", soft: "def softmax_any_axis(x, axis=-1):\n    e = np.exp(x - x.max())\n"
+                                                  "    return e / e.sum()\n"}, []),
+        "exception": (1, {spot: "SOLVED", soft: "def softmax_any_axis(x, axis=-1):\n    return 1 / 0\n"}, []),
+        "sys_exit": (1, {spot: "SOLVED", soft: "import sys\nsys.exit()\n"}, []),
+        "os_exit": (1, {spot: "SOLVED", soft: "SOLVED\nimport os\nos._exit(0)\n"}, []),
+        "infinite_loop": (1, {spot: "SOLVED\n" + LOOP, soft: "SOLVED"}, []),
+        "sigint_ignored": (1, {spot: "SOLVED", soft: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                     + LOOP}, []),
+        "setitimer_disabled": (1, {spot: "SOLVED", soft: "import signal\nsignal.setitimer = lambda *a, **k: None\n"
+                                                         "def softmax_any_axis(x, axis=-1):\n    while True:\n"
+                                                         "        pass\n"}, []),
+        "numpy_patched": (0, {soft: "import numpy\nnumpy.allclose = lambda *a, **k: True\n" + ZEROS}, []),
+        "checker_patched": (0, perfect, ["import attn_helpers.checks._grader\n"
+                                         "attn_helpers.checks._grader._close = lambda *a, **k: True\n"]),
+        "checker_rebound": (0, {soft: ZEROS}, ["check_softmax_any_axis = lambda fn: True\n"]),
+        "checker_setattr": (0, perfect, ["import attn_helpers.checks as checks\n"
+                                         "setattr(checks, 'check_softmax_any_axis', lambda fn: True)\n"]),
+        "solution_imported": (0, {spot: "SOLVED", soft: "from attn_helpers.checks.nb03 import softmax_any_axis\n"},
+                              []),
+        "helper_returned": (1, {spot: "SOLVED", soft: "from attn_helpers import softmax\n\n"
+                                                      "def softmax_any_axis(x, axis=-1):\n"
+                                                      "    return softmax(x, axis=axis)\n"}, []),
+        "fake_verdict": (0, {}, ["print('✅ Correct! a stable softmax over any axis')\n"]),
+        "checker_file_appended": (0, {soft: f"import attn_helpers.checks.nb03 as m\n"
+                                            f"for path in [m.__file__, {str(nb03)!r}]:\n"
+                                            f"    open(path, 'a').write('\\nSOLUTIONS.clear()\\n')\n" + ZEROS}, []),
+        "gradebook_deleted": (0, {soft: f"import os\nos.remove({str(gradebook)!r})\n"}, []),
+        "other_student_written": (0, {soft: f"open({str(other)!r}, 'w').write('{{}}')\n"}, []),
+        "network_opened": (0, {soft: f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n"},
+                           []),
+        "first_cell_retyped": (2, {**perfect, "__first__": "import numpy as np\n"}, []),
+        HONEST: (2, perfect, []),
+        "z2_untouched": (0, {}, []),
+    }
+
+
+def write(out: Path, student: str, answers: dict, extra: list, solutions: dict) -> Path:
+    """The released notebook with ``answers`` in its exercise cells (``SOLVED``: the solution) and ``extra``
+    new cells at the end."""
+    nb = nbformat.read(out / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell.source = answers[grade_id].replace("SOLVED", solutions[grade_id])
+    if "__first__" in answers:
+        next(cell for cell in nb.cells if cell.cell_type == "code").source = answers["__first__"]
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in extra]
+    folder = out / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+    return folder / f"{ASSIGNMENT}.ipynb"
+
+
+def digest(*paths: Path) -> str:
+    files = sorted(f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py")) if "__pycache__" not in str(f))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
+
+def listen():
+    """A local server that counts the connections it gets."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, accepted
+
+
+def scores(out: Path) -> dict:
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        return {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)
+                if row["assignment"] == ASSIGNMENT}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # one nbgrader run of 22 submissions, three of them looping (10 s each here)
+def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
+    sandbox_or_skip()
+    out = tmp_path / "classroom"
+    solutions = course(out, cell_limit=10)
+    server, accepted = listen()
+    try:
+        expected = {}
+        for student, (mark, answers, extra) in submissions(out, server.getsockname()[1]).items():
+            write(out, student, answers, extra, solutions)
+            expected[student] = mark
+        honest = (out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+        checkers = digest(out / ".grader", ROOT / "attn_helpers" / "checks")
+        classroom = load_tool("classroom")
+        assert classroom.autograde(out, {"03"}) == 0
+    finally:
+        server.close()
+    assert scores(out) == expected
+    assert not accepted, "a submission reached the network"
+    assert digest(out / ".grader", ROOT / "attn_helpers" / "checks") == checkers
+    assert (out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == honest
+    assert (out / "gradebook.db").is_file()
+    feedback = {student: (out / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text("utf-8")
+                for student in expected}
+    assert "did not finish within 10 s" in feedback["infinite_loop"]
+    assert "own solution" in feedback["solution_imported"] or "a solution" in feedback["solution_imported"]
+    assert "what attn_helpers.core.softmax computed" in feedback["helper_returned"]
+    assert "changes numpy.allclose" in feedback["numpy_patched"]
+    assert "prints a verdict" in feedback["fake_verdict"]
+    assert "Read-only file system" in feedback["checker_file_appended"]
+
+
+def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch, capsys):
+    classroom = load_tool("classroom")
+    monkeypatch.setattr(classroom.shutil, "which", lambda name: None)
+    assert classroom.autograde(tmp_path, {"03"}) == 1
+    assert "bubblewrap" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir()), "nothing is written before the sandbox is there"

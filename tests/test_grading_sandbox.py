@@ -1,0 +1,197 @@
+"""The pieces of sandboxed grading (tools/grade.py, tools/grade_worker.py) and its container route.
+
+The plain-data format round-trips what checkers pass and learners return, and never loads a pickle; the
+tampering rules catch the hostile cells and none of the course's own cells; an exercise gets only the cells
+it needs; a learner's function called through the sandbox answers as it would in the notebook, and one that
+loops is stopped at the checkers' time limit. The Dockerfile and the guide agree on the container route.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import re
+import shutil
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from test_grading_hostile import sandbox_or_skip
+from tool_loader import ROOT, load_tool
+
+grade = load_tool("grade")
+worker = grade.worker
+
+
+def roundtrip(value):
+    return worker.unpack(worker.pack({"value": value})[8:])["value"]
+
+
+def test_plain_data_round_trips_what_checkers_pass_and_learners_return():
+    from attn_helpers.block import init_block_params
+
+    params = init_block_params(8, 2, d_ff=24, rng=1, dtype=np.float64)
+    value = {"x": np.arange(6.0).reshape(2, 3), "pair": (np.float32(1.5), [1, 2, (3, "a")]), "none": None,
+             "dots": ..., "z": 1 + 2j, "big": 10**30, "params": params, "words": np.array(["a", "bc"])}
+    back = roundtrip(value)
+    np.testing.assert_array_equal(back["x"], value["x"])
+    assert back["pair"] == (np.float32(1.5), [1, 2, (3, "a")]) and isinstance(back["pair"][0], np.float32)
+    assert back["none"] is None and back["dots"] is Ellipsis and back["z"] == 1 + 2j and back["big"] == 10**30
+    assert type(back["params"]) is type(params)
+    np.testing.assert_array_equal(back["params"].W_q, params.W_q)
+    assert back["words"].tolist() == ["a", "bc"]
+
+
+def test_an_object_that_is_not_data_arrives_as_its_name_only():
+    class Sneaky:
+        def __reduce__(self):  # a pickle would run this
+            raise AssertionError("pickled")
+
+        def __repr__(self):
+            return "<sneaky>"
+
+    back = roundtrip(Sneaky())
+    assert type(back).__name__ == "Sneaky" and repr(back) == "<sneaky>"
+    with pytest.raises(ValueError, match="not a class of the series"):
+        worker.decode({"__dataclass__": ["os", "system"], "fields": {}}, [])
+
+
+def test_a_pickled_array_is_refused():
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(b'{"value": {"__array__": 0, "scalar": false}}', dtype=np.uint8),
+             a0=np.array([object()], dtype=object))
+    with pytest.raises(ValueError, match="allow_pickle"):
+        worker.unpack(buffer.getvalue())
+    assert struct.unpack("!Q", worker.pack({})[:8])[0] == len(worker.pack({})) - 8
+
+
+SOLUTIONS = {"softmax_any_axis", "spot_the_slip"}
+HOSTILE = {
+    "print('✅ Correct!')": "prints a verdict",
+    "print(chr(9989), 'Correct!')": "prints a verdict",
+    "import numpy\nnumpy.allclose = lambda *a, **k: True": "changes numpy.allclose",
+    "import numpy as xp\nxp.testing.assert_allclose = print": "changes xp.testing.assert_allclose",
+    "import attn_helpers.checks._grader as g\ng._close = max": "changes g._close",
+    "check_softmax_any_axis = lambda fn: True": "rebinds check_softmax_any_axis",
+    "def check_softmax_any_axis(fn):\n    return True": "defines check_softmax_any_axis",
+    "from attn_helpers.checks.nb03 import softmax_any_axis": "imports softmax_any_axis",
+    "from attn_helpers.checks import check_cold_choice as check_softmax_any_axis": "imports check_cold_choice",
+    "from attn_helpers import checks\nsetattr(checks, 'check_x', 1)": "calls setattr on checks",
+    "from attn_helpers.checks import solution\nprint(solution('softmax_any_axis').source)": "calls solution",
+    "import attn_helpers.checks as c\nc.SOLUTIONS": "reads c.SOLUTIONS",
+    "from attn_helpers.checks import Verdict\nVerdict(True, 'yes')": "calls Verdict",
+}
+
+
+@pytest.mark.parametrize("source", HOSTILE, ids=range(len(HOSTILE)))
+def test_tampering_is_named(source):
+    found = grade.tampering(source, "cell 7", SOLUTIONS)
+    assert found and HOSTILE[source] in "; ".join(found) and found[0].startswith("cell 7")
+
+
+def test_the_course_own_cells_and_solutions_are_not_tampering(tmp_path):
+    classroom = load_tool("classroom")
+    classroom.build(tmp_path)
+    names = set(classroom.solutions()) | {fn.__name__ for fn in classroom.solutions().values()}
+    for path in sorted(tmp_path.glob("source/*/*.ipynb")):
+        for cell in nbformat.read(path, 4).cells:
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+                assert grade.tampering(cell.source, path.name, names) == []
+
+
+def test_an_exercise_gets_only_the_cells_it_needs():
+    cells = ["import numpy as np\nimport matplotlib.pyplot as plt", "X = np.ones(3)", "plt.plot(X)\nfig = 1",
+             "for x in X:\n    print(x)", "Y = X * 2"]
+    target = "def f(x):\n    return Y + x\n\ncheck_f(f)"
+    assert grade.needed_cells(cells, target) == [cells[0], cells[1], cells[4]]
+    assert grade.without_checks("a = 1\ncheck_f(f)\ndisplay(check_g(a), check_h(a))\nb = 2") == "a = 1\n\n\nb = 2"
+
+
+@pytest.fixture
+def learner(tmp_path):
+    sandbox_or_skip()
+    one = grade.Learner(ROOT, [tmp_path])
+    yield one
+    one.close()
+
+
+def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learner):
+    answer = learner.request({"op": "run", "context": ["import numpy as np"], "solutions": [],
+                              "cell": "def f(x, axis=-1):\n    print('hello')\n    return x.sum(axis=axis), x.T"}, 30)
+    assert answer == {"error": None, "patched": []}
+    f = learner.request({"op": "value", "name": "f"}, 5,
+                        lambda spec: grade.proxy(learner, spec, 5, TimeoutError))["value"]
+    x = np.arange(6.0).reshape(2, 3)
+    total, transposed = f(x, axis=0)
+    np.testing.assert_array_equal(total, x.sum(axis=0))
+    np.testing.assert_array_equal(transposed, x.T)
+    assert f.__name__ == "f" and "hello" in learner.output()
+    assert inspect.getsource(f) == "def f(x, axis=-1):\n    print('hello')\n    return x.sum(axis=axis), x.T", \
+        "a checker that reads the source gets the learner's"
+    with pytest.raises(AttributeError):
+        f("text")
+
+
+
+def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
+    sandbox_or_skip()
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp, which the sandbox replaces anyway
+    secret = home / ".ssh" / "id_key"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("private")
+    monkeypatch.setenv("HOME", str(home))
+    one = grade.Learner(ROOT, [])
+    try:
+        cell = f"import os\nseen = os.path.exists({str(secret)!r}), os.path.exists({str(ROOT / 'README.md')!r})"
+        one.request({"op": "run", "context": [], "solutions": [], "cell": cell}, 30)
+        assert one.request({"op": "value", "name": "seen"}, 5)["value"] == (False, True)
+    finally:
+        one.close()
+        shutil.rmtree(home)
+
+
+def test_a_loop_is_stopped_at_the_time_limit_and_costs_only_its_call(learner):
+    loop = "def f():\n    while True:\n        pass"
+    learner.request({"op": "run", "context": [], "solutions": [], "cell": loop}, 30)
+    f = learner.request({"op": "value", "name": "f"}, 5,
+                        lambda spec: grade.proxy(learner, spec, 1, TimeoutError))["value"]
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 1 s"):
+        f()
+    assert time.monotonic() - start < 1 + 10
+    assert learner.process.poll() is not None, "the looping process is gone"
+
+
+def test_the_container_route_in_the_guide_is_the_dockerfile_one():
+    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    assert re.search(r"^FROM python:3\.1[0-3]", dockerfile, re.MULTILINE)
+    assert "bubblewrap" in re.search(r"^RUN apt-get[^\n]*\n[^\n]*", dockerfile, re.MULTILINE).group(0)
+    assert 'pip install --no-cache-dir ".[notebooks,teacher]"' in dockerfile
+    assert 'ENTRYPOINT ["python3", "run.py", "classroom", "autograde"]' in dockerfile
+    for path in re.findall(r"^COPY (\S+)", dockerfile, re.MULTILINE):
+        assert (ROOT / path).exists(), path
+    comments = " ".join(line.lstrip("#").strip() for line in dockerfile.splitlines() if line.startswith("#"))
+    run = re.search(r"docker run .*? attn-grading", comments.replace("\\ ", "")).group(0)
+    assert "--network none" in run and run in guide and "python3 run.py classroom autograde" in guide
+    assert "bubblewrap" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("product, named", [("query @ key", "@ (np.matmul)"), ("np.dot(query, key)", "np.dot"),
+                                            ("(query * key).sum()", None)])
+def test_a_checker_that_watches_the_products_sees_them_through_the_sandbox(learner, product, named):
+    from attn_helpers.checks import check_dot_score
+    from attn_helpers.checks._grader import TimeLimit
+
+    cell = f"def dot_score(query, key):\n    return {product}"
+    learner.request({"op": "run", "context": ["import numpy as np"], "solutions": [], "cell": cell}, 30)
+    fn = learner.request({"op": "value", "name": "dot_score"}, 5,
+                         lambda spec: grade.proxy(learner, spec, 4.5, TimeLimit))["value"]
+    verdict = check_dot_score(fn)
+    assert verdict.passed == (named is None)
+    if named:
+        assert f"uses {named}" in verdict.message

@@ -1,0 +1,23 @@
+# The container route to grading, for teachers on macOS or Windows (bubblewrap, the sandbox that runs each
+# learner's code, is Linux only). From the series' folder, with the submissions in classroom/submitted/:
+#
+#   docker build -f tools/grading.Dockerfile -t attn-grading .
+#   docker run --rm --network none --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
+#       --security-opt apparmor=unconfined -v "$PWD/classroom:/series/classroom" attn-grading 03
+#
+# The container sees only the course folder and has no network; bubblewrap inside it still gives each
+# exercise a read-only view, its own empty folder and the course folder hidden (it needs the three
+# --cap-add/--security-opt flags to make its namespaces). Grades, feedback and grades.csv land in classroom/.
+FROM python:3.13-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /series
+COPY pyproject.toml README.md LICENSE run.py ./
+COPY attn_helpers ./attn_helpers
+COPY tools ./tools
+COPY notebooks ./notebooks
+# The pinned versions of pyproject.toml's notebooks and teacher lists, and setuptools to install the checkers'
+# grading copy without the network (python3 run.py classroom autograde does that in the course folder).
+RUN pip install --no-cache-dir ".[notebooks,teacher]" "setuptools>=68"
+ENV ATTN_PYTHON=/usr/local/bin/python
+ENTRYPOINT ["python3", "run.py", "classroom", "autograde"]
