@@ -20,6 +20,8 @@ import nbformat
 import pytest
 from tool_loader import ROOT, load_tool
 
+pytestmark = pytest.mark.simd_independent  # grading and packaging: CI's pass without SIMD leaves it out
+
 ASSIGNMENT = "03_softmax"
 HONEST = "z1_perfect"  # graded after every hostile submission (nbgrader goes in alphabetical order)
 

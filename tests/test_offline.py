@@ -17,6 +17,8 @@ import venv
 import pytest
 from tool_loader import ROOT, load_tool
 
+pytestmark = pytest.mark.simd_independent  # grading and packaging: CI's pass without SIMD leaves it out
+
 bundle = load_tool("offline_bundle")
 
 
