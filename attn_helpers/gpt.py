@@ -55,6 +55,7 @@ __all__ = [
     "generate_ids",
     "TinyGPT",
     "load_tiny_gpt",
+    "load_dropout_record",
 ]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
@@ -64,6 +65,8 @@ CORPUS_BYTES, CORPUS_SHA256 = 682303, "0afca23e40c7bac74ec3291ce1ccb40167d82cea5
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
+DROPOUT_RECORD_PATH = DATA / "tiny_gpt_dropout_record.json"  # the same recipe trained with dropout 0.1
+DROPOUT_RECORD_SHA256 = None  # written after the run
 
 @functools.cache
 def _blas():
@@ -658,18 +661,22 @@ class TinyGPT:
         return corpus_split(split)
 
 
+def _verified(path, expected, what, rebuild):
+    """``path`` as a Path, once its SHA-256 is ``expected`` (None: not checked); else one sentence naming the file."""
+    path = pathlib.Path(path)
+    if not path.is_file() or (expected is not None and hashlib.sha256(path.read_bytes()).hexdigest() != expected):
+        raise RuntimeError(f"{what} {path.name} missing or damaged (the SHA-256 does not match): restore the file "
+                           f"from the repository, or rebuild it with {rebuild}.")
+    return path
+
+
 def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
     """The tiny GPT that ``tools/train_tiny_gpt.py`` trained on *Pride and Prejudice*, checked by its SHA-256.
 
     The file holds :func:`decoder_arrays` by name, the tokenizer's ``merges`` and the training ``record``.
     """
-    path = pathlib.Path(path)
-    expected = WEIGHTS_SHA256 if sha256 is None else sha256
-    if not path.is_file() or (expected is not None
-                              and hashlib.sha256(path.read_bytes()).hexdigest() != expected):
-        raise RuntimeError(f"The tiny GPT's weights {path.name} are missing or damaged (their SHA-256 does not "
-                           "match): restore the file from the repository, or rebuild it with "
-                           "`python tools/train_tiny_gpt.py`.")
+    path = _verified(path, WEIGHTS_SHA256 if sha256 is None else sha256, "The tiny GPT's weights are",
+                     "`python tools/train_tiny_gpt.py`")
     with np.load(path) as data:
         arrays = {name: data[name] for name in data.files}
     record = json.loads(str(arrays.pop("record")))
@@ -679,3 +686,16 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
                           num_heads=record["num_heads"], activation="gelu_tanh") for n in range(num_layers)]
     decoder = Decoder(arrays["embeddings"], blocks, arrays["final_norm_gamma"], arrays["final_norm_beta"])
     return TinyGPT(decoder, tokenizer, record["context_length"], record)
+
+
+def load_dropout_record(path=DROPOUT_RECORD_PATH, sha256=None):
+    """The record of the tiny GPT's recipe trained with dropout, checked by its SHA-256 (notebook 14).
+
+    ``python tools/train_tiny_gpt.py --dropout 0.1 --out ...`` wrote it: ``recipe``, the training loss every 10
+    steps (``steps``, ``losses``), ``train_loss`` and ``val_loss`` measured by :func:`mean_loss` on the whole
+    training and validation ids (dropout off), and ``shipped``: the same two losses of :func:`load_tiny_gpt`'s
+    model, trained without dropout.
+    """
+    path = _verified(path, DROPOUT_RECORD_SHA256 if sha256 is None else sha256, "The record of the dropout run is",
+                     "`python tools/train_tiny_gpt.py --dropout 0.1 --out tiny_gpt_dropout_record.json`")
+    return json.loads(path.read_text())

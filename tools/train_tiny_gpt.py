@@ -39,6 +39,7 @@ from attn_helpers.gpt import (  # noqa: E402
     TinyGPT,
     corpus_split,
     init_tiny_gpt,
+    load_tiny_gpt,
     mean_loss,
     ngram_losses,
     train_gpt,  # noqa: E402
@@ -46,6 +47,12 @@ from attn_helpers.gpt import (  # noqa: E402
 
 RECIPE = {"vocab_size": 512, "d_model": 64, "num_heads": 4, "num_layers": 2, "context_length": 64, "steps": 4000,
           "batch_size": 16, "learning_rate": 3e-3, "warmup": 100, "seed": 0}
+
+
+def measured(decoder, train_ids, val_ids, context_length):
+    """The training and the validation loss, both by ``mean_loss`` on every window of the ids (dropout off)."""
+    return {"train_loss": round(mean_loss(decoder, train_ids, context_length), 4),
+            "val_loss": round(mean_loss(decoder, val_ids, context_length), 4)}
 
 
 def main(steps=RECIPE["steps"], dropout=0.0, out=WEIGHTS_PATH):
@@ -65,25 +72,25 @@ def main(steps=RECIPE["steps"], dropout=0.0, out=WEIGHTS_PATH):
                                 context_length=r["context_length"], learning_rate=r["learning_rate"],
                                 seed=r["seed"], warmup=r["warmup"], callback=report, dropout=dropout)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    val_loss = mean_loss(decoder, val_ids, r["context_length"])
-    if pathlib.Path(out).suffix == ".json":  # the record alone: both losses measured alike, dropout off
-        train_loss = mean_loss(decoder, train_ids, r["context_length"])
+    if pathlib.Path(out).suffix == ".json":  # the record alone, with the shipped model's losses measured alike
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
         record = {"recipe": r, "seconds": round(seconds, 1), "cpu_seconds": round(cpu_seconds, 1),
                   "steps": list(range(0, steps, 10)), "losses": [round(float(x), 4) for x in losses[::10]],
-                  "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4),
+                  **measured(decoder, train_ids, val_ids, r["context_length"]),
+                  "shipped": measured(load_tiny_gpt().decoder, train_ids, val_ids, r["context_length"]),
                   "corpus_sha256": hashlib.sha256(CORPUS_PATH.read_bytes()).hexdigest(), "commit": commit}
         pathlib.Path(out).write_text(json.dumps(record, indent=1) + "\n")
         print(json.dumps({k: v for k, v in record.items() if k not in ("steps", "losses")}, indent=1))
         return print(f"wrote {out}")
+    val_loss = mean_loss(decoder, val_ids, r["context_length"])
     baselines = ngram_losses(train_ids, val_ids, r["vocab_size"], r["context_length"])
     record = {"recipe": r, "seconds": round(seconds, 1), "cpu_seconds": round(cpu_seconds, 1),
               "losses": [round(float(x), 4) for x in losses],
               "val_loss": round(val_loss, 4), "baselines": {k: round(v, 4) for k, v in baselines.items()}}
     model = TinyGPT(decoder, tokenizer, r["context_length"], record)
-    digest = save_tiny_gpt(model, WEIGHTS_PATH)
+    digest = save_tiny_gpt(model, out)
     print(json.dumps({k: v for k, v in record.items() if k != "losses"}, indent=1))
-    print(f"wrote {WEIGHTS_PATH} ({WEIGHTS_PATH.stat().st_size:,} bytes), SHA-256 {digest}")
+    print(f"wrote {out} ({pathlib.Path(out).stat().st_size:,} bytes), SHA-256 {digest}")
 
 
 if __name__ == "__main__":
