@@ -66,7 +66,8 @@ WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
 DROPOUT_RECORD_PATH = DATA / "tiny_gpt_dropout_record.json"  # the same recipe trained with dropout 0.1
-DROPOUT_RECORD_SHA256 = None  # written after the run
+#: SHA-256 of ``tiny_gpt_dropout_record.json``.
+DROPOUT_RECORD_SHA256 = "8864545d6b463f0b4a68781369b3a58a75d622070d9278423dffdd1a1e424d8b"
 
 @functools.cache
 def _blas():
@@ -662,11 +663,12 @@ class TinyGPT:
 
 
 def _verified(path, expected, what, rebuild):
-    """``path`` as a Path, once its SHA-256 is ``expected`` (None: not checked); else one sentence naming the file."""
+    """``path`` as a Path, once its SHA-256 is ``expected`` (None: not checked); else one sentence naming the file
+    (``what``: its subject, ``{}`` where the file's name goes)."""
     path = pathlib.Path(path)
     if not path.is_file() or (expected is not None and hashlib.sha256(path.read_bytes()).hexdigest() != expected):
-        raise RuntimeError(f"{what} {path.name} missing or damaged (the SHA-256 does not match): restore the file "
-                           f"from the repository, or rebuild it with {rebuild}.")
+        raise RuntimeError(f"{what.format(path.name)} missing or damaged (the SHA-256 does not match): restore the "
+                           f"file from the repository, or rebuild it with {rebuild}.")
     return path
 
 
@@ -675,7 +677,7 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
 
     The file holds :func:`decoder_arrays` by name, the tokenizer's ``merges`` and the training ``record``.
     """
-    path = _verified(path, WEIGHTS_SHA256 if sha256 is None else sha256, "The tiny GPT's weights are",
+    path = _verified(path, WEIGHTS_SHA256 if sha256 is None else sha256, "The tiny GPT's weights {} are",
                      "`python tools/train_tiny_gpt.py`")
     with np.load(path) as data:
         arrays = {name: data[name] for name in data.files}
@@ -696,6 +698,6 @@ def load_dropout_record(path=DROPOUT_RECORD_PATH, sha256=None):
     training and validation ids (dropout off), and ``shipped``: the same two losses of :func:`load_tiny_gpt`'s
     model, trained without dropout.
     """
-    path = _verified(path, DROPOUT_RECORD_SHA256 if sha256 is None else sha256, "The record of the dropout run is",
+    path = _verified(path, DROPOUT_RECORD_SHA256 if sha256 is None else sha256, "The dropout run's record {} is",
                      "`python tools/train_tiny_gpt.py --dropout 0.1 --out tiny_gpt_dropout_record.json`")
     return json.loads(path.read_text())

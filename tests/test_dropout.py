@@ -1,6 +1,7 @@
 """Dropout as notebooks 10 and 14 teach it: the block against a loop that draws the same masks, the mean kept in
 expectation, and the shipped record of the tiny GPT trained with dropout (notebook 14's comparison)."""
 
+import hashlib
 import json
 import math
 
@@ -68,10 +69,10 @@ def test_a_missing_or_damaged_dropout_record_says_so_in_one_sentence(tmp_path):
     damaged = tmp_path / "tiny_gpt_dropout_record.json"
     damaged.write_text(json.dumps({"val_loss": 1.0}))
     for path in (damaged, tmp_path / "missing.json"):
-        with pytest.raises(RuntimeError, match=rf"{path.name} missing or damaged") as err:
+        with pytest.raises(RuntimeError, match=rf"{path.name} is missing or damaged") as err:
             load_dropout_record(path, sha256="0" * 64)
         assert str(err.value).count(". ") == 0  # one sentence
-    assert load_dropout_record(damaged, sha256=None) == {"val_loss": 1.0}  # None: not checked
+    assert load_dropout_record(damaged, sha256=hashlib.sha256(damaged.read_bytes()).hexdigest()) == {"val_loss": 1.0}
 
 
 shipped = pytest.mark.skipif(not (DROPOUT_RECORD_PATH.exists() and WEIGHTS_PATH.exists()),

@@ -57,6 +57,7 @@ def measured(decoder, train_ids, val_ids, context_length):
 
 def main(steps=RECIPE["steps"], dropout=0.0, out=WEIGHTS_PATH):
     r = {**RECIPE, "steps": steps, "dropout": dropout}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()  # the code
     train_text, val_text = corpus_split("train"), corpus_split("val")
     tokenizer = train_bpe(train_text, r["vocab_size"])
     train_ids, val_ids = tokenizer.encode(train_text), tokenizer.encode(val_text)
@@ -73,7 +74,6 @@ def main(steps=RECIPE["steps"], dropout=0.0, out=WEIGHTS_PATH):
                                 seed=r["seed"], warmup=r["warmup"], callback=report, dropout=dropout)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if pathlib.Path(out).suffix == ".json":  # the record alone, with the shipped model's losses measured alike
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
         record = {"recipe": r, "seconds": round(seconds, 1), "cpu_seconds": round(cpu_seconds, 1),
                   "steps": list(range(0, steps, 10)), "losses": [round(float(x), 4) for x in losses[::10]],
                   **measured(decoder, train_ids, val_ids, r["context_length"]),
