@@ -39,7 +39,7 @@ from .training import adam_step
 __all__ = ["Decoder", "random_decoder", "decoder_forward", "attention_weights", "generate", "corpus_split",
            "init_tiny_gpt", "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss",
            "ngram_losses", "filter_logits", "next_token_probs", "sample_next", "generate_ids", "TinyGPT",
-           "load_tiny_gpt"]
+           "load_tiny_gpt", "load_dropout_record"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"
@@ -48,6 +48,9 @@ CORPUS_BYTES, CORPUS_SHA256 = 682303, "0afca23e40c7bac74ec3291ce1ccb40167d82cea5
 WEIGHTS_PATH = DATA / "tiny_gpt.npz"
 #: SHA-256 of ``tiny_gpt.npz`` as ``tools/train_tiny_gpt.py`` wrote it.
 WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797e5"
+DROPOUT_RECORD_PATH = DATA / "tiny_gpt_dropout_record.json"  # the same recipe trained with dropout 0.1
+#: SHA-256 of ``tiny_gpt_dropout_record.json``.
+DROPOUT_RECORD_SHA256 = "8864545d6b463f0b4a68781369b3a58a75d622070d9278423dffdd1a1e424d8b"
 
 
 def _one_thread(f):
@@ -648,18 +651,23 @@ class TinyGPT:
         return corpus_split(split)
 
 
+def _verified(path, expected, what, rebuild):
+    """``path`` as a Path, once its SHA-256 is ``expected`` (None: not checked); else one sentence naming the file
+    (``what``: its subject, ``{}`` where the file's name goes)."""
+    path = pathlib.Path(path)
+    if not path.is_file() or (expected is not None and hashlib.sha256(path.read_bytes()).hexdigest() != expected):
+        raise RuntimeError(f"{what.format(path.name)} missing or damaged (the SHA-256 does not match): restore the "
+                           f"file from the repository, or rebuild it with {rebuild}.")
+    return path
+
+
 def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
     """The tiny GPT that ``tools/train_tiny_gpt.py`` trained on *Pride and Prejudice*, checked by its SHA-256.
 
     The file holds :func:`decoder_arrays` by name, the tokenizer's ``merges`` and the training ``record``.
     """
-    path = pathlib.Path(path)
-    expected = WEIGHTS_SHA256 if sha256 is None else sha256
-    if not path.is_file() or (expected is not None
-                              and hashlib.sha256(path.read_bytes()).hexdigest() != expected):
-        raise RuntimeError(f"The tiny GPT's weights {path.name} are missing or damaged (their SHA-256 does not "
-                           "match): restore the file from the repository, or rebuild it with "
-                           "`python tools/train_tiny_gpt.py`.")
+    path = _verified(path, WEIGHTS_SHA256 if sha256 is None else sha256, "The tiny GPT's weights {} are",
+                     "`python tools/train_tiny_gpt.py`")
     with np.load(path) as data:
         arrays = {name: data[name] for name in data.files}
     record = json.loads(str(arrays.pop("record")))
@@ -669,3 +677,16 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
                           num_heads=record["num_heads"], activation="gelu_tanh") for n in range(num_layers)]
     decoder = Decoder(arrays["embeddings"], blocks, arrays["final_norm_gamma"], arrays["final_norm_beta"])
     return TinyGPT(decoder, tokenizer, record["context_length"], record)
+
+
+def load_dropout_record(path=DROPOUT_RECORD_PATH, sha256=None):
+    """The record of the tiny GPT's recipe trained with dropout, checked by its SHA-256 (notebook 14).
+
+    ``python tools/train_tiny_gpt.py --dropout 0.1 --out ...`` wrote it: ``recipe``, the training loss every 10
+    steps (``steps``, ``losses``), ``train_loss`` and ``val_loss`` measured by :func:`mean_loss` on the whole
+    training and validation ids (dropout off), and ``shipped``: the same two losses of :func:`load_tiny_gpt`'s
+    model, trained without dropout.
+    """
+    path = _verified(path, DROPOUT_RECORD_SHA256 if sha256 is None else sha256, "The dropout run's record {} is",
+                     "`python tools/train_tiny_gpt.py --dropout 0.1 --out tiny_gpt_dropout_record.json`")
+    return json.loads(path.read_text())
