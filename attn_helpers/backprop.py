@@ -351,7 +351,7 @@ def gelu_backward(grad_out, x, approximate=True):
     g = grad_out
     if approximate:
         c = math.sqrt(2.0 / math.pi)
-        t = np.tanh(c * (x + 0.044715 * x**3))
+        t = np.tanh(c * (x + 0.044715 * (x * x * x)))
         slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
     else:
         slope = 0.5 * _erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)

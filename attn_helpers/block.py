@@ -78,8 +78,8 @@ def gelu(x, approximate=False):
     array([-0.1587,  0.    ,  0.8413,  2.996 ], dtype=float32)
     """
     if approximate:
-        with np.errstate(over="ignore"):  # x**3 may overflow to +-inf: tanh(+-inf) = +-1, the right limit
-            inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+        with np.errstate(over="ignore"):  # x^3 may overflow to +-inf: tanh(+-inf) = +-1, the right limit
+            inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))  # x * x * x: numpy's x**3 is slow
         return 0.5 * x * (1.0 + np.tanh(inner))
     return x * (0.5 * _erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
 

@@ -130,7 +130,10 @@ def test_every_notebook_has_a_place_and_the_order_rules_hold():
 
 
 def test_the_rates_are_calibrated_within_ten_percent_and_the_guide_states_them():
-    for numbers, kind, low, high, estimate in TOOL.calibration(MINUTES):
+    then = TOOL.measured_minutes()  # the notebooks as the learner timed them
+    if then is None:
+        pytest.skip(f"this clone has no commit {TOOL.MEASURED_AT} (a shallow clone): the calibration needs it")
+    for numbers, kind, low, high, estimate in TOOL.calibration(then):
         assert 0.9 * low <= estimate <= 1.1 * high, (numbers, kind, low, high, estimate)
     rates = TOOL.RATES
     stated = [f"{rates['words_per_minute']} words a minute alone and {rates['words_per_minute_in_class']} in class",

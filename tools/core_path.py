@@ -21,7 +21,8 @@ does on the core path, at rates stated here so that anyone can disagree with the
   example by hand).
 
 Calibration (``MEASURED``): one learner working alone took 75, 75, 80 and 110 min for 09, 10, 12 and
-14, and two estimates put a class at 230-250 min for 09+10+11 and about 233 min for 02-06. The rates
+14, and two estimates put a class at 230-250 min for 09+10+11 and about 233 min for 02-06, all on the
+notebooks of commit ``MEASURED_AT`` (the estimates are computed on those versions, read with git). The rates
 above are round numbers chosen so that every one of these six figures is matched to within 10 %
 (``calibration()`` gives them, the guide shows them; a test keeps it so).
 
@@ -37,6 +38,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +64,7 @@ ACTIVITIES = [
 MEASURED = [(("09",), "self", 75, 75), (("10",), "self", 75, 75), (("12",), "self", 80, 80),
             (("14",), "self", 110, 110), (("09", "10", "11"), "walk", 230, 250),
             (("02", "03", "04", "05", "06"), "walk", 233, 233)]
+MEASURED_AT = "d834c49"  # the commit whose notebooks were timed; later edits change the notebooks, not the timings
 
 
 PREDICTION = re.compile(r"^(my_\w+) = (\.\.\.|\{)(.*)$", re.MULTILINE)
@@ -131,8 +135,27 @@ def series_minutes(guide_text: str, root=ROOT) -> dict:
             for number, path in notebooks(root).items()}
 
 
+def measured_minutes(root=ROOT) -> dict | None:
+    """``series_minutes`` of the notebooks and guide as they were when timed (commit ``MEASURED_AT``, read with
+    git): the calibration compares like with like, however the notebooks grew since. None without that history."""
+    def show(path):
+        done = subprocess.run(["git", "-C", str(root), "show", f"{MEASURED_AT}:{path}"], capture_output=True)
+        return done.stdout.decode("utf-8") if done.returncode == 0 else None
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "notebooks").mkdir()
+        for path in notebooks(root).values():
+            text = show(f"notebooks/{path.name}")
+            if text is None:
+                return None
+            (Path(folder) / "notebooks" / path.name).write_text(text, encoding="utf-8")
+        guide = show("docs/teaching-guide.md")
+        return None if guide is None else series_minutes(guide, Path(folder))
+
+
 def calibration(minutes: dict) -> list:
-    """``(notebooks, kind, measured low, measured high, estimated)`` for every measurement of ``MEASURED``."""
+    """``(notebooks, kind, measured low, measured high, estimated)`` for every measurement of ``MEASURED``;
+    ``minutes``: :func:`measured_minutes`."""
     key = {"self": "self_paced_minutes", "walk": "walkthrough_minutes"}
     return [(numbers, kind, low, high, sum(minutes[n][key[kind]] for n in numbers))
             for numbers, kind, low, high in MEASURED]
@@ -306,7 +329,7 @@ def guide_values(text: str, root=ROOT) -> dict:
               "calibration": "\n" + "\n".join(
                   f"| {'+'.join(numbers)} | {'self-paced' if kind == 'self' else 'in class'} | "
                   f"{low if low == high else f'{low}-{high}'} | {estimate} |"
-                  for numbers, kind, low, high, estimate in calibration(minutes)) + "\n"}
+                  for numbers, kind, low, high, estimate in calibration(measured_minutes(root) or minutes)) + "\n"}
     for number, m in minutes.items():
         values[number] = (f"**Core path:** {m['self_paced_minutes']} min self-paced, {m['walkthrough_minutes']} min "
                           "walk-through.")
