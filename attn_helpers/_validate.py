@@ -285,28 +285,21 @@ def heads_inputs(x, num_heads):
     return x, num_heads
 
 
-def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory=None, num_kv_heads=None):
+def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory=None):
     """The projections of multi-head attention, checked against ``x`` (and ``memory``, if any)."""
     x = as_float_array(x, "x", min_ndim=2)
     source = x if memory is None else as_float_array(memory, "memory", min_ndim=2)
     num_heads = as_positive_int(num_heads, "num_heads")
-    kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
-    if num_heads % kv_heads:
-        raise ValueError(f"num_kv_heads={kv_heads} must divide num_heads={num_heads}: each key/value head "
-                         f"serves a group of num_heads / num_kv_heads query heads")
     W_q = check_weight("W_q", W_q, x.shape[-1])
     W_k, W_v = check_weight("W_k", W_k, source.shape[-1]), check_weight("W_v", W_v, source.shape[-1])
-    for name, w, heads in (("W_q", W_q, num_heads), ("W_k", W_k, kv_heads), ("W_v", W_v, kv_heads)):
-        if w.shape[1] % heads:
-            count = "num_heads" if name == "W_q" or kv_heads == num_heads else "num_kv_heads"
+    for name, w in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        if w.shape[1] % num_heads:
             raise ValueError(f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by "
-                             f"{count}={heads}")
-    if W_k.shape[1] // kv_heads != W_q.shape[1] // num_heads:
+                             f"num_heads={num_heads}")
+    if W_k.shape[1] != W_q.shape[1]:
         raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}; queries and keys need the same "
-                         "head width d_h" + ("" if kv_heads == num_heads else
-                                             f" (W_k of width num_kv_heads * d_h = {kv_heads} * "
-                                             f"{W_q.shape[1] // num_heads})"))
-    W_o = check_weight("W_o", W_o, W_v.shape[1] // kv_heads * num_heads)
+                         "head width d_h")
+    W_o = check_weight("W_o", W_o, W_v.shape[1])
     b_q, b_k = check_bias("b_q", b_q, W_q.shape[1]), check_bias("b_k", b_k, W_k.shape[1])
     b_v, b_o = check_bias("b_v", b_v, W_v.shape[1]), check_bias("b_o", b_o, W_o.shape[1])
     return x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, (None if memory is None else source)
