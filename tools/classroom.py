@@ -74,6 +74,12 @@ try:
     c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
     c.SandboxedGrading.site = str(GRADER)
     c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
+    # Feedback pages that work offline (equations as MathML, no MathJax), name each test after its exercise and
+    # meet WCAG 2.1 AA (tools/feedback.py).
+    from feedback import CODE_STYLE, FeedbackExporter
+
+    c.GenerateFeedback.exporter_class = FeedbackExporter
+    c.CSSHTMLHeaderPreprocessor.style = CODE_STYLE
 except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
     from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -201,9 +207,9 @@ def _nbgrader(kind: str, grade_id: str) -> dict:
     return meta
 
 
-def _test_cell(call: str, grade_id: str):
+def _test_cell(call: str, grade_id: str, name: str):
     checker = call.split("(")[0]
-    source = (f"# Autograder test (1 point): the series' own checker must say ✅.\n"
+    source = (f"# {name} ({checker}): autograder test (1 point), the series' own checker must say ✅.\n"
               f"from attn_helpers.checks import {checker}\n\n"
               f"verdict = {call}\n"
               f"assert verdict.passed, repr(verdict)   # the checker's message and hint are the feedback")
@@ -220,7 +226,11 @@ def source_notebook(path: Path, registered: dict):
     revealed = [re.findall(r"""solution\(["'](\w+)["']\)""", c.source) if c.cell_type == "code" else []
                 for c in nb.cells]
     defined = _defined_names(nb.cells)
+    number = None  # the exercise's number ("03.1"), from the last heading or bold "Exercise NN.k" before it
     for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            titles = re.findall(rf"(?:^#+ [^\n]*?|\*\*)Exercise ({path.name[:2]}\.\d+)", cell.source, re.MULTILINE)
+            number = titles[-1] if titles else number
         if revealed[index]:
             continue  # a cell that reveals a solution: not in a graded notebook
         cell = copy.deepcopy(cell)
@@ -243,9 +253,10 @@ def source_notebook(path: Path, registered: dict):
         exercise = names[0]
         cell.metadata["nbgrader"] = _nbgrader("solution", exercise)
         cells.append(cell)
+        name, number = f"Exercise {number}" if number else exercise, None
         for k, call in enumerate(_checker_calls(cell.source)):
             grade_id = f"test_{exercise}" + (f"_{k + 1}" if k else "")
-            cells.append(_test_cell(call, grade_id))
+            cells.append(_test_cell(call, grade_id, name))
             graded.append(grade_id)
     nb.cells = cells
     return nb, graded
@@ -279,7 +290,7 @@ def install_grader(out: Path) -> Path:
                 shutil.copy(ROOT / name, Path(folder) / name)
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                         "--no-deps", *offline, "--target", str(target), folder], check=True)
-    for name in ("grade.py", "grade_worker.py"):
+    for name in ("grade.py", "grade_worker.py", "feedback.py", "build_site.py"):
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
 
