@@ -59,6 +59,15 @@ c.CourseDirectory.assignment_id = ""
 # The released notebook keeps the learner's own stub (``raise NotImplementedError`` or ``name = ...``), which
 # sits outside the solution region; the region itself leaves this line behind.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
+# Release and collect through this folder's own exchange (no root needed, unlike /usr/local/share/nbgrader/exchange):
+# learners on the same server fetch and submit with --Exchange.root set to it (docs/teaching-guide.md).
+c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+# nbgrader zip_collect NN_topic: the notebooks of an LMS's "download all submissions" archive, put in
+# downloaded/NN_topic/archive/, go to submitted/<student id>/NN_topic/. These are Canvas's file names,
+# e.g. lovelaceada_1234_5678_03_softmax.ipynb (name, student id, submission id, the file; "_LATE" after the name
+# when late, "-1" after a resubmission); for another LMS, change the expression (the guide gives Moodle's).
+c.FileNameCollectorPlugin.named_regexp = (
+    r"(?:.*/)?[^_/]+_(?:LATE_)?(?P<student_id>\\d+)_\\d+_(?P<file_id>\\d\\d_[a-z0-9_]+?)(?:-\\d+)?\\.ipynb$")
 # The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
 
@@ -268,6 +277,7 @@ def build(out: Path = OUT, numbers=None) -> dict:
     registered = solutions()
     (out / "source").mkdir(parents=True, exist_ok=True)
     (out / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
+    (out / "exchange").mkdir(exist_ok=True)  # the course's own exchange (c.Exchange.root)
     written = {}
     for path in core_path.notebooks(ROOT, numbers).values():
         nb, written[path.stem] = source_notebook(path, registered)
