@@ -58,8 +58,9 @@ def test_a_test_cell_without_the_name_line_gets_none():
     assert feedback.test_name("# Exercise 03.2 (check_x): autograder test (1 point)") == "Exercise 03.2 (check_x)"
 
 
-def nbgrader(out, *args, cwd=None):
-    done = classroom.nbgrader(out, *args) if cwd is None else classroom.nbgrader(cwd, *args)
+def nbgrader(folder, *args):
+    """``nbgrader args`` run in ``folder`` (the course folder, or a learner's)."""
+    done = classroom.nbgrader(folder, *args)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -104,9 +105,9 @@ def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
     learner = tmp_path / "learner"
     learner.mkdir()
     course_options = ["--course", "attention-from-first-principles", f"--Exchange.root={out / 'exchange'}"]
-    nbgrader(out, "fetch_assignment", SAMPLE, *course_options, cwd=learner)
+    nbgrader(learner, "fetch_assignment", SAMPLE, *course_options)
     assert (learner / SAMPLE / released.name).read_bytes() == released.read_bytes()
-    nbgrader(out, "submit", SAMPLE, *course_options, cwd=learner)
+    nbgrader(learner, "submit", SAMPLE, *course_options)
     nbgrader(out, "collect", SAMPLE)
     (mine,) = [p for p in (out / "submitted").iterdir() if p.name not in {s["id"] for s in ROSTER}]
     assert (mine / SAMPLE / released.name).is_file()

@@ -14,12 +14,16 @@ and ``nbgrader_config.py`` once. In each source notebook:
   computes the answer and the released one, whose regions ``nbgrader generate_assignment`` strips,
   is the learner's notebook as before;
 - after it, one autograder test cell (one point) per ``check_*`` call of the exercise: it asserts that
-  the series' own checker passes, so the checker's message and hint are the learner's feedback;
+  the series' own checker passes, so the checker's message and hint are the learner's feedback; its first
+  line names it after the exercise ("Exercise 03.2 (check_softmax_any_axis)"), the name the feedback shows;
 - the cells that reveal a solution (``solution("name")``) are removed, and so is ``solution`` from imports.
 
 Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here. It also
 installs the checkers' grading copy (``.grader/``, not editable) that ``nbgrader_config.py`` makes
-``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks.
+``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks; and
+``nbgrader generate_feedback`` writes its pages with tools/feedback.py (offline, WCAG 2.1 AA). The config
+also keeps nbgrader's exchange inside the folder (``exchange/``, no root needed) and reads an LMS's file
+names for ``nbgrader zip_collect`` (docs/teaching-guide.md).
 """
 
 from __future__ import annotations
