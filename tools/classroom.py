@@ -14,12 +14,16 @@ and ``nbgrader_config.py`` once. In each source notebook:
   computes the answer and the released one, whose regions ``nbgrader generate_assignment`` strips,
   is the learner's notebook as before;
 - after it, one autograder test cell (one point) per ``check_*`` call of the exercise: it asserts that
-  the series' own checker passes, so the checker's message and hint are the learner's feedback;
+  the series' own checker passes, so the checker's message and hint are the learner's feedback; its first
+  line names it after the exercise ("Exercise 03.2 (check_softmax_any_axis)"), the name the feedback shows;
 - the cells that reveal a solution (``solution("name")``) are removed, and so is ``solution`` from imports.
 
 Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here. It also
 installs the checkers' grading copy (``.grader/``, not editable) that ``nbgrader_config.py`` makes
-``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks.
+``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks; and
+``nbgrader generate_feedback`` writes its pages with tools/feedback.py (offline, WCAG 2.1 AA). The config
+also keeps nbgrader's exchange inside the folder (``exchange/``, no root needed) and reads an LMS's file
+names for ``nbgrader zip_collect`` (docs/teaching-guide.md).
 """
 
 from __future__ import annotations
@@ -59,6 +63,15 @@ c.CourseDirectory.assignment_id = ""
 # The released notebook keeps the learner's own stub (``raise NotImplementedError`` or ``name = ...``), which
 # sits outside the solution region; the region itself leaves this line behind.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
+# Release and collect through this folder's own exchange (no root needed, unlike /usr/local/share/nbgrader/exchange):
+# learners on the same server fetch and submit with --Exchange.root set to it (docs/teaching-guide.md).
+c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+# nbgrader zip_collect NN_topic: the notebooks of an LMS's "download all submissions" archive, put in
+# downloaded/NN_topic/archive/, go to submitted/<student id>/NN_topic/. These are Canvas's file names,
+# e.g. lovelaceada_1234_5678_03_softmax.ipynb (name, student id, submission id, the file; "_LATE" after the name
+# when late, "-1" after a resubmission); for another LMS, change the expression (the guide gives Moodle's).
+c.FileNameCollectorPlugin.named_regexp = (
+    r"(?:.*/)?[^_/]+_(?:LATE_)?(?P<student_id>\\d+)_\\d+_(?P<file_id>\\d\\d_[a-z0-9_]+?)(?:-\\d+)?\\.ipynb$")
 # The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
 
@@ -74,6 +87,12 @@ try:
     c.Autograde.autograde_preprocessors = [SandboxedGrading if step.__name__ == "Execute" else step for step in steps]
     c.SandboxedGrading.site = str(GRADER)
     c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
+    # Feedback pages that work offline (equations as MathML, no MathJax), name each test after its exercise and
+    # meet WCAG 2.1 AA (tools/feedback.py).
+    from feedback import CODE_STYLE, FeedbackExporter
+
+    c.GenerateFeedback.exporter_class = FeedbackExporter
+    c.CSSHTMLHeaderPreprocessor.style = CODE_STYLE
 except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
     from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -201,9 +220,9 @@ def _nbgrader(kind: str, grade_id: str) -> dict:
     return meta
 
 
-def _test_cell(call: str, grade_id: str):
+def _test_cell(call: str, grade_id: str, name: str):
     checker = call.split("(")[0]
-    source = (f"# Autograder test (1 point): the series' own checker must say ✅.\n"
+    source = (f"# {name} ({checker}): autograder test (1 point), the series' own checker must say ✅.\n"
               f"from attn_helpers.checks import {checker}\n\n"
               f"verdict = {call}\n"
               f"assert verdict.passed, repr(verdict)   # the checker's message and hint are the feedback")
@@ -220,7 +239,11 @@ def source_notebook(path: Path, registered: dict):
     revealed = [re.findall(r"""solution\(["'](\w+)["']\)""", c.source) if c.cell_type == "code" else []
                 for c in nb.cells]
     defined = _defined_names(nb.cells)
+    number = None  # the exercise's number ("03.1"), from the last heading or bold "Exercise NN.k" before it
     for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            titles = re.findall(rf"(?:^#+ [^\n]*?|\*\*)Exercise ({path.name[:2]}\.\d+)", cell.source, re.MULTILINE)
+            number = titles[-1] if titles else number
         if revealed[index]:
             continue  # a cell that reveals a solution: not in a graded notebook
         cell = copy.deepcopy(cell)
@@ -243,9 +266,10 @@ def source_notebook(path: Path, registered: dict):
         exercise = names[0]
         cell.metadata["nbgrader"] = _nbgrader("solution", exercise)
         cells.append(cell)
+        name, number = f"Exercise {number}" if number else exercise, None
         for k, call in enumerate(_checker_calls(cell.source)):
             grade_id = f"test_{exercise}" + (f"_{k + 1}" if k else "")
-            cells.append(_test_cell(call, grade_id))
+            cells.append(_test_cell(call, grade_id, name))
             graded.append(grade_id)
     nb.cells = cells
     return nb, graded
@@ -257,6 +281,7 @@ def build(out: Path = OUT, numbers=None) -> dict:
     registered = solutions()
     (out / "source").mkdir(parents=True, exist_ok=True)
     (out / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
+    (out / "exchange").mkdir(exist_ok=True)  # the course's own exchange (c.Exchange.root)
     written = {}
     for path in core_path.notebooks(ROOT, numbers).values():
         nb, written[path.stem] = source_notebook(path, registered)
@@ -279,7 +304,7 @@ def install_grader(out: Path) -> Path:
                 shutil.copy(ROOT / name, Path(folder) / name)
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                         "--no-deps", *offline, "--target", str(target), folder], check=True)
-    for name in ("grade.py", "grade_worker.py"):
+    for name in ("grade.py", "grade_worker.py", "feedback.py", "build_site.py"):
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
 
