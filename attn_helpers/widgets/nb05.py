@@ -133,8 +133,9 @@ def qkv_explorer():
     for name in MATRIX_NAMES:
         for key in _entry_names(name):
             value = float(ex[name][int(key[-2]), int(key[-1])])
-            controls[key] = widgets.BoundedFloatText(value=value, min=-3.0, max=3.0, step=0.5,
-                                                     layout=widgets.Layout(width="78px"))
+            controls[key] = widgets.BoundedFloatText(  # the description names the box for a screen reader
+                value=value, min=-3.0, max=3.0, step=0.5, description=f"{name}[{key[-2]},{key[-1]}]",
+                style={"description_width": "0px"}, layout=widgets.Layout(width="78px"))
     return MatrixExplorer(draw_qkv, controls, update=update_qkv)
 
 

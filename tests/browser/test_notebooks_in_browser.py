@@ -685,10 +685,7 @@ NOT_OURS = {
     "aria-input-field-name": "ipywidgets' slider handle has no accessible name (its label is not linked to it)",
 }
 #: Ours, known, not fixed yet (each one named in the README's accessibility section): notebook -> rule -> why.
-KNOWN = {
-    "05_qkv_projections": {"label": "the matrix entries of the QKV explorer (attn_helpers/widgets/nb05.py) are "
-                                    "number boxes without a description, so a screen reader reads no name"},
-}
+KNOWN: dict = {}
 
 
 def _content_violations(page, stem: str) -> list[dict]:
