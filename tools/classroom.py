@@ -31,14 +31,12 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import importlib.util
 import inspect
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -291,19 +289,12 @@ def build(out: Path = OUT, numbers=None) -> dict:
 
 
 def install_grader(out: Path) -> Path:
-    """The checkers' grading copy ``out/.grader``: attn_helpers installed from this folder (not editable, so
-    a later change to the checkers changes no grade until the next install), with the grading modules."""
+    """The checkers' grading copy ``out/.grader``: a copy of attn_helpers (not an editable install, so a later
+    change to the checkers changes no grade until the next copy; nothing to build, so it works offline and on
+    every supported Python), with the grading modules."""
     target = out / ".grader"
     shutil.rmtree(target, ignore_errors=True)
-    offline = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []  # else pip fetches it
-    with tempfile.TemporaryDirectory() as folder:  # built from a copy: two installs at once never share build/
-        for name in ("pyproject.toml", "README.md", "attn_helpers"):
-            if (ROOT / name).is_dir():
-                shutil.copytree(ROOT / name, Path(folder) / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy(ROOT / name, Path(folder) / name)
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--no-deps", *offline, "--target", str(target), folder], check=True)
+    shutil.copytree(ROOT / "attn_helpers", target / "attn_helpers", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("grade.py", "grade_worker.py", "feedback.py", "build_site.py"):
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
