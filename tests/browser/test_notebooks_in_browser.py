@@ -292,24 +292,22 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def lab_page(lab, request):
+def lab_page(lab, request, playwright_session):
     """One Chromium, one JupyterLab page for the session; each notebook opens in its own tab inside it."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            lab.wait_ready()
-            first = _browser_notebooks(request.session)[:1]
-            if first:  # its kernel starts while JupyterLab loads in the page
-                lab.start_session(first[0])
-            page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
-            page.errors = []
-            page.on("pageerror", lambda err: page.errors.append(str(err)))
-            _load_app(page, lab)
-            yield page
-        finally:
-            browser.close()
+    playwright = playwright_session  # one per process: tests/browser/conftest.py
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    try:
+        lab.wait_ready()
+        first = _browser_notebooks(request.session)[:1]
+        if first:  # its kernel starts while JupyterLab loads in the page
+            lab.start_session(first[0])
+        page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        page.errors = []
+        page.on("pageerror", lambda err: page.errors.append(str(err)))
+        _load_app(page, lab)
+        yield page
+    finally:
+        browser.close()
 
 
 def _load_app(page, lab: LabServer) -> None:

@@ -58,24 +58,23 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def offline_page():
+def offline_page(playwright_session):
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}: browser tests skipped (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True)
-            blocked: list[str] = []
+    playwright = playwright_session  # one per process: tests/browser/conftest.py
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    try:
+        context = browser.new_context(offline=True)
+        blocked: list[str] = []
 
-            def block(route):
-                blocked.append(route.request.url)
-                route.abort()
+        def block(route):
+            blocked.append(route.request.url)
+            route.abort()
 
-            context.route(lambda url: not url.startswith(("file://", "data:")), block)
-            yield context.new_page(), blocked
-        finally:
-            browser.close()
+        context.route(lambda url: not url.startswith(("file://", "data:")), block)
+        yield context.new_page(), blocked
+    finally:
+        browser.close()
 
 
 def test_every_page_renders_its_equations_and_figures_with_the_network_blocked(site, offline_page):
