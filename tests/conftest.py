@@ -28,6 +28,16 @@ def shared_explorer(request):
     return explorer
 
 
+@pytest.fixture(scope="session")
+def playwright_session():
+    """Playwright's sync API, started once per test process and shared by every browser test: it refuses to start
+    a second time while one runs (the JupyterLab tests keep theirs for the whole session, and pytest-xdist may give
+    the same process the site's, the slides' or the feedback pages' tests after them)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        yield playwright
+
+
 def pytest_configure(config):
     # A plugin rather than a hook here: hooks in this conftest would only see items under
     # tests/, and the notebooks' nbval cells must wait too.

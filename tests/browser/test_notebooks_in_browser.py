@@ -294,7 +294,7 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="session")
 def lab_page(lab, request, playwright_session):
     """One Chromium, one JupyterLab page for the session; each notebook opens in its own tab inside it."""
-    playwright = playwright_session  # one per process: tests/browser/conftest.py
+    playwright = playwright_session  # one per process (tests/conftest.py)
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
     try:
         lab.wait_ready()

@@ -61,7 +61,7 @@ def site(tmp_path_factory):
 def offline_page(playwright_session):
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}: browser tests skipped (apt-get install chromium)")
-    playwright = playwright_session  # one per process: tests/browser/conftest.py
+    playwright = playwright_session  # one per process (tests/conftest.py)
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
     try:
         context = browser.new_context(offline=True)
