@@ -163,7 +163,8 @@ KNOWN_ANSWERS = {
 
 # Checkers whose right answer is a choice (a word, a letter), not numbers: the complex probe does not apply.
 CHOICE_CHECKERS = {"check_best_key", "check_cold_choice", "check_doubled_weights", "check_sink_prediction",
-                   "check_length_prediction", "check_training_prediction", "check_ablation_prediction"}
+                   "check_length_prediction", "check_training_prediction", "check_ablation_prediction",
+                   "check_first_pair"}
 
 
 def test_every_checker_of_every_module_is_exported_by_name():
