@@ -453,6 +453,14 @@ def mean_loss(decoder, ids, context_length=64, batch_size=64):
     return total / len(inputs)
 
 
+def _ngram_probs(train_ids, vocab_size, alpha):
+    """The baselines' probabilities from checked ``train_ids``: unigram ``(V,)`` and bigram ``(V, V)``."""
+    unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
+    pairs = np.zeros((vocab_size, vocab_size))
+    np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1.0)  # pairs[a, b]: how often b follows a
+    return unigram, (pairs + alpha * unigram) / (pairs.sum(axis=1, keepdims=True) + alpha)  # each row sums to 1
+
+
 def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
     r"""The unigram and bigram baselines' mean cross-entropy on the same targets as :func:`mean_loss`.
 
@@ -471,10 +479,7 @@ def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
     context_length = as_positive_int(context_length, "context_length")
     if len(ids) < context_length + 1:
         raise ValueError(f"ids has {len(ids)} tokens; expected at least context_length + 1 = {context_length + 1}")
-    unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
-    pairs = np.zeros((vocab_size, vocab_size))
-    np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1.0)  # pairs[a, b]: how often b follows a
-    bigram = (pairs + alpha * unigram) / (pairs.sum(axis=1, keepdims=True) + alpha)  # each row sums to 1
+    unigram, bigram = _ngram_probs(train_ids, vocab_size, alpha)
     inputs, targets = _eval_windows(ids, context_length)
     return {"unigram": float(-np.log(unigram[targets]).mean()),
             "bigram": float(-np.log(bigram[inputs, targets]).mean())}

@@ -13,7 +13,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .examples import SEED
-from .gpt import attention_weights, generate_ids, sample_next
+from .gpt import _ngram_probs, attention_weights, generate_ids, sample_next
 
 __all__ = ["known_word_share", "bigram_log_probs", "sample_word_shares", "head_habits"]
 
@@ -39,11 +39,7 @@ def bigram_log_probs(train_ids, vocab_size, alpha=1.0):
     >>> np.exp(bigram_log_probs([0, 1, 0, 1], 3)).sum(axis=1).round(6)
     array([1., 1., 1.])
     """
-    train_ids = np.asarray(train_ids)
-    unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
-    pairs = np.zeros((vocab_size, vocab_size))
-    np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1.0)  # pairs[a, b]: how often b follows a
-    return np.log((pairs + alpha * unigram) / (pairs.sum(axis=1, keepdims=True) + alpha))
+    return np.log(_ngram_probs(np.asarray(train_ids), vocab_size, alpha)[1])  # the baseline's own probabilities
 
 
 def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, length=60, seed=SEED, baseline=True,
