@@ -7,9 +7,11 @@ equations are MathML and the figures embedded, and nothing points at the network
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
+import nbformat
 import pytest
 from tool_loader import ROOT, load_tool
 
@@ -107,7 +109,7 @@ def test_no_verdict_of_an_unfilled_answer_is_shown(decks, notebook):
 @pytest.mark.parametrize("notebook", SAMPLE, ids=[p.stem[:2] for p in SAMPLE])
 def test_speaker_notes_hold_the_guides_questions_for_the_notebook(decks, notebook):
     page = decks[notebook.stem].read_text(encoding="utf-8")
-    notes = re.search(r'<aside [^>]*class="deck-notes"[^>]* hidden[^>]*>(.*?)</aside>', page, re.DOTALL)
+    notes = re.search(r'<template [^>]*class="deck-notes"[^>]*>(.*?)</template>', page, re.DOTALL)
     assert notes, "no speaker notes"
     text = re.sub(r"<math.*?</math>|<[^>]+>", " ", notes.group(1))
     questions = load_tool("answer_keys").discussion_questions((ROOT / "docs" / "teaching-guide.md").read_text(
@@ -139,3 +141,48 @@ def test_core_path_cells_puts_the_answer_after_a_prediction_and_drops_unfilled_v
 def test_the_guide_states_the_smallest_scale_the_decks_use():
     guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
     assert f"at {round(slides.MIN_ZOOM * 100)} % of the full size or more" in guide
+    assert f"code at {slides.SMALLEST_CODE_PX} px or more" in guide
+
+
+def test_code_is_never_drawn_under_the_smallest_size_a_room_reads():
+    assert slides.FONT_PX * slides.MIN_ZOOM >= slides.SMALLEST_CODE_PX
+
+
+def test_a_long_code_cell_and_its_long_output_are_cut_into_pieces_a_slide_holds():
+    source = "\n".join(f"x{k} = {k}" for k in range(30))
+    printed = "".join(f"line {k}\n" for k in range(40))
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR" + (1).to_bytes(4, "big") + (1000).to_bytes(4, "big") + bytes(5)
+    figure = {"output_type": "display_data", "metadata": {},  # a PNG 1000 pixels tall (its header is enough)
+              "data": {"image/png": base64.b64encode(header).decode(), "text/plain": "<Figure>"}}
+    cell = nbformat.v4.new_code_cell(source, outputs=[nbformat.v4.new_output("stream", text=printed),
+                                                      nbformat.from_dict(figure)])
+    cell.id = "long"
+    pieces = slides.pieces_of(cell)
+    assert "".join(piece.source for piece in pieces) == source  # nothing lost, nothing repeated
+    assert all(slides.visual_lines(piece.source) <= slides.LINES_PER_PIECE for piece in pieces)
+    texts = [out["text"] for piece in pieces for out in piece.outputs if out.get("output_type") == "stream"]
+    assert "".join(texts) == printed and all(slides.visual_lines(text) <= slides.LINES_PER_PIECE for text in texts)
+    for piece in pieces:  # each piece fits a slide; an output without its source shows no empty input box
+        used = slides.visual_lines(piece.source) + sum(map(slides.output_lines, piece.outputs))
+        assert used <= slides.SLIDE_LINES or len(piece.outputs) == 1, piece
+        assert piece.source or piece.metadata["transient"]["remove_source"]
+    assert slides.output_lines(figure) == -(-min(1000, slides.FIGURE_PX) // (1.5 * slides.FONT_PX))  # 1000 px tall
+    assert len({piece.id for piece in pieces}) == len(pieces)
+    short = nbformat.v4.new_code_cell("x = 1")
+    assert slides.pieces_of(short) == [short]
+
+
+def test_a_long_list_is_cut_between_its_items_never_inside_code():
+    items = "".join(f"- item {k}: " + "word " * 30 + "\n" for k in range(6))
+    pieces = slides.markdown_pieces("**A list.**\n" + items)
+    assert len(pieces) > 1 and all(piece.lstrip("*A list.\n").startswith("- item") for piece in pieces[1:])
+    assert "\n\n".join(pieces).count("- item") == 6
+    fenced = "```\n" + "".join(f"- not an item {k} " + "word " * 30 + "\n" for k in range(6)) + "```"
+    assert slides.markdown_pieces(fenced) == [fenced]
+
+
+@pytest.mark.parametrize("notebook", SAMPLE, ids=[p.stem[:2] for p in SAMPLE])
+def test_no_deck_draws_an_emoji(decks, notebook):
+    page = decks[notebook.stem].read_text(encoding="utf-8")
+    assert not slides.EMOJI_CHARS.search(page), slides.EMOJI_CHARS.search(page)
+    assert slides.without_emoji("\u274c Not yet \U0001f4a1 Hint \U0001f680 go") == "Not yet Hint [rocket] go"

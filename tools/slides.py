@@ -12,18 +12,28 @@ from the network. A new slide starts at every heading, at a paragraph once a sli
 the question is on one slide and its answer on the next. A check of a prediction or an exercise left
 as ``...`` (or ``raise NotImplementedError``) shows no output: no "Not yet" box in front of the class.
 
+Code must read from the back of a room: code and prose are drawn at ``FONT_PX`` and a slide is scaled
+down to fit the window only as far as ``MIN_ZOOM`` (code never under ``SMALLEST_CODE_PX`` on a 1280x720
+projector). So a long code cell is cut into pieces of at most ``LINES_PER_PIECE`` lines (wrapped lines
+counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell.
+Emoji are replaced by words (``EMOJI``): a projector's computer may have no emoji font.
+
 A few lines of script show one slide at a time, scaled down to fit the window when taller or wider
 (down to ``MIN_ZOOM``; a slide taller still scrolls): → / ← change slides; Space / Page Down (a
 clicker) and Page Up first scroll through a slide that does not fit, then change slides; Home / End;
-``#7`` in the address opens slide 7; **S** shows or hides the speaker notes (the teaching guide's
-predictions and discussion questions for this notebook). Without the script (or when printed) the deck
-reads as one page, slide after slide.
+``#7`` in the address opens slide 7; **S** opens the speaker notes (the teaching guide's predictions and
+discussion questions for this notebook, the slide shown and the next one's heading) in a window of their own,
+for the presenter's screen: never on the projected page. Without the script (or when printed) the deck reads
+as one page, slide after slide.
 """
 
 from __future__ import annotations
 
+import base64
+import math
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -37,47 +47,64 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "slides"
 GUIDE = ROOT / "docs" / "teaching-guide.md"
 CELLS_PER_SLIDE = 4
-WORDS_PER_PIECE = 120  # a longer markdown cell is cut between paragraphs, so that a slide can be cut there
-MIN_ZOOM = 0.55  # the smallest scale a slide is shown at: 22 px prose at about 12 px
-SPLIT_AT = 1.25  # a slide taller than this many windows is cut at a cell, in the browser, for its window size
+WORDS_PER_PIECE = 90  # a longer markdown cell is cut between paragraphs, so that a slide can be cut there
+FONT_PX = 22  # prose and code on a slide, at full size
+MIN_ZOOM = 0.82  # the smallest scale a slide is shown at: code and prose stay at 18 px or more
+SMALLEST_CODE_PX = 18  # what a person at the back of a room can still read on a 1280x720 projector
+FIGURE_PX = 520  # the tallest a figure is drawn on a slide, so that it fits with a line or two of code
+SLIDE_LINES = 20  # lines of text (at FONT_PX, line height 1.5) that a 720-px slide holds at MIN_ZOOM
+LINES_PER_PIECE = 12  # lines of code, or of a text output, that one piece of a cell holds
+CHARS_PER_LINE = 84  # characters of code per line at FONT_PX in a slide's width: a longer line wraps
+#: What an emoji on a slide becomes (any other emoji: its Unicode name in brackets).
+EMOJI = {"\u2705": "", "\u274c": "", "\U0001f4a1": "", "\U0001f642": ":-)", "\ufe0f": ""}
+EMOJI_CHARS = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F] ?")
 HEADING = re.compile(r"^#{1,4}\s", re.MULTILINE)
+LIST_ITEM = re.compile(r"(?:^|\n)(?=[-*] |\d+\. )")  # where a list's item starts (not a nested one)
 UNFILLED = re.compile(r"^(\w+) = \.\.\.|^def (\w+)\(", re.MULTILINE)
 CHECK = re.compile(r"\bcheck_\w+\((.*)\)", re.DOTALL)
 
 CSS = """
-html:root { --jp-content-font-size1: 22px; --jp-code-font-size: 17px; --jp-content-line-height: 1.5; }
+html:root { --jp-content-font-size1: FONT_PXpx; --jp-code-font-size: FONT_PXpx; --jp-content-line-height: 1.5; }
+.jp-OutputArea-output pre, .jp-InputArea pre { font-size: var(--jp-code-font-size); }
 body.jp-Notebook { margin: 0; }
+html.deck body > main { max-width: none; padding: 0; }
 .jp-RenderedHTMLCommon h1 { font-size: 2rem; } .jp-RenderedHTMLCommon h2 { font-size: 1.7rem; }
-section.slide { box-sizing: border-box; max-width: 76rem; margin: 0 auto; padding: 1rem 2rem 2.2rem; }
+section.slide { box-sizing: border-box; max-width: 1240px; margin: 0 auto; padding: 1rem 2rem 2.2rem; }
 html.deck { overflow-x: hidden; }
 html.deck section.slide { display: none; }
 html.deck section.slide.current { display: block; }
+html.deck section.slide .jp-RenderedImage img { max-height: FIGURE_PXpx; width: auto; max-width: 100%; }
 html.deck math[display="block"] { overflow: visible; max-width: none; }
 .deck-counter { position: fixed; right: 1rem; bottom: 0.6rem; font: 0.9rem system-ui, sans-serif; color: #595959; }
-html:not(.deck) .deck-counter, html:not(.deck) .deck-notes { display: none; }
-.deck-notes { position: fixed; top: 0; right: 0; bottom: 0; width: min(34rem, 45vw); overflow-y: auto;
-  box-sizing: border-box; padding: 1rem 1.4rem; background: #fffdf5; color: #1a1a1a; border-left: 4px solid #8a4500;
-  box-shadow: -4px 0 12px rgba(0, 0, 0, 0.25); font: 1.05rem/1.45 system-ui, sans-serif; }
-.deck-notes[hidden] { display: none; }
-.deck-notes h2 { font-size: 1.2rem; margin: 0 0 0.6rem; }
-.deck-notes h3 { font-size: 1.05rem; margin: 1rem 0 0.3rem; color: #8a4500; }
-.deck-notes code { background: #f0ede2; padding: 0 0.2em; }
+html:not(.deck) .deck-counter { display: none; }
+template.deck-notes { display: none; }
 @media print { html.deck section.slide { display: block; zoom: 1 !important; break-after: page; }
-  .deck-counter, .deck-notes { display: none; } }
+  .deck-counter { display: none; } }
+"""
+
+#: The presenter's window (S): the notes, the slide on the projector and the next slide's heading.
+NOTES_CSS = """
+body { margin: 0; padding: 1rem 1.4rem; background: #fffdf5; color: #1a1a1a; font: 1.15rem/1.45 system-ui, sans-serif; }
+h1 { font-size: 1.1rem; margin: 0 0 0.8rem; color: #1a1a1a; }
+h2 { font-size: 1.2rem; margin: 0 0 0.6rem; }
+h3 { font-size: 1.05rem; margin: 1rem 0 0.3rem; color: #8a4500; }
+code { background: #f0ede2; padding: 0 0.2em; }
+.now { border-left: 4px solid #8a4500; padding-left: 0.6rem; }
 """
 
 SCRIPT = """
 (function () {
   var slides = Array.prototype.slice.call(document.querySelectorAll('section.slide'));
   var counter = document.querySelector('.deck-counter');
-  var notes = document.querySelector('.deck-notes');
+  var notes = document.querySelector('template.deck-notes');
   var root = document.documentElement;
-  var at = 0;
+  var at = 0, presenter = null;
   root.classList.add('deck');
-  function split(slide) {  // cut a slide taller than SPLIT_AT windows before the first cell that overflows
+  function split(slide) {  // cut a slide taller than MIN_ZOOM can fit before the first cell that overflows
     slide.classList.add('current');
     var cells = Array.prototype.slice.call(slide.children);
-    var top = slide.getBoundingClientRect().top, limit = top + SPLIT_AT * innerHeight;
+    var first = cells[0].getBoundingClientRect().top, last = cells[cells.length - 1].getBoundingClientRect().bottom;
+    var limit = first + 0.98 * innerHeight / MIN_ZOOM - (root.scrollHeight - (last - first));  // the page around it
     var cut = cells.findIndex(function (c, k) { return k > 0 && c.getBoundingClientRect().bottom > limit; });
     if (cut > 1 && cells[cut - 1].classList.contains('jp-MarkdownCell')) cut -= 1;  // keep a lead-in with its cell
     slide.classList.remove('current');
@@ -88,10 +115,14 @@ SCRIPT = """
     slide.after(rest);
     return [slide].concat(split(rest));
   }
-  slides = slides.reduce(function (all, s) { return all.concat(split(s)); }, []);
+  function start() {  // once the figures have their sizes: cut the slides that are too tall, show the first
+    slides = slides.reduce(function (all, s) { return all.concat(split(s)); }, []);
+    fromHash();
+  }
   function fit(slide) {  // scale the slide down until the page neither scrolls nor spills sideways
     var zoom = 1;
-    slide.style.zoom = '';
+    slide.style.zoom = slide.style.width = '';
+    slide.style.width = slide.offsetWidth + 'px';  // the same lines at every scale: a smaller slide, not a reflow
     for (var i = 0; i < 8; i++) {
       var over = Math.max(root.scrollHeight / innerHeight, root.scrollWidth / innerWidth);
       if (over <= 1 || zoom <= MIN_ZOOM) break;
@@ -107,12 +138,35 @@ SCRIPT = """
     fit(slides[at]);
     counter.textContent = (at + 1) + ' / ' + slides.length;
     if (location.hash !== '#' + (at + 1)) history.replaceState(null, '', '#' + (at + 1));
+    update();
+  }
+  function heading(slide) {
+    var h = slide && slide.querySelector('h1, h2, h3, h4');
+    return h ? h.textContent.replace(/\u00b6/g, '').trim() : '(no heading)';
+  }
+  function update() {  // the presenter's window follows the projected slide
+    if (!presenter || presenter.closed) return;
+    var doc = presenter.document;
+    doc.getElementById('now').textContent = 'Slide ' + (at + 1) + ' / ' + slides.length + ': ' + heading(slides[at]) +
+      ' \u2014 next: ' + heading(slides[at + 1]);
+  }
+  function openNotes() {  // the notes in a window of their own, for the presenter's screen
+    if (presenter && !presenter.closed) { presenter.focus(); return; }
+    presenter = window.open('', 'deck-notes', 'popup,width=640,height=760');
+    if (!presenter) return;  // pop-ups blocked: nothing is shown on the projected page
+    var doc = presenter.document;
+    doc.open();
+    doc.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Speaker notes: ' +
+      document.title + '</title><style>' + notes.dataset.css + '</style></head><body><main>' +
+      '<h1 class="now" id="now" aria-live="polite"></h1>' + notes.innerHTML + '</main></body></html>');
+    doc.close();
+    update();
   }
   document.addEventListener('keydown', function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     var step = {ArrowRight: 1, PageDown: 1, ' ': 1, ArrowLeft: -1, PageUp: -1}[e.key];
     var page = document.scrollingElement;
-    if (e.key === 's' || e.key === 'S') { notes.hidden = !notes.hidden; return; }
+    if (e.key === 's' || e.key === 'S') { openNotes(); return; }
     if (!step && e.key === 'Home') show(0);
     else if (!step && e.key === 'End') show(slides.length - 1);
     if (!step) return;
@@ -127,9 +181,10 @@ SCRIPT = """
   function fromHash() { show((parseInt(location.hash.slice(1), 10) || 1) - 1); }
   window.addEventListener('hashchange', fromHash);
   window.addEventListener('resize', function () { fit(slides[at]); });
-  fromHash();
+  if (document.readyState === 'complete') start(); else window.addEventListener('load', start);
 })();
-""".replace("MIN_ZOOM", str(MIN_ZOOM)).replace("SPLIT_AT", str(SPLIT_AT))
+""".replace("MIN_ZOOM", str(MIN_ZOOM))
+CSS = CSS.replace("FONT_PX", str(FONT_PX)).replace("FIGURE_PX", str(FIGURE_PX))
 
 TEMPLATE = """{%- extends 'site.html.j2' -%}
 {% block any_cell %}
@@ -143,7 +198,7 @@ TEMPLATE = """{%- extends 'site.html.j2' -%}
 {% block body_footer %}
 </section></main>
 <div class="deck-counter" aria-live="polite"></div>
-<aside class="deck-notes" aria-label="Speaker notes" tabindex="0" hidden>{{ resources.deck.notes }}</aside>
+<template class="deck-notes" data-css="{{ resources.deck.notes_css | escape_html }}">{{ resources.deck.notes }}</template>
 <script>{{ resources.deck.script }}</script>
 </body>
 {% endblock body_footer %}
@@ -174,7 +229,7 @@ def core_path_cells(nb):
             checked = CHECK.search(cell.source)
             if checked and (unfilled & set(re.findall(r"\w+", checked.group(1))) or "..." in checked.group(1)):
                 cell.outputs = []  # a verdict of an answer nobody has written yet
-        cells.append(cell)
+        cells += pieces_of(cell) if cell.cell_type == "code" else [cell]
     opens = [c.cell_type == "markdown" and bool(HEADING.match(c.source)) for c in cells] + [True]
     answers = [k > 0 and is_prediction(cells[k - 1]) and not is_prediction(c) for k, c in enumerate(cells)]
     since = weight = 0
@@ -186,6 +241,77 @@ def core_path_cells(nb):
         since += 1
         weight += 1 + 2 * any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
     return nbformat.from_dict({**nb, "cells": cells})
+
+
+def visual_lines(text: str) -> int:
+    """The lines ``text`` takes on a slide, a long line wrapped every ``CHARS_PER_LINE`` characters."""
+    return sum(max(1, math.ceil(len(line) / CHARS_PER_LINE)) for line in text.splitlines())
+
+
+def line_pieces(text: str) -> list[str]:
+    """``text`` cut between lines into pieces of at most ``LINES_PER_PIECE`` visual lines."""
+    pieces = [""]
+    for line in text.splitlines(keepends=True):
+        if pieces[-1] and visual_lines(pieces[-1] + line) > LINES_PER_PIECE:
+            pieces.append("")
+        pieces[-1] += line
+    return pieces
+
+
+def output_lines(output) -> int:
+    """The lines of a slide that an output takes: a text's lines, a figure's height in lines of text."""
+    data = output.get("data", {})
+    if output.get("output_type") == "stream" or set(data) == {"text/plain"}:
+        return visual_lines(output.get("text") or data.get("text/plain", ""))
+    if "image/png" in data:  # the PNG's height, from its header (bytes 20-23 of the IHDR chunk)
+        height = min(FIGURE_PX, int.from_bytes(base64.b64decode(data["image/png"][:44])[20:24], "big"))
+        return math.ceil(height / (1.5 * FONT_PX))
+    html = data.get("text/html", "")
+    return 1 + len(re.findall(r"<(?:tr|br|li|p)\b", html))
+
+
+def pieces_of(cell) -> list:
+    """A code cell as cells that a slide can hold: its source cut every ``LINES_PER_PIECE`` lines, each long text
+    output cut the same way, and the outputs that do not fit beside the last piece of source in cells of their own
+    that show no source (at most ``SLIDE_LINES`` lines each)."""
+    def piece(source, k, show_source=True):
+        part = nbformat.v4.new_code_cell(source)
+        part.update(id=f"{cell.get('id', 'cell')}-{k}", execution_count=cell.get("execution_count"))
+        part.metadata = {**cell.metadata, **({} if show_source else {"transient": {"remove_source": True}})}
+        return part
+
+    outputs = []
+    for output in cell.get("outputs", []):
+        text = output.get("text") if output.get("output_type") == "stream" else (
+            output.get("data", {}).get("text/plain") if set(output.get("data", {})) == {"text/plain"} else None)
+        if not text or visual_lines(text) <= LINES_PER_PIECE:
+            outputs.append(output)
+            continue
+        for chunk in line_pieces(text):
+            outputs.append(nbformat.from_dict({**output, "text": chunk} if output.get("output_type") == "stream"
+                                              else {**output, "data": {"text/plain": chunk}}))
+    cells = [piece(source, k) for k, source in enumerate(line_pieces(cell.source))]
+    used = visual_lines(cell.source and line_pieces(cell.source)[-1])
+    for output in outputs:
+        lines = output_lines(output)
+        if cells[-1].outputs and used + lines > SLIDE_LINES or not cells[-1].outputs and used and \
+                used + lines > SLIDE_LINES:
+            cells.append(piece("", len(cells), show_source=False))
+            used = 0
+        cells[-1].outputs.append(output)
+        used += lines
+    return [cell] if len(cells) == 1 else cells
+
+
+def without_emoji(html: str) -> str:
+    """``html`` with each emoji replaced by words (``EMOJI``, else its Unicode name in brackets)."""
+    def words(match):
+        char = match.group(0).rstrip(" ")
+        if char in EMOJI:
+            return EMOJI[char] + (" " if EMOJI[char] and match.group(0).endswith(" ") else "")
+        return f"[{unicodedata.name(char, 'symbol').lower()}]" + match.group(0)[len(char):]
+
+    return EMOJI_CHARS.sub(words, html)
 
 
 def markdown_pieces(source: str) -> list[str]:
@@ -203,10 +329,15 @@ def markdown_pieces(source: str) -> list[str]:
         else:
             blocks.append(block)
     blocks += [open_block] if open_block else []
+    items = []  # a long list is cut between its items: (text, the separator before it)
     for block in blocks:
+        is_list = LIST_ITEM.search(block) and "```" not in block and "$$" not in block
+        parts = LIST_ITEM.split(block) if is_list and len(re.findall(r"[A-Za-z]+", block)) > WORDS_PER_PIECE else [block]
+        items += [(part, "\n\n" if k == 0 else "\n") for k, part in enumerate(parts) if part]
+    for block, separator in items:
         words = len(re.findall(r"[A-Za-z]+", "\n\n".join([*(pieces[-1:] or [""]), block])))
         if pieces and not HEADING.match(block) and words <= WORDS_PER_PIECE:
-            pieces[-1] += "\n\n" + block
+            pieces[-1] += separator + block
         else:
             pieces.append(block)
     return pieces
@@ -224,7 +355,7 @@ def speaker_notes(number: str) -> str:
         return ""
     items = re.findall(r"^- \*\*(Predict, then run|Discussion)[^*]*:\*\*(.*)$", section.group(2), re.MULTILINE)
     body = "".join(f"<h3>{name}</h3>{site.markdown_to_html(item.strip())}" for name, item in items)
-    return f"<h2>Notes: {site.inline_html(section.group(1))} <small>(S hides them)</small></h2>{body}"
+    return f"<h2>Notes: {site.inline_html(section.group(1))}</h2>{body}"
 
 
 def exporter():
@@ -239,9 +370,9 @@ def deck(path: Path, html_exporter=None) -> str:
     nb = core_path_cells(site.for_reading(nbformat.read(path, as_version=4)))
     title = site.plain_text(site.title_of(nb) or path.stem)
     resources = {"metadata": {"name": title, "path": str(path.parent)},
-                 "site": {"css": site.CSS + CSS}, "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2])}}
+                 "site": {"css": site.CSS + CSS}, "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS}}
     body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)
-    return site.link_pages(body)
+    return without_emoji(site.link_pages(body))
 
 
 def build(out: Path = OUT, numbers=None) -> list[Path]:

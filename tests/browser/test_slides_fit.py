@@ -1,7 +1,8 @@
 """The slide decks in front of a class, in headless Chromium with the network blocked: every slide of every
-deck fits a 1280x720 projector (cut at a cell, then scaled, never below ``MIN_ZOOM``), display equations
-never scroll, a clicker's Page Down and Space go through a slide that does not fit before the next one, and
-S shows the speaker notes, in colours that meet WCAG 2.1 AA.
+deck fits a 1280x720 projector (cut at a cell, then scaled, never below ``MIN_ZOOM``) with its code at 18 px or
+more, display equations never scroll, a clicker's Page Down and Space go through a slide that does not fit
+before the next one, and S opens the speaker notes in a window of their own (never on the projected page), in
+colours that meet WCAG 2.1 AA.
 
 Needs Debian's Chromium (``ATTN_CHROMIUM`` overrides the path); skipped with the reason without it.
 """
@@ -28,7 +29,9 @@ SLIDE = """() => {
   const root = document.documentElement, all = [...document.querySelectorAll('section.slide')];
   const slide = document.querySelector('section.slide.current'), box = slide.getBoundingClientRect();
   const maths = [...slide.querySelectorAll('math[display="block"]')];
+  const code = [...slide.querySelectorAll('pre')].filter(e => e.offsetParent !== null && e.textContent.trim());
   return {index: all.indexOf(slide), count: all.length, zoom: parseFloat(slide.dataset.zoom),
+          code_px: Math.min(1000, ...code.map(e => parseFloat(getComputedStyle(e).fontSize) * parseFloat(slide.dataset.zoom))),
           height: root.scrollHeight, width: root.scrollWidth, top: document.scrollingElement.scrollTop,
           inner: [innerWidth, innerHeight],
           scrolling: maths.filter(m => getComputedStyle(m).overflowX !== 'visible').length,
@@ -69,6 +72,7 @@ def test_every_slide_of_every_deck_fits_a_1280_by_720_screen(decks, offline_page
             assert seen["index"] == k and seen["inner"] == [1280, 720], where
             assert seen["height"] <= 720 and seen["width"] <= 1280, (where, seen)
             assert seen["zoom"] >= slides.MIN_ZOOM, (where, seen)
+            assert seen["code_px"] >= slides.SMALLEST_CODE_PX, (where, "code too small to read from the back", seen)
             assert seen["scrolling"] == 0 and seen["spilling"] == 0, (where, "a display equation scrolls or spills")
             page.keyboard.press("ArrowRight")
     assert not blocked, blocked[:3]
@@ -105,17 +109,28 @@ def test_page_down_and_space_go_through_a_slide_that_does_not_fit_before_the_nex
     assert page.evaluate(SLIDE)["index"] == tall["index"] + 1
 
 
-def test_s_shows_the_speaker_notes_in_colours_that_meet_wcag_aa(decks, offline_page):  # noqa: F811
+def test_s_opens_the_speaker_notes_in_a_window_of_their_own_never_on_the_projected_one(decks, offline_page):  # noqa: F811
     page, _ = offline_page
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(decks[3].as_uri(), wait_until="load")
-    notes = page.locator(".deck-notes")
-    assert not notes.is_visible()
-    page.keyboard.press("s")
-    assert notes.is_visible() and "Discussion" in notes.inner_text()
-    for selector in (".deck-notes p", ".deck-notes li", ".deck-notes h2", ".deck-notes h3", ".deck-counter"):
-        ratios = page.evaluate(CONTRAST, selector)
+    projected = page.evaluate("() => document.body.innerText")
+    notes_text = slides.speaker_notes(decks[3].name[:2])
+    assert "Discussion" in notes_text and "Discussion" not in projected
+    with page.context.expect_page() as opened:
+        page.keyboard.press("s")
+    notes = opened.value
+    notes.wait_for_load_state()
+    assert "Discussion" in notes.inner_text("body") and "Slide 1 / " in notes.inner_text("#now")
+    assert "Discussion" not in page.evaluate("() => document.body.innerText"), "the notes showed on the projector"
+    page.bring_to_front()
+    page.keyboard.press("ArrowRight")  # the presenter's window follows the projected slide
+    assert "Slide 2 / " in notes.inner_text("#now")
+    for selector in ("p", "li", "h1", "h2", "h3"):
+        ratios = notes.evaluate(CONTRAST, selector)
         assert all(ratio >= 4.5 for ratio in ratios), (selector, ratios)
-    assert page.evaluate(CONTRAST, ".deck-notes p")
-    page.keyboard.press("s")
-    assert not notes.is_visible()
+    assert notes.evaluate(CONTRAST, "p")
+    assert all(ratio >= 4.5 for ratio in page.evaluate(CONTRAST, ".deck-counter"))
+    page.keyboard.press("s")  # S again brings the same window forward: no second one
+    page.wait_for_timeout(300)
+    assert len(page.context.pages) == 2, [p.url for p in page.context.pages]
+    notes.close()
