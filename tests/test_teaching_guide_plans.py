@@ -15,7 +15,8 @@ from tool_loader import ROOT, load_tool
 
 GUIDE = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
 TOOL = load_tool("core_path")
-MINUTES = TOOL.series_minutes(GUIDE, ROOT)
+ALL_MINUTES = TOOL.series_minutes(GUIDE, ROOT)  # the notebooks, and the parts of notebooks the plans use
+MINUTES = {number: m for number, m in ALL_MINUTES.items() if number not in TOOL.PARTS}
 QUESTIONS = TOOL.discussion_questions(GUIDE)
 
 
@@ -69,15 +70,17 @@ def plans():
 
 
 def part_minutes(label):
-    notebook, until, _ = TOOL.PARTS[label]
-    return TOOL.core_path(TOOL.notebooks()[notebook], until, QUESTIONS[notebook])
+    return ALL_MINUTES[label]
 
 
-def test_the_guide_has_a_three_session_plan_and_a_two_day_plan():
-    sessions = [name for name in TOOL.PLANS if name.startswith("session")]
-    assert len(sessions) == 3 and all(TOOL.PLANS[name]["length"] == 180 for name in sessions)
-    assert "### Three sessions of 3 hours (00-14)" in GUIDE and "### Two days of 3 hours" in GUIDE
-    assert "Day 1 is session 1 above" in GUIDE and TOOL.PLANS["day 2"]["rows"] == TOOL.PLANS["session 2"]["rows"]
+def test_the_guide_has_its_tracks_and_a_two_day_plan_and_every_session_starts_with_setup():
+    assert "Two days of 3 hours" in TOOL.TRACKS and len(TOOL.TRACKS) >= 4
+    for track, sessions in TOOL.TRACKS.items():
+        assert f"### {track}" in GUIDE or f": {track[0].lower()}{track[1:]}" in GUIDE, track
+        for name in sessions:
+            plan = TOOL.PLANS[name]
+            assert plan["length"] == 180 and plan["rows"][0][0] == "setup" and plan["rows"][0][1] >= 10, name
+    assert set(TOOL.PLANS) == {name for sessions in TOOL.TRACKS.values() for name in sessions}
 
 
 @pytest.mark.parametrize("title, length, text", plans(), ids=[p[0] for p in plans()])
@@ -115,32 +118,49 @@ def placed(text):
 
 
 def test_every_notebook_has_a_place_and_the_order_rules_hold():
-    """Three sessions and the two days place every notebook, in the room or as homework (with its minutes);
-    no session holds more than two of 09, 10 and 11; 09 comes no later than 10; 14 is in every plan."""
-    schedules = {"three sessions": ["session 1", "session 2", "session 3"], "two days": ["session 1", "day 2"]}
+    """The tracks one after another, and the two days, each place every notebook, in the room or as homework (with
+    its minutes); no session holds more than two of 09, 10 and 11; 09 comes no later than 10; 14 is in every
+    schedule; the two days teach 10 or 14 in the room."""
+    texts = {name: text for name, _, text in plans()}
+    tracks = [name for track, names in TOOL.TRACKS.items() if not track.startswith("Two days") for name in names]
+    schedules = {"the tracks": tracks, "two days": TOOL.TRACKS["Two days of 3 hours"]}
     for schedule, names in schedules.items():
-        order = []
+        order, in_room = [], set()
         for name in names:
-            text = dict((n, t) for n, _, t in plans())[name]
-            room, homework = placed(text)
+            room, homework = placed(texts[name])
             assert len(room & {"09", "10", "11"}) <= 2, name
             order += sorted(room | homework)
-        assert set(order) == set(MINUTES), (schedule, set(MINUTES) - set(order))
+            in_room |= room
+        assert set(order) == set(MINUTES) - set(TOOL.PARTS), (schedule, set(MINUTES) - set(order))
         assert order.index("09") <= order.index("10") and "14" in order, schedule
+    assert in_room & {"10", "14"}, "the two-day plan teaches neither the block nor the tiny GPT in the room"
 
 
-def test_the_rates_are_calibrated_within_ten_percent_and_the_guide_states_them():
-    then = TOOL.measured_minutes()  # the notebooks as the learner timed them
-    if then is None:
-        pytest.skip(f"this clone has no commit {TOOL.MEASURED_AT} (a shallow clone): the calibration needs it")
-    for numbers, kind, low, high, estimate in TOOL.calibration(then):
-        assert 0.9 * low <= estimate <= 1.1 * high, (numbers, kind, low, high, estimate)
+def test_the_rates_are_calibrated_and_the_guide_states_them():
+    """Each estimate within ``TOLERANCE`` of what it is calibrated against (30 % of each learner timed alone, who
+    differ by half again; 10 % of the in-class walk), on the notebooks of each row's commit."""
+    commits = {row[-1] for row in TOOL.MEASURED}
+    if any(TOOL.measured_minutes(commit) is None for commit in commits):
+        pytest.skip(f"this clone lacks one of the commits {sorted(commits)} (a shallow clone): the calibration needs them")
+    for numbers, kind, low, high, who, commit, estimate in TOOL.calibration():
+        tolerance = TOOL.TOLERANCE[kind]
+        assert (1 - tolerance) * low <= estimate <= (1 + tolerance) * high, (numbers, kind, who, low, high, estimate)
     rates = TOOL.RATES
     stated = [f"{rates['words_per_minute']} words a minute alone and {rates['words_per_minute_in_class']} in class",
               f"{rates['code'] * 60:.0f} s per code cell", f"{rates['exercise']:.0f} min per exercise",
-              f"{rates['derivation']:.0f} min per hard derivation", f"{rates['discussion']:.0f} min per discussion",
-              f"{rates['pair work']:.0f} min per pair-work activity"]
+              f"{rates['prediction']:.0f} min per prediction alone and {rates['prediction in class']:.0f} in class",
+              f"{rates['derivation']:.0f} min per hard derivation alone and {rates['derivation in class']:.0f} in class",
+              f"{rates['discussion']:.0f} min per discussion", f"{rates['pair work']:.0f} min per pair-work activity",
+              f"{rates['setup']:.0f} min per session for setup, at its start"]
     assert all(text in GUIDE for text in stated), [text for text in stated if text not in GUIDE]
+    assert "(an estimate)" in GUIDE and "(timed)" in GUIDE  # which figures are walked, which are estimates
+
+
+def test_a_notebook_that_a_learner_took_longer_on_gets_the_learners_minutes():
+    for number, m in MINUTES.items():
+        if number not in TOOL.PARTS:
+            assert m["self_paced_minutes"] == max(m["estimated_self_paced_minutes"], TOOL.timed_alone(number))
+    assert TOOL.timed_alone("05") >= 95 and MINUTES["05"]["self_paced_minutes"] >= 95
 
 
 def test_discussion_questions_and_activities_count_in_class_only():
@@ -148,7 +168,7 @@ def test_discussion_questions_and_activities_count_in_class_only():
     assert MINUTES["05"]["pair work"] == 1 and MINUTES["11"]["derivation"] == 3 and MINUTES["09"]["derivation"] == 1
     bare = TOOL.core_path(nb["03"], discussion=0)
     asked = TOOL.core_path(nb["03"], discussion=4)
-    assert asked["walkthrough_minutes"] - bare["walkthrough_minutes"] in (11, 12, 13)  # 4 x 3 min, rounded
+    assert asked["walkthrough_minutes"] - bare["walkthrough_minutes"] in (15, 16, 17)  # 4 x 4 min, rounded
     assert asked["self_paced_minutes"] == bare["self_paced_minutes"]
     for number in {number for _, number, _ in TOOL.ACTIVITIES}:  # a renamed heading would drop its minutes
         listed = sum(where == number for _, where, _ in TOOL.ACTIVITIES)
@@ -156,9 +176,9 @@ def test_discussion_questions_and_activities_count_in_class_only():
 
 
 def test_a_notebook_that_does_not_fit_moves_to_the_homework():
-    minutes = {n: dict(m, walkthrough_minutes=m["walkthrough_minutes"] + 10) for n, m in MINUTES.items()}
+    minutes = {n: dict(m, walkthrough_minutes=m["walkthrough_minutes"] + 40) for n, m in MINUTES.items()}
     minutes.update({label: part_minutes(label) for label in TOOL.PARTS})
-    plan = dict(TOOL.PLANS["session 2"], flex=["09"])
+    plan = dict(TOOL.PLANS["transformer 1"], flex=["09"])
     TOOL.PLANS["flexible"] = plan
     try:
         rows, moved = TOOL.plan_rows("flexible", minutes)
@@ -168,4 +188,4 @@ def test_a_notebook_that_does_not_fit_moves_to_the_homework():
     finally:
         del TOOL.PLANS["flexible"]
     with pytest.raises(ValueError, match="more than its"):
-        TOOL.plan_rows("session 3", {n: {"walkthrough_minutes": 80} for n in [*MINUTES, *TOOL.PARTS]})
+        TOOL.plan_rows("transformer 3", {n: {"walkthrough_minutes": 160} for n in [*MINUTES, *TOOL.PARTS]})

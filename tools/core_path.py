@@ -12,19 +12,23 @@ does on the core path, at rates stated here so that anyone can disagree with the
   included), 130 in class (the pace of a teacher talking it through);
 - each code cell: 45 s to run it and read its output; each figure: 1 min more to look at it;
   each live widget: 2 min to move its controls;
-- each predict-then-run question: 2 min to think and write the prediction;
+- each predict-then-run question: 2 min alone, 5 min in class (30 people think, write, and some say why);
 - each fill-in exercise: 6 min (a first attempt, one hint, a second attempt), self-paced only;
 - each hard derivation (``ACTIVITIES``: the softmax's Jacobian, attention's backward pass, Adam,
-  RoPE's algebra, layer norm's backward pass, a block's backward pass): 7 min more;
-- in class only: 3 min per discussion question of the teaching guide (its "Discussion" item of the
-  notebook's section, one question per question mark) and 15 min per pair-work activity (05's
-  example by hand).
+  RoPE's algebra, layer norm's backward pass, a block's backward pass): 7 min more alone, 13 in class;
+- in class only: 4 min per discussion question of the teaching guide (its "Discussion" item of the
+  notebook's section, one question per question mark), 15 min per pair-work activity (05's example by
+  hand), and ``setup`` minutes at the start of every session (everyone opens the notebook and runs its
+  first cell).
 
-Calibration (``MEASURED``): one learner working alone took 75, 75, 80 and 110 min for 09, 10, 12 and
-14, and two estimates put a class at 230-250 min for 09+10+11 and about 233 min for 02-06, all on the
-notebooks of commit ``MEASURED_AT`` (the estimates are computed on those versions, read with git). The rates
-above are round numbers chosen so that every one of these six figures is matched to within 10 %
-(``calibration()`` gives them, the guide shows them; a test keeps it so).
+Calibration (``MEASURED``): what was timed, each with who timed it and on which commit's notebooks (read
+with git, so that the estimate compares like with like however the notebooks grew since). Two learners
+worked alone through some notebooks cell by cell (one new to the maths, one an engineer with one ML
+course): they differ by half again, so the self-paced estimate must fall within 30 % of each, and a
+notebook that a learner took longer on than the estimate gets the learner's minutes in the guide
+(``timed_alone``). In class, a teacher of 30 walked a plan minute by minute (an estimate, not a class
+timed): the estimate must fall within 10 % of it (``calibration()`` gives them all, the guide shows them;
+a test keeps it so).
 
 Every minute figure of the teaching guide comes from here: it sits between the marks
 ``<!-- core-path NAME -->`` and ``<!-- /core-path -->``, and ``--write-guide`` rewrites it
@@ -46,7 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "teaching-guide.md"
 
 RATES = {"words_per_minute": 105, "words_per_minute_in_class": 130, "code": 0.75, "figure": 1.0, "widget": 2.0,
-         "prediction": 2.0, "exercise": 6.0, "derivation": 7.0, "discussion": 3.0, "pair work": 15.0}
+         "prediction": 2.0, "exercise": 6.0, "derivation": 7.0,
+         "prediction in class": 5.0, "derivation in class": 13.0, "discussion": 4.0, "pair work": 15.0, "setup": 10}
 
 #: What a class spends extra time on, found by the heading that opens it in the notebook's core path:
 #: (kind, notebook, the start of the heading line).
@@ -60,11 +65,23 @@ ACTIVITIES = [
     ("pair work", "05", "## A complete example by hand"),
 ]
 
-#: The measured times the rates are calibrated against: (notebooks, "self" or "walk", low, high) in minutes.
-MEASURED = [(("09",), "self", 75, 75), (("10",), "self", 75, 75), (("12",), "self", 80, 80),
-            (("14",), "self", 110, 110), (("09", "10", "11"), "walk", 230, 250),
-            (("02", "03", "04", "05", "06"), "walk", 233, 233)]
-MEASURED_AT = "d834c49"  # the commit whose notebooks were timed; later edits change the notebooks, not the timings
+#: Who timed what (``WHO``): a learner working alone, or a teacher walking a plan minute by minute.
+WHO = {"new to the maths": "a learner new to the maths, alone, cell by cell (timed)",
+       "engineer": "an engineer with one ML course, alone, cell by cell (timed)",
+       "first learner": "the first learner, alone (timed)",
+       "room walk": "a teacher of 30 walking the plan minute by minute (an estimate)"}
+#: What the rates are calibrated against: (notebooks or parts, "self" or "walk", low, high, who, commit).
+MEASURED = [
+    (("09",), "self", 75, 75, "first learner", "d834c49"), (("10",), "self", 75, 75, "first learner", "d834c49"),
+    (("12",), "self", 80, 80, "first learner", "d834c49"), (("14",), "self", 110, 110, "first learner", "d834c49"),
+    (("03",), "self", 55, 55, "new to the maths", "070cfe6"), (("05",), "self", 95, 95, "new to the maths", "070cfe6"),
+    (("07",), "self", 75, 75, "new to the maths", "070cfe6"), (("09",), "self", 70, 70, "engineer", "070cfe6"),
+    (("10",), "self", 80, 80, "engineer", "070cfe6"), (("12",), "self", 70, 70, "engineer", "070cfe6"),
+    (("14",), "self", 95, 95, "engineer", "070cfe6"),
+    (("03", "04", "05 §1-5"), "walk", 160, 165, "room walk", "070cfe6"),
+    (("11",), "walk", 135, 135, "room walk", "070cfe6"), (("12 §1-6",), "walk", 55, 55, "room walk", "070cfe6"),
+]
+TOLERANCE = {"self": 0.30, "walk": 0.10}  # how far an estimate may be from what it is calibrated against
 
 
 PREDICTION = re.compile(r"^(my_\w+) = (\.\.\.|\{)(.*)$", re.MULTILINE)
@@ -91,10 +108,12 @@ def discussion_questions(guide_text: str) -> dict:
     return found
 
 
-def core_path(path, until=None, discussion=None) -> dict:
+def core_path(path, until=None, discussion=None, timed=True) -> dict:
     """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
     (only the cells before the first heading that starts with ``until``, if given; ``discussion``: the number
-    of discussion questions asked in class, by default those of the notebook's section of the guide)."""
+    of discussion questions asked in class, by default those of the notebook's section of the guide). With
+    ``timed``, the self-paced minutes of a whole notebook rise to a learner's timed minutes where those are more
+    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone."""
     number = Path(path).name[:2]
     if discussion is None:
         discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
@@ -121,44 +140,69 @@ def core_path(path, until=None, discussion=None) -> dict:
             counts["prediction"] += predicts
             counts["exercise"] += not predicts and ("raise NotImplementedError" in source or bool(
                 re.search(r"^\w+ = \.\.\.", source, re.MULTILINE) and re.search(r"\bcheck_\w+\(", source)))
-    both = sum(counts[kind] * RATES[kind] for kind in ("code", "figure", "widget", "prediction", "derivation"))
-    self_paced = counts["words"] / RATES["words_per_minute"] + both + counts["exercise"] * RATES["exercise"]
+    both = sum(counts[kind] * RATES[kind] for kind in ("code", "figure", "widget"))
+    self_paced = (counts["words"] / RATES["words_per_minute"] + both + counts["exercise"] * RATES["exercise"]
+                  + counts["prediction"] * RATES["prediction"] + counts["derivation"] * RATES["derivation"])
     walkthrough = (counts["words"] / RATES["words_per_minute_in_class"] + both
+                   + counts["prediction"] * RATES["prediction in class"]
+                   + counts["derivation"] * RATES["derivation in class"]
                    + counts["discussion"] * RATES["discussion"] + counts["pair work"] * RATES["pair work"])
-    return {**counts, "walkthrough_minutes": round(walkthrough), "self_paced_minutes": round(self_paced)}
+    estimate = round(self_paced)
+    alone = timed_alone(number) if timed and until is None else 0
+    return {**counts, "walkthrough_minutes": round(walkthrough), "self_paced_minutes": max(estimate, alone),
+            "estimated_self_paced_minutes": estimate}
 
 
-def series_minutes(guide_text: str, root=ROOT) -> dict:
-    """``core_path`` of every notebook of the series, with its discussion questions from ``guide_text``."""
+def timed_alone(number: str) -> int:
+    """The longest a learner working alone was timed on notebook ``number`` (0 if nobody was)."""
+    return max([low for numbers, kind, low, _, who, _ in MEASURED
+                if numbers == (number,) and kind == "self" and who != "room walk"], default=0)
+
+
+def series_minutes(guide_text: str, root=ROOT, timed=True) -> dict:
+    """``core_path`` of every notebook of the series and of every part of ``PARTS``, with its discussion questions
+    from ``guide_text``."""
     questions = discussion_questions(guide_text)
-    return {number: core_path(path, discussion=questions.get(number, 0))
-            for number, path in notebooks(root).items()}
+    paths = notebooks(root)
+    minutes = {number: core_path(path, discussion=questions.get(number, 0), timed=timed)
+               for number, path in paths.items()}
+    for label, (number, until, _) in PARTS.items():
+        if number in paths:
+            minutes[label] = core_path(paths[number], until, questions.get(number, 0), timed=timed)
+    return minutes
 
 
-def measured_minutes(root=ROOT) -> dict | None:
-    """``series_minutes`` of the notebooks and guide as they were when timed (commit ``MEASURED_AT``, read with
-    git): the calibration compares like with like, however the notebooks grew since. None without that history."""
+def measured_minutes(commit: str, root=ROOT) -> dict | None:
+    """``series_minutes`` (estimates only) of the notebooks and guide as they were at ``commit`` (read with git): the
+    calibration compares like with like, however the notebooks grew since. None without that history."""
     def show(path):
-        done = subprocess.run(["git", "-C", str(root), "show", f"{MEASURED_AT}:{path}"], capture_output=True)
+        done = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"], capture_output=True)
         return done.stdout.decode("utf-8") if done.returncode == 0 else None
 
+    listed = subprocess.run(["git", "-C", str(root), "ls-tree", "--name-only", commit, "notebooks/"],
+                            capture_output=True, text=True)
+    names = [Path(line).name for line in listed.stdout.split() if re.match(r"notebooks/\d\d_.*\.ipynb$", line)]
+    guide = show("docs/teaching-guide.md")
+    if listed.returncode or not names or guide is None:
+        return None
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "notebooks").mkdir()
-        for path in notebooks(root).values():
-            text = show(f"notebooks/{path.name}")
-            if text is None:
-                return None
-            (Path(folder) / "notebooks" / path.name).write_text(text, encoding="utf-8")
-        guide = show("docs/teaching-guide.md")
-        return None if guide is None else series_minutes(guide, Path(folder))
+        for name in names:
+            (Path(folder) / "notebooks" / name).write_text(show(f"notebooks/{name}"), encoding="utf-8")
+        return series_minutes(guide, Path(folder), timed=False)
 
 
-def calibration(minutes: dict) -> list:
-    """``(notebooks, kind, measured low, measured high, estimated)`` for every measurement of ``MEASURED``;
-    ``minutes``: :func:`measured_minutes`."""
-    key = {"self": "self_paced_minutes", "walk": "walkthrough_minutes"}
-    return [(numbers, kind, low, high, sum(minutes[n][key[kind]] for n in numbers))
-            for numbers, kind, low, high in MEASURED]
+def calibration(root=ROOT) -> list:
+    """``(notebooks, kind, measured low, measured high, who, commit, estimated)`` for every row of ``MEASURED``, the
+    estimate made on the notebooks of that row's commit (on today's notebooks when the clone lacks it)."""
+    key = {"self": "estimated_self_paced_minutes", "walk": "walkthrough_minutes"}
+    cache, rows = {}, []
+    for numbers, kind, low, high, who, commit in MEASURED:
+        if commit not in cache:
+            cache[commit] = measured_minutes(commit, root)
+        minutes = cache[commit] or series_minutes(GUIDE.read_text(encoding="utf-8"), root, timed=False)
+        rows.append((numbers, kind, low, high, who, commit, sum(minutes[n][key[kind]] for n in numbers)))
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,56 +217,91 @@ SLACK = 0.10  # the share of every slot left free: questions, a slow start, a se
 #: Parts of a notebook that a plan walks through on its own: label -> (notebook, the heading it stops before,
 #: what the rest of the notebook holds).
 PARTS = {"05 §1-5": ("05", "## Exercise 05.1", "exercises 05.1-05.3"),
+         "10 §1-7": ("10", "## 8. Bridge to PyTorch", "the bridge to PyTorch, dropout and the exercises"),
          "12 §1-6": ("12", "## 7 ·", "removing a head, *apple* in two sentences, exercise 12.1")}
 
-PLANS = {
-    "session 1": {
-        "length": 180, "when": "session",
-        "before": [("00", "including the setup check, so that nobody installs in the room"), ("01", ""),
-                   ("02", "")],
-        "rows": [
-            ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
-                         "predict where \"one\" puts its weight as $\\tau \\to 0$; spot the slip together."),
-            ("04", None, "The weighted sum as arrows; the whole weight-free recipe; predict what doubling $X$ does; "
-                         "what it cannot do."),
-            ("break", 10, ""),
-            ("05 §1-5", None, "The hand-worked example in pairs (one computes, one checks with code); predict which "
-                              "rows change; spot the slip; the creature grid."),
-            ("wrap-up", "rest", "Questions; learners start exercise 05.1 while you can help."),
-        ],
-        "flex": [], "after": ["05 §1-5", "06", "07"],
-    },
-    "session 2": {
-        "length": 180, "when": "session",
-        "before": [],
-        "rows": [
-            ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the designed "
-                         "head and the random one; the parameter count."),
-            ("break", 10, ""),
-            ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
-                         "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys; the "
-                         "length experiment."),
-            ("wrap-up", "rest", "Questions; the exercises each learner still has open."),
-        ],
-        "flex": [], "after": ["10"],
-    },
-    "session 3": {
-        "length": 180, "when": "session",
-        "before": [],
-        "rows": [
-            ("11", None, "The softmax's Jacobian and the backward pass of attention; gradient checks; Adam written "
-                         "out; train *copy previous* live; predict the reverse task's pattern; the induction head; "
-                         "the ablations."),
-            ("break", 10, ""),
-            ("12 §1-6", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; "
-                              "weight is not influence."),
-            ("wrap-up", "rest", "Questions; what would convince you that a head does what its weights suggest?"),
-        ],
-        "flex": [], "after": ["12 §1-6", "13", "14"],
-    },
+SETUP = ("setup", RATES["setup"], "Everyone opens the notebook and runs its first cell (on a laptop, Binder, Colab or "
+                                   "the hub); fix what does not start now, not halfway through.")
+BREAK = ("break", 10, "")
+
+
+def session(*rows, before=(), after=(), flex=(), when="session"):
+    """A 3-hour plan: setup, then ``rows``, then a wrap-up with the minutes left."""
+    return {"length": 180, "when": when, "before": list(before), "after": list(after), "flex": list(flex),
+            "rows": [SETUP, *rows, ("wrap-up", "rest", "Exercises in the room, in pairs, while you can help; "
+                                                       "questions.")]}
+
+
+#: The tracks a teacher chooses from (each session a week apart, say), then the two-day plan.
+TRACKS = {
+    "The attention core (00-08)": ["core 1", "core 2", "core 3"],
+    "The transformer (09-11)": ["transformer 1", "transformer 2", "transformer 3"],
+    "Language models (12-14)": ["models 1", "models 2", "models 3"],
+    "Two days of 3 hours": ["day 1", "day 2"],
 }
-# The two-day plan: day 1 is session 1; day 2 is session 2, and everything after it is homework.
-PLANS["day 2"] = {**PLANS["session 2"], "when": "day", "after": ["10", "11", "12", "13", "14"]}
+PLANS = {
+    "core 1": session(
+        ("02", None, "A loop of dot products, then `X @ X.T`; predict the largest score of \"journey\"."),
+        ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
+                     "predict where \"one\" puts its weight as $\\tau \\to 0$; spot the slip together."),
+        BREAK,
+        ("04", None, "The weighted sum as arrows; the whole weight-free recipe; predict what doubling $X$ does; "
+                     "what it cannot do."),
+        before=[("00", "including the setup check, so that nobody installs in the room"), ("01", "")], flex=["04"]),
+    "core 2": session(
+        ("05", None, "The hand-worked example in pairs (one computes, one checks with code); predict which rows "
+                     "change; spot the slip; the creature grid."),
+        BREAK,
+        ("06", None, "Why $\\sqrt{d_k}$: the variance argument, the saturated softmax, the vanishing gradient."),
+        flex=["06"]),
+    "core 3": session(
+        ("07", None, "No peeking: the mask before the softmax; padding and the fully masked row."),
+        BREAK,
+        ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the designed head "
+                     "and the random one; the parameter count."),
+        after=[]),
+    "transformer 1": session(
+        ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
+                     "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys; the length "
+                     "experiment."),
+        BREAK),
+    "transformer 2": session(
+        ("10", None, "The residual stream, layer norm per token, the feed-forward network, pre- vs post-norm, "
+                     "stacking; GPT-2's parameter count from its configuration."),
+        BREAK),
+    "transformer 3": session(
+        ("11", None, "The softmax's Jacobian and the backward pass of attention; gradient checks; Adam written out; "
+                     "train *copy previous* live; predict the reverse task's pattern; the induction head; the "
+                     "ablations."),
+        BREAK, after=[]),
+    "models 1": session(
+        ("12", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; weight is "
+                     "not influence; removing a head."),
+        BREAK),
+    "models 2": session(
+        ("13", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention; the KV cache and "
+                     "what grouped-query attention saves."),
+        BREAK),
+    "models 3": session(
+        ("14", None, "Byte-pair encoding; the backward pass checked; training on *Pride and Prejudice*; sampling; "
+                     "its heads; from GPT-2 to Llama."),
+        BREAK),
+    "day 1": session(
+        ("02", None, "A loop of dot products, then `X @ X.T`; predict the largest score of \"journey\"."),
+        ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
+                     "spot the slip together."),
+        BREAK,
+        ("04", None, "The weighted sum as arrows; the whole weight-free recipe; what it cannot do."),
+        before=[("00", "including the setup check, so that nobody installs in the room"), ("01", "")],
+        after=["05", "06", "07", "09"], flex=["04"], when="day"),
+    "day 2": session(
+        ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the parameter "
+                     "count."),
+        BREAK,
+        ("10 §1-7", None, "The block: residual stream, layer norm, the feed-forward network, pre- vs post-norm, "
+                          "stacking, GPT-2's parameter count."),
+        after=["10 §1-7", "11", "12", "13", "14"], flex=["08"], when="day"),
+}
 
 
 def selection(argv, description: str, out: Path) -> argparse.Namespace:
@@ -324,18 +403,19 @@ def guide_values(text: str, root=ROOT) -> dict:
     minutes = series_minutes(text, root)
     names = titles(text)
     values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}",
-              "total walk": str(sum(m["walkthrough_minutes"] for m in minutes.values())),
-              "total self": str(sum(m["self_paced_minutes"] for m in minutes.values())),
+              "total walk": str(sum(minutes[n]["walkthrough_minutes"] for n in paths)),
+              "total self": str(sum(minutes[n]["self_paced_minutes"] for n in paths)),
               "calibration": "\n" + "\n".join(
-                  f"| {'+'.join(numbers)} | {'self-paced' if kind == 'self' else 'in class'} | "
-                  f"{low if low == high else f'{low}-{high}'} | {estimate} |"
-                  for numbers, kind, low, high, estimate in calibration(measured_minutes(root) or minutes)) + "\n"}
+                  f"| {' + '.join(numbers)} | {'self-paced' if kind == 'self' else 'in class'} | {WHO[who]}, notebooks "
+                  f"of {commit} | {low if low == high else f'{low}-{high}'} | {estimate} |"
+                  for numbers, kind, low, high, who, commit, estimate in calibration(root)) + "\n"}
     for number, m in minutes.items():
+        if number in PARTS:
+            continue
         values[number] = (f"**Core path:** {m['self_paced_minutes']} min self-paced, {m['walkthrough_minutes']} min "
                           "walk-through.")
         values[f"{number} walk"], values[f"{number} self"] = str(m["walkthrough_minutes"]), str(m["self_paced_minutes"])
-    for label, (number, until, _) in PARTS.items():  # for the plans only: not notebooks of their own
-        minutes[label] = core_path(paths[number], until, questions.get(number, 0))
+    for label, (number, _, _) in PARTS.items():  # for the plans only: not notebooks of their own
         names[label] = names.get(number, "")
     for name in PLANS:
         values[f"plan {name}"] = "\n" + render_plan(name, minutes, names) + "\n"
