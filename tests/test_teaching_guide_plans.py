@@ -141,15 +141,17 @@ def test_the_rates_are_calibrated_and_the_guide_states_them():
     differ by half again; 10 % of the in-class walk), on the notebooks of each row's commit."""
     commits = {row[-1] for row in TOOL.MEASURED}
     if any(TOOL.measured_minutes(commit) is None for commit in commits):
-        pytest.skip(f"this clone lacks one of the commits {sorted(commits)} (a shallow clone): the calibration needs them")
-    for numbers, kind, low, high, who, commit, estimate in TOOL.calibration():
+        pytest.skip(f"this clone lacks one of the commits {sorted(commits)} (a shallow clone): the calibration "
+                    "needs them")
+    for numbers, kind, low, high, who, _, estimate in TOOL.calibration():
         tolerance = TOOL.TOLERANCE[kind]
         assert (1 - tolerance) * low <= estimate <= (1 + tolerance) * high, (numbers, kind, who, low, high, estimate)
     rates = TOOL.RATES
     stated = [f"{rates['words_per_minute']} words a minute alone and {rates['words_per_minute_in_class']} in class",
               f"{rates['code'] * 60:.0f} s per code cell", f"{rates['exercise']:.0f} min per exercise",
               f"{rates['prediction']:.0f} min per prediction alone and {rates['prediction in class']:.0f} in class",
-              f"{rates['derivation']:.0f} min per hard derivation alone and {rates['derivation in class']:.0f} in class",
+              f"{rates['derivation']:.0f} min per hard derivation alone and "
+              f"{rates['derivation in class']:.0f} in class",
               f"{rates['discussion']:.0f} min per discussion", f"{rates['pair work']:.0f} min per pair-work activity",
               f"{rates['setup']:.0f} min per session for setup, at its start"]
     assert all(text in GUIDE for text in stated), [text for text in stated if text not in GUIDE]

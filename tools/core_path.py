@@ -399,7 +399,7 @@ SPAN = re.compile(r"<!-- core-path (?P<name>[^>]*?) -->(?P<body>.*?)<!-- /core-p
 
 def guide_values(text: str, root=ROOT) -> dict:
     """What each span name of the guide stands for, computed from the notebooks."""
-    paths, questions = notebooks(root), discussion_questions(text)
+    paths = notebooks(root)
     minutes = series_minutes(text, root)
     names = titles(text)
     values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}",

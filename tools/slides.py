@@ -198,7 +198,8 @@ TEMPLATE = """{%- extends 'site.html.j2' -%}
 {% block body_footer %}
 </section></main>
 <div class="deck-counter" aria-live="polite"></div>
-<template class="deck-notes" data-css="{{ resources.deck.notes_css | escape_html }}">{{ resources.deck.notes }}</template>
+<template class="deck-notes" data-css="{{ resources.deck.notes_css | escape_html }}">
+{{- resources.deck.notes }}</template>
 <script>{{ resources.deck.script }}</script>
 </body>
 {% endblock body_footer %}
@@ -332,7 +333,8 @@ def markdown_pieces(source: str) -> list[str]:
     items = []  # a long list is cut between its items: (text, the separator before it)
     for block in blocks:
         is_list = LIST_ITEM.search(block) and "```" not in block and "$$" not in block
-        parts = LIST_ITEM.split(block) if is_list and len(re.findall(r"[A-Za-z]+", block)) > WORDS_PER_PIECE else [block]
+        long = len(re.findall(r"[A-Za-z]+", block)) > WORDS_PER_PIECE
+        parts = LIST_ITEM.split(block) if is_list and long else [block]
         items += [(part, "\n\n" if k == 0 else "\n") for k, part in enumerate(parts) if part]
     for block, separator in items:
         words = len(re.findall(r"[A-Za-z]+", "\n\n".join([*(pieces[-1:] or [""]), block])))
@@ -370,7 +372,8 @@ def deck(path: Path, html_exporter=None) -> str:
     nb = core_path_cells(site.for_reading(nbformat.read(path, as_version=4)))
     title = site.plain_text(site.title_of(nb) or path.stem)
     resources = {"metadata": {"name": title, "path": str(path.parent)},
-                 "site": {"css": site.CSS + CSS}, "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS}}
+                 "site": {"css": site.CSS + CSS},
+                 "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS}}
     body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)
     return without_emoji(site.link_pages(body))
 

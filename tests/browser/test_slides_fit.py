@@ -31,7 +31,8 @@ SLIDE = """() => {
   const maths = [...slide.querySelectorAll('math[display="block"]')];
   const code = [...slide.querySelectorAll('pre')].filter(e => e.offsetParent !== null && e.textContent.trim());
   return {index: all.indexOf(slide), count: all.length, zoom: parseFloat(slide.dataset.zoom),
-          code_px: Math.min(1000, ...code.map(e => parseFloat(getComputedStyle(e).fontSize) * parseFloat(slide.dataset.zoom))),
+          code_px: Math.min(1000, ...code.map(e => parseFloat(getComputedStyle(e).fontSize)))
+                   * parseFloat(slide.dataset.zoom),
           height: root.scrollHeight, width: root.scrollWidth, top: document.scrollingElement.scrollTop,
           inner: [innerWidth, innerHeight],
           scrolling: maths.filter(m => getComputedStyle(m).overflowX !== 'visible').length,
