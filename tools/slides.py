@@ -70,7 +70,7 @@ body.jp-Notebook { margin: 0; }
 html.deck body > main { max-width: none; padding: 0; }
 .jp-RenderedHTMLCommon h1 { font-size: 2rem; } .jp-RenderedHTMLCommon h2 { font-size: 1.7rem; }
 section.slide { box-sizing: border-box; max-width: 1240px; margin: 0 auto; padding: 1rem 2rem 2.2rem; }
-html.deck { overflow-x: hidden; }
+html.deck { overflow-x: hidden; scrollbar-gutter: stable; }  /* the same width with or without a scrollbar */
 html.deck section.slide { display: none; }
 html.deck section.slide.current { display: block; }
 html.deck section.slide .jp-RenderedImage img { max-height: FIGURE_PXpx; width: auto; max-width: 100%; }
