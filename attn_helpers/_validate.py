@@ -1,10 +1,13 @@
 """Input checks of the public functions, once, at the boundary: ``@checked(f_inputs)`` runs ``f_inputs`` on the
-caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body;
-``f.unchecked`` is the body alone. Checked: shapes, axes, masks, NaN/inf, sizes; numpy speaks for the rest.
+caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body. A call made
+while another checked function runs (the package calling itself, on inputs already checked) goes straight to the
+body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. Checked: shapes, axes, masks,
+NaN/inf, sizes; numpy speaks for the rest.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import math
@@ -14,29 +17,43 @@ import numpy as np
 
 from .config import SEED
 
+#: True while a checked function runs: the calls it makes skip their checks (their inputs come from checked ones).
+_INSIDE = contextvars.ContextVar("inside_a_checked_call", default=False)
+
 
 def checked(check):
-    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
+    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns; inside another checked
+    call, the body alone. ``check=None``: a function whose callers check its inputs (a backward pass reading its
+    forward's record): it checks nothing, and the calls it makes skip their checks too."""
     def decorate(body):
         signature = inspect.signature(body)
-        if _parameters(inspect.signature(check)) != _parameters(signature):  # so both take the caller's arguments
+        if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
             raise TypeError(f"{check.__name__}{inspect.signature(check)} must take {body.__name__}{signature}")
 
         @functools.wraps(body)
         def public(*args, **kwargs):
+            if _INSIDE.get():
+                return body(*args, **kwargs)
+            inputs = args if check is None else _inputs(check, signature, body.__name__, args, kwargs)
+            token = _INSIDE.set(True)
             try:
-                inputs = check(*args, **kwargs)
-            except TypeError:
-                try:
-                    signature.bind(*args, **kwargs)
-                except TypeError as err:  # a missing or unknown argument: say whose
-                    raise TypeError(f"{body.__name__}{signature}: {err}") from None
-                raise
-            return body(*inputs)
+                return body(*inputs, **({} if check is not None else kwargs))
+            finally:
+                _INSIDE.reset(token)
 
-        public.unchecked = body
         return public
     return decorate
+
+
+def _inputs(check, signature, name, args, kwargs):
+    try:
+        return check(*args, **kwargs)
+    except TypeError:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as err:  # a missing or unknown argument: say whose
+            raise TypeError(f"{name}{signature}: {err}") from None
+        raise
 
 
 def _parameters(signature):

@@ -88,8 +88,8 @@ def gelu(x, approximate=False):
 
 #: The activations :func:`feed_forward` accepts, by name (the names are checked in ``_validate.ACTIVATIONS``).
 ACTIVATIONS = {
-    "gelu": gelu.unchecked,
-    "gelu_tanh": lambda x: gelu.unchecked(x, approximate=True),
+    "gelu": gelu,
+    "gelu_tanh": lambda x: gelu(x, approximate=True),
     "relu": lambda x: np.maximum(x, 0.0),
 }
 
@@ -193,18 +193,18 @@ class BlockParams:
 
     # The block's four steps, on inputs already checked (by transformer_block):
     def norm_1(self, x):
-        return layer_norm.unchecked(x, self.norm_1_gamma, self.norm_1_beta, self.eps)
+        return layer_norm(x, self.norm_1_gamma, self.norm_1_beta, self.eps)
 
     def norm_2(self, x):
-        return layer_norm.unchecked(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
+        return layer_norm(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
     def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return multi_head_attention.unchecked(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
+        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
                                               self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng,
                                               self.rotate)
 
     def feed_forward(self, x, record=None):
-        return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
+        return feed_forward(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
 
 
 def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
@@ -316,7 +316,7 @@ def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
     states = [x]
     for p in blocks:
         if residual:
-            x = transformer_block.unchecked(x, p, mask, norm_first)[0]  # (..., T, d_model)
+            x = transformer_block(x, p, mask, norm_first)[0]  # (..., T, d_model)
         elif norm_first:  # the block with both ``x +`` removed
             x = p.feed_forward(p.norm_2(p.attention(p.norm_1(x), mask)[0]))
         else:
@@ -338,4 +338,4 @@ def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     >>> out.shape, weights.shape
     ((3, 4), (2, 3, 5))
     """
-    return multi_head_attention.unchecked(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    return multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)

@@ -9,9 +9,9 @@ import time
 import tracemalloc
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._validate import as_positive_int, attention_inputs
+from .config import one_core  # noqa: F401 - notebook 13 imports it from here
 from .online import online_update
 
 __all__ = ["tiled_attention", "tile_count", "best_time", "peak_memory", "attention_cost", "fitted_slope", "one_core"]
@@ -111,11 +111,6 @@ def fitted_slope(x, y):
     2.0
     """
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-def one_core():
-    """``with one_core():`` numpy's matrix products run on one core (``threadpool_limits(limits=1)``)."""
-    return threadpool_limits(limits=1)
 
 
 def tile_count(T, block_size):

@@ -62,7 +62,7 @@ def project_heads(x, W, b, num_heads):
     >>> project_heads(np.ones((3, 4)), np.eye(4), None, 2).shape
     (2, 3, 2)
     """
-    return split_heads.unchecked(add_bias(x @ W, b), num_heads)  # (..., T, d_in) @ (d_in, h d_h) -> (..., h, T, d_h)
+    return split_heads(add_bias(x @ W, b), num_heads)  # (..., T, d_in) @ (d_in, h d_h) -> (..., h, T, d_h)
 
 
 def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, dropout=0.0, rng=None, bias=None,
@@ -86,12 +86,12 @@ def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, d
     if mask is not None:
         mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
     # 3. Attend, every head at once: the head axis is one more batch axis.
-    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale, bias)
+    context, weights = scaled_dot_product_attention(queries, keys, values, mask, scale, bias)
     keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)
     if keep is not None:  # 3a. Dropout (training only): the context is made with what is left of the weights
         context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
     # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    merged = merge_heads.unchecked(context)
+    merged = merge_heads(context)
     if record is not None:
         record.update(queries=queries, keys=keys, values=values, weights=weights, keep=keep, merged=merged,
                       scale=scale)

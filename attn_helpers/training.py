@@ -10,7 +10,7 @@ The model of notebook 11, in the series' notation (row vectors, one token per ro
 trained with cross-entropy on synthetic sequences (:data:`TASKS`) whose right attention
 pattern is known in advance. :func:`forward` keeps what :func:`backward` needs; the
 backward pass chains the functions of :mod:`attn_helpers.backprop`. :func:`train` is
-seeded and runs single-threaded (``threadpoolctl``, scoped): the same seed gives the same
+seeded and runs single-threaded (:func:`~attn_helpers.config.one_core`, scoped): the same seed gives the same
 numbers, bit for bit, on the same machine with the same numpy. Another CPU (AVX-512 rather
 than AVX2, or ARM) may round the last bits differently, and training amplifies such
 differences over hundreds of steps: there the same seed gives the same outcome (the loss
@@ -35,7 +35,7 @@ from .backprop import (
     embedding_backward,
     linear_backward,
 )
-from .config import SEED
+from .config import SEED, one_core
 from .core import causal_mask
 from .multihead import multi_head_attention
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
@@ -478,8 +478,6 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     ``progress_every`` steps and after the last one; ``**config_changes``: changes to the task's model, for example
     ``use_positions=False``, ``scaled=False``, ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
     """
-    from threadpoolctl import threadpool_limits
-
     task = _as_task(task)
     steps = as_positive_int(task.steps if steps is None else steps, "steps")
     seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
@@ -506,7 +504,7 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
                       task_object=None if TASKS.get(task.name) is task else task)
     state = {}
     start = time.perf_counter()
-    with threadpool_limits(limits=1):  # one BLAS thread: the same sums in the same order on every run
+    with one_core():  # one BLAS thread: the same sums in the same order on every run
         for step in range(steps + 1):
             if step in snapshot_steps or step == steps:
                 run.snapshots[step] = run.weights()
