@@ -198,3 +198,24 @@ def test_dropout_none_is_no_dropout():
 def test_a_wrong_hook_gets_one_sentence(hook, value, error, message):
     with pytest.raises(error, match=message):
         multi_head_attention(np.ones((5, 8)), *weights_of(8, 2), 2, **{hook: value})
+
+
+def test_the_tiny_gpt_learning_rate_rises_then_falls_along_half_a_cosine_to_a_tenth(monkeypatch):
+    """The rates ``train_gpt`` gives Adam, against the schedule written here: linear warm-up to the peak, then
+    ``peak * (0.1 + 0.9 * (1 + cos(pi * progress)) / 2)``; and Adam's decay rates (0.9, 0.99)."""
+    import attn_helpers.gpt as gpt
+
+    seen = []
+    monkeypatch.setattr(gpt, "adam_step", lambda params, grads, state, rate, beta1, beta2: seen.append(
+        (rate, beta1, beta2)))
+    decoder, ids = random_decoder(vocab_size=10, d_model=8, num_heads=2, num_layers=1), RNG.integers(0, 10, 40)
+    steps, warmup, peak = 12, 4, 0.02
+    gpt.train_gpt(decoder, ids, steps, batch_size=2, context_length=8, learning_rate=peak, warmup=warmup)
+    expected = [peak * (s + 1) / warmup if s < warmup else
+                peak * (0.1 + 0.9 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup))) / 2) for s in range(steps)]
+    np.testing.assert_allclose([rate for rate, _, _ in seen], expected, rtol=1e-12)
+    assert seen[warmup][0] == pytest.approx(peak) and seen[-1][0] > 0.1 * peak  # the peak, then towards a tenth
+    assert {(beta1, beta2) for _, beta1, beta2 in seen} == {(0.9, 0.99)}
+    seen.clear()
+    gpt.train_gpt(decoder, ids, steps, batch_size=2, context_length=8, learning_rate=peak, warmup=warmup, decay=False)
+    np.testing.assert_allclose([rate for rate, _, _ in seen], [peak * min(1, (s + 1) / warmup) for s in range(steps)])
