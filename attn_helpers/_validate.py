@@ -141,6 +141,25 @@ def as_flag(value, name: str) -> bool:
     return bool(value)
 
 
+def as_token_ids(ids, vocab_size: int, name: str, ndims=None, allow_empty: bool = False) -> np.ndarray:
+    """``ids`` as an integer array of token ids in ``0 .. vocab_size - 1`` with ``ndims`` axes (any if None), or
+    one sentence naming ``name``: text instead of ids, floats, the wrong number of axes, no ids, an id outside."""
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be token ids, not text: encode it first (tokenizer.encode({ids[:20]!r}))")
+    array = np.asarray(ids)
+    if (ndims is not None and array.ndim not in ndims) or not (
+            array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
+        shape = "any shape" if ndims is None else " or ".join({1: "(T,)", 2: "(B, T)"}[n] for n in ndims)
+        raise TypeError(f"{name} must be integer token ids of shape {shape}; got {type(ids).__name__} of "
+                        f"shape {array.shape} and dtype {array.dtype}")
+    if array.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty; expected at least one token id")
+    if array.size and (array.min() < 0 or array.max() >= vocab_size):
+        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
+                         f"{array.max()}")
+    return array.astype(np.intp)
+
+
 def check_axis(axis, arr: np.ndarray, name: str) -> int:
     """``axis`` if it is an integer naming an axis of ``arr``, else a ``TypeError``/``ValueError``."""
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):

@@ -14,6 +14,7 @@ from ._validate import (
     as_flag,
     as_float_array,
     as_positive_int,
+    as_token_ids,
     batch_shape,
     check_bias,
     checked,
@@ -162,15 +163,11 @@ def linear_backward(x, weight, grad_out):
 
 
 def _embedding_inputs(token_ids, grad_embedded, vocab_size):
-    ids = np.asarray(token_ids)
     vocab_size = as_positive_int(vocab_size, "vocab_size")
+    ids = as_token_ids(token_ids, vocab_size, "token_ids", allow_empty=True)
     g = as_float_array(grad_embedded, "grad_embedded")
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"token_ids must be integers; got dtype {ids.dtype}")
     if g.shape[:-1] != ids.shape:
         raise ValueError(f"grad_embedded has shape {g.shape}; expected token_ids' shape {ids.shape} + (d_model,)")
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"token_ids must lie in [0, vocab_size={vocab_size}); got {ids.min()}..{ids.max()}")
     return ids, g, vocab_size
 
 

@@ -24,6 +24,7 @@ from ._validate import (
     as_number,
     as_positive_int,
     as_positive_number,
+    as_token_ids,
     checked,
     dropout_inputs,
 )
@@ -141,22 +142,6 @@ def _as_decoder(decoder, name="decoder"):
     return decoder
 
 
-def _as_ids(ids, vocab_size, name, ndims=(1,)):
-    if isinstance(ids, str):
-        raise TypeError(f"{name} must be token ids, not text: encode it first (tokenizer.encode({ids[:20]!r}))")
-    array = np.asarray(ids)
-    if array.ndim not in ndims or not (array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
-        shape = " or ".join({1: "(T,)", 2: "(B, T)"}[n] for n in ndims)
-        raise TypeError(f"{name} must be integer token ids of shape {shape}; got {type(ids).__name__} of "
-                        f"shape {array.shape} and dtype {array.dtype}")
-    if array.size == 0:
-        raise ValueError(f"{name} is empty; expected at least one token id")
-    if array.min() < 0 or array.max() >= vocab_size:
-        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
-                         f"{array.max()}")
-    return array.astype(np.intp)
-
-
 def _check_cache(cache, decoder):
     if not isinstance(cache, list) or len(cache) != len(decoder.blocks) or not all(
             isinstance(layer, KVCache) for layer in cache):
@@ -208,7 +193,7 @@ def decoder_forward(decoder, ids, cache=None):
     (4, True)
     """
     decoder = _as_decoder(decoder)
-    ids = _as_ids(ids, decoder.vocab_size, "ids")
+    ids = as_token_ids(ids, decoder.vocab_size, "ids", (1,))
     return _forward(decoder, ids, None if cache is None else _check_cache(cache, decoder))
 
 
@@ -221,7 +206,7 @@ def attention_weights(decoder, ids):
     """
     decoder = _as_decoder(decoder)
     record = {}
-    _forward(decoder, _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2)), record=record)
+    _forward(decoder, as_token_ids(ids, decoder.vocab_size, "ids", (1, 2)), record=record)
     return np.stack([block["attention"]["weights"] for block in record["blocks"]], axis=-4)  # (..., layers, h, T, T)
 
 
@@ -239,7 +224,7 @@ def generate(decoder, prompt, steps, *, use_cache=True):
     True
     """
     decoder = _as_decoder(decoder)
-    ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
+    ids = [int(i) for i in as_token_ids(prompt, decoder.vocab_size, "prompt", (1,))]
     steps = as_positive_int(steps, "steps", allow_zero=True)
     cache = decoder.empty_cache() if as_flag(use_cache, "use_cache") else None
     new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
@@ -331,8 +316,8 @@ def _copy(decoder):
 
 def _batch_inputs(decoder, ids, targets, dropout=0.0, rng=None):
     decoder = _as_decoder(decoder)
-    ids = _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2))
-    targets = _as_ids(targets, decoder.vocab_size, "targets", ndims=(1, 2))
+    ids = as_token_ids(ids, decoder.vocab_size, "ids", (1, 2))
+    targets = as_token_ids(targets, decoder.vocab_size, "targets", (1, 2))
     if ids.shape != targets.shape:
         raise ValueError(f"ids has shape {ids.shape} and targets {targets.shape}; expected the same shape, (B, T) "
                          "or (T,)")
@@ -385,7 +370,7 @@ def _text_inputs(decoder, ids, context_length, name="ids"):
     """The decoder, ``ids`` and ``context_length`` checked: at least one window of ``context_length + 1`` ids."""
     decoder = _as_decoder(decoder)
     context_length = as_positive_int(context_length, "context_length")
-    ids = _as_ids(ids, decoder.vocab_size, name)
+    ids = as_token_ids(ids, decoder.vocab_size, name, (1,))
     if len(ids) < context_length + 1:
         raise ValueError(f"{name} has {len(ids)} tokens; expected at least context_length + 1 = "
                          f"{context_length + 1} (one window and the token after it)")
@@ -473,8 +458,8 @@ def ngram_losses(train_ids, ids, vocab_size, context_length=CONTEXT_LENGTH, alph
     Returns ``losses``: ``{"unigram": float, "bigram": float}``, nats per token.
     """
     vocab_size = as_positive_int(vocab_size, "vocab_size")
-    train_ids = _as_ids(train_ids, vocab_size, "train_ids")
-    ids = _as_ids(ids, vocab_size, "ids")
+    train_ids = as_token_ids(train_ids, vocab_size, "train_ids", (1,))
+    ids = as_token_ids(ids, vocab_size, "ids", (1,))
     context_length = as_positive_int(context_length, "context_length")
     if len(ids) < context_length + 1:
         raise ValueError(f"ids has {len(ids)} tokens; expected at least context_length + 1 = {context_length + 1}")
@@ -592,7 +577,7 @@ def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=CONTEXT_
     cache is refilled from the kept half. Both ways compute the same scores.
     """
     decoder = _as_decoder(decoder)
-    ids = [int(i) for i in _as_ids(prompt_ids, decoder.vocab_size, "prompt_ids")]
+    ids = [int(i) for i in as_token_ids(prompt_ids, decoder.vocab_size, "prompt_ids", (1,))]
     context_length = as_positive_int(context_length, "context_length")
     max_new_tokens, use_cache = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True), as_flag(
         use_cache, "use_cache")
@@ -635,7 +620,7 @@ class TinyGPT:
 
     def logits(self, ids):
         """Scores of the next token after each position, ``(T, vocab)``, for at most ``context_length`` ids."""
-        ids = _as_ids(ids, self.decoder.vocab_size, "ids")
+        ids = as_token_ids(ids, self.decoder.vocab_size, "ids", (1,))
         if len(ids) > self.context_length:
             raise ValueError(f"ids has {len(ids)} tokens; the model reads at most {self.context_length}")
         return _forward(self.decoder, ids)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_number, as_positive_int
+from ._validate import as_number, as_positive_int, as_token_ids
 from .backprop import (
     attention_layer_backward,
     cross_entropy,
@@ -132,18 +132,6 @@ def _as_task(task) -> Task:
     return TASKS[task]
 
 
-def _as_tokens(tokens, vocab_size, name="tokens"):
-    """``tokens`` as an int64 array, or an error naming the first id outside ``0 .. vocab_size - 1``."""
-    array = np.asarray(tokens)
-    if array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f"):
-        raise TypeError(f"{name} must hold integer token ids; got dtype {array.dtype}")
-    array = array.astype(np.int64)
-    outside = (array < 0) | (array >= vocab_size)
-    if outside.any():
-        raise ValueError(f"{name} must be token ids in 0..{vocab_size - 1}; got {array[outside][0]}")
-    return array
-
-
 def token_labels(task, tokens):
     """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ... (at most 26).
 
@@ -155,7 +143,7 @@ def token_labels(task, tokens):
         raise ValueError(f"token_labels names at most 26 tokens (A to Z); task {task.name!r} has vocab_size="
                          f"{task.vocab_size}: print the ids themselves")
     alphabet = "0123456789" if task.vocab_size <= 10 else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    return [alphabet[t] for t in _as_tokens(tokens, task.vocab_size).reshape(-1)]
+    return [alphabet[t] for t in as_token_ids(tokens, task.vocab_size, "tokens", allow_empty=True).reshape(-1)]
 
 
 #: The tasks of notebook 11, by name.
@@ -405,7 +393,7 @@ class TrainingRun:
         if not self.params:
             raise ValueError(f"this run ({self.task!r}) was shipped without its parameters: only its snapshots "
                              "are there")
-        tokens = self.probe if tokens is None else _as_tokens(tokens, self.config.vocab_size)
+        tokens = self.probe if tokens is None else as_token_ids(tokens, self.config.vocab_size, "tokens", allow_empty=True)
         if tokens.ndim != 1 or not 1 <= len(tokens) <= self.config.seq_len:
             raise ValueError(f"tokens must be one sequence of 1 to {self.config.seq_len} token ids; got shape "
                              f"{tokens.shape}")
