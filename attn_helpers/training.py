@@ -393,7 +393,8 @@ class TrainingRun:
         if not self.params:
             raise ValueError(f"this run ({self.task!r}) was shipped without its parameters: only its snapshots "
                              "are there")
-        tokens = self.probe if tokens is None else as_token_ids(tokens, self.config.vocab_size, "tokens", allow_empty=True)
+        vocab_size = self.config.vocab_size
+        tokens = self.probe if tokens is None else as_token_ids(tokens, vocab_size, "tokens", allow_empty=True)
         if tokens.ndim != 1 or not 1 <= len(tokens) <= self.config.seq_len:
             raise ValueError(f"tokens must be one sequence of 1 to {self.config.seq_len} token ids; got shape "
                              f"{tokens.shape}")
