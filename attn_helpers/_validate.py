@@ -452,3 +452,29 @@ def feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
 
 def merge_heads_input(x):
     return (as_float_array(x, "x", min_ndim=3),)
+
+
+def block_params_input(params):
+    """Check a :class:`~attn_helpers.block.BlockParams` once, when it is made: every array's shape against
+    ``d_model``, ``d_ff`` and the key width (narrower in notebook 13's grouped-query blocks), ``num_heads``,
+    ``eps`` and the activation; the arrays are stored as float arrays."""
+    def put(name, value):
+        object.__setattr__(params, name, value)
+
+    d_model = as_float_array(params.W_q, "W_q", min_ndim=2).shape[0]
+    put("num_heads", as_positive_int(params.num_heads, "num_heads"))
+    if d_model % params.num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={params.num_heads}")
+    kv_width = params.key_width  # d_model (notebook 13's grouped-query blocks have narrower keys and values)
+    d_ff = as_float_array(params.W_1, "W_1", min_ndim=2).shape[-1]
+    widths = {"W_q": d_model, "W_k": kv_width, "W_v": kv_width, "W_o": d_model, "W_1": d_ff, "W_2": d_model}
+    for name, width in widths.items():
+        rows = d_ff if name == "W_2" else d_model
+        put(name, check_weight(name, getattr(params, name), rows))
+        if getattr(params, name).shape[1] != width:
+            raise ValueError(f"{name} has shape {getattr(params, name).shape}; expected ({rows}, {width})")
+    norms = dict.fromkeys(("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta"), d_model)
+    for name, width in {**norms, **{"b" + w[1:]: width for w, width in widths.items()}}.items():
+        put(name, check_bias(name, getattr(params, name), width))  # b_k, b_v: kv_width; b_1: d_ff
+    put("eps", eps_input(params.eps))
+    activation_input(params.activation)

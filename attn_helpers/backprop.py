@@ -21,7 +21,7 @@ from ._validate import (
     eps_input,
     sdpa_inputs,
 )
-from .block import _erfc
+from .block import erfc
 from .core import scaled_dot_product_attention, softmax
 from .multihead import merge_heads, split_heads
 
@@ -351,7 +351,7 @@ def gelu_backward(grad_out, x, approximate=True):
         t = np.tanh(c * (x + 0.044715 * (x * x * x)))
         slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
     else:
-        slope = 0.5 * _erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        slope = 0.5 * erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
     return (g * slope).astype(np.result_type(g, x), copy=False)
 
 

@@ -49,9 +49,7 @@ def dropout_mask(shape, dropout, rng, dtype):
     array([[2., 0., 0., 0.],
            [2., 2., 2., 2.]])
     """
-    if not dropout:
-        return None
-    return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype)  # the mean of each entry stays 1
+    return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype) if dropout else None  # mean stays 1
 
 
 def project_heads(x, W, b, num_heads):
@@ -83,8 +81,7 @@ def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, d
     >>> out.shape, weights.shape
     ((3, 8), (2, 3, 3))
     """
-    if mask is not None:
-        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
+    mask = None if mask is None else mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
     # 3. Attend, every head at once: the head axis is one more batch axis.
     context, weights = scaled_dot_product_attention(queries, keys, values, mask, scale, bias)
     keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)
@@ -145,10 +142,8 @@ def head_contributions(context, W_o):
            [0., 2.],
            [0., 2.]])
     """
-    context = np.asarray(context)
-    W_o = np.asarray(W_o)
-    num_heads, _, head_dim = context.shape
-    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    num_heads, _, head_dim = np.shape(context)
+    w_o_heads = np.reshape(W_o, (num_heads, head_dim, -1))  # (h, d_h, d_out): row blocks of W_o
     return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
 
 

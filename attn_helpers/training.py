@@ -455,6 +455,27 @@ def accuracy(run_or_params, task=None, config=None, size=1000, seed=SEED + 1):
     return result
 
 
+def _train_inputs(task, steps, seed, batch_size, learning_rate, optimizer, config_changes):
+    """The arguments of :func:`train`, checked, with the task's defaults filled in, and the model's config."""
+    task = _as_task(task)
+    steps = as_positive_int(task.steps if steps is None else steps, "steps")
+    seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
+    batch_size = as_positive_int(batch_size, "batch_size")
+    learning_rate = as_number(task.learning_rate if learning_rate is None else learning_rate, "learning_rate")
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be > 0 (a step down the gradient); got {learning_rate}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    fixed = sorted({"vocab_size", "seq_len"} & set(config_changes))
+    if fixed:
+        raise ValueError(f"{', '.join(fixed)} come(s) from the task: change the task instead, for example "
+                         f"dataclasses.replace(task, {fixed[0]}=...)")
+    for name in ("d_model", "num_layers", "num_heads"):
+        if name in config_changes:
+            as_positive_int(config_changes[name], name)
+    return task, steps, seed, batch_size, learning_rate, ModelConfig.for_task(task, **config_changes)
+
+
 def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, optimizer="adam",
           snapshot_steps=(0, 5, 10, 20, 50), progress=None, progress_every=10, **config_changes) -> TrainingRun:
     """Train the tiny model on ``task`` with Adam, seeded and single-threaded.
@@ -467,24 +488,9 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     ``progress_every`` steps and after the last one; ``**config_changes``: changes to the task's model, for example
     ``use_positions=False``, ``scaled=False``, ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
     """
-    task = _as_task(task)
-    steps = as_positive_int(task.steps if steps is None else steps, "steps")
-    seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
-    batch_size = as_positive_int(batch_size, "batch_size")
-    learning_rate = as_number(task.learning_rate if learning_rate is None else learning_rate, "learning_rate")
-    if learning_rate <= 0:
-        raise ValueError(f"learning_rate must be > 0 (a step down the gradient); got {learning_rate}")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    task, steps, seed, batch_size, learning_rate, config = _train_inputs(task, steps, seed, batch_size, learning_rate,
+                                                                         optimizer, config_changes)
     step_fn = OPTIMIZERS[optimizer]
-    fixed = sorted({"vocab_size", "seq_len"} & set(config_changes))
-    if fixed:
-        raise ValueError(f"{', '.join(fixed)} come(s) from the task: change the task instead, for example "
-                         f"dataclasses.replace(task, {fixed[0]}=...)")
-    for name in ("d_model", "num_layers", "num_heads"):
-        if name in config_changes:
-            as_positive_int(config_changes[name], name)
-    config = ModelConfig.for_task(task, **config_changes)
     rng = np.random.default_rng(seed)
     params = init_params(config, rng)
     mask = task.mask()
