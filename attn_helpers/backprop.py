@@ -364,6 +364,7 @@ _SLOPES = {"gelu_tanh": lambda g, x: gelu_backward(g, x, True),
            "relu": lambda g, x: g * (x > 0)}
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
 
@@ -379,6 +380,7 @@ def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def attention_layer_backward(grad_out, record, params):
     r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
 
@@ -415,9 +417,10 @@ def attention_layer_backward(grad_out, record, params):
 def _sum_groups(grad, num_kv_heads):
     """``(..., h, T, d) -> (..., h_kv, T, d)``: a key/value head shared by a group of query heads gets their sum."""
     *batch, h, T, d = grad.shape
-    return grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
+    return grad if h == num_kv_heads else grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def block_backward(grad_out, record, params):
     r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 
