@@ -212,7 +212,8 @@ def test_the_tiny_gpt_learning_rate_rises_then_falls_along_half_a_cosine_to_a_te
     steps, warmup, peak = 12, 4, 0.02
     gpt.train_gpt(decoder, ids, steps, batch_size=2, context_length=8, learning_rate=peak, warmup=warmup)
     expected = [peak * (s + 1) / warmup if s < warmup else
-                peak * (0.1 + 0.9 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup))) / 2) for s in range(steps)]
+                peak * (0.1 + 0.9 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup))) / 2)
+                for s in range(steps)]
     np.testing.assert_allclose([rate for rate, _, _ in seen], expected, rtol=1e-12)
     assert seen[warmup][0] == pytest.approx(peak) and seen[-1][0] > 0.1 * peak  # the peak, then towards a tenth
     assert {(beta1, beta2) for _, beta1, beta2 in seen} == {(0.9, 0.99)}
