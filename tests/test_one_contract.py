@@ -171,12 +171,15 @@ def test_a_per_sequence_padding_mask_through_multi_head_attention_is_each_sequen
 
 
 @pytest.mark.parametrize("record", ["weights", ["weights"], 0.5, np.zeros(3), ("a",)])
-@pytest.mark.parametrize("where", ["multi_head_attention", "transformer_block", "grouped_query_attention"])
+@pytest.mark.parametrize("where", ["multi_head_attention", "transformer_block", "grouped_query_attention",
+                                   "feed_forward"])
 def test_a_record_that_is_not_a_dict_gets_one_sentence(record, where):
     x = np.ones((3, 8))
     params = init_grouped_query_params(8, 4, 2)
     calls = {"multi_head_attention": lambda: multi_head_attention(x, *weights_of(8, 2), 2, record=record),
              "transformer_block": lambda: transformer_block(x, params, record=record),
+             "feed_forward": lambda: __import__("attn_helpers.block").block.feed_forward(x, params.W_1, params.W_2,
+                                                                                         record=record),
              "grouped_query_attention": lambda: __import__("attn_helpers.kv_cache").kv_cache.grouped_query_attention(
                  x, params.W_q, params.W_k, params.W_v, params.W_o, 4, num_kv_heads=2, record=record)}
     with pytest.raises(TypeError, match=r"^record must be a dict \(it gets the forward's intermediate values"):
