@@ -42,6 +42,7 @@ from .nb12 import (
     check_sink_prediction,
 )
 from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
+from .nb13 import check_attention_by_splits, check_merge_softmax_states
 from .nb14 import (
     check_first_pair,
     check_layer_norm_backward,
@@ -71,6 +72,7 @@ __all__ = [
     "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained
     "check_sink_prediction",
     "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost
+    "check_attention_by_splits", "check_merge_softmax_states",
     "check_first_pair", "check_layer_norm_backward", "check_merge_pair", "check_previous_token_heads",  # 14 GPT
     "check_top_p",
 ]
