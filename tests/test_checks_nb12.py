@@ -150,7 +150,7 @@ def test_ablation_predictions_are_graded_on_the_measurement():
     ("d", "largest change", "not one of the choices"),
     (1, "similarities", "not a string"),
     ("a", None, "not one of this exercise's questions"),
-    ("b", "largest change", "value vector is short"),
+    ("b", "largest change", "a different vector for every token"),
     ("a", "similarities", "averages out"),
 ])
 def test_ablation_prediction_hints(answer, question, words):
