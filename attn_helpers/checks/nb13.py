@@ -216,8 +216,8 @@ def _merged(combine):
 _MERGE_WRONGS = [
     Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_a + l_b),
           "you added the two sums as they are: each half summed exp(s - its own max), so the two sums are in "
-          "different units. Bring both to the common max first: l_a * exp(m_a - m) + l_b * exp(m_b - m) (the "
-          "factor is 1 for the half that holds the max, below 1 for the other)"),
+          "different units. Bring each to the common max m first: which factor turns exp(s - m_a) into "
+          "exp(s - m)? (It is 1 for the half that holds the max, and below 1 for the other.)"),
     Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_b * np.exp(m_b - m)),
           "you dropped the first term: the merged sum keeps the first half's terms too, l_a * exp(m_a - m), "
           "plus the second half's, l_b * exp(m_b - m)"),
