@@ -126,6 +126,13 @@ def _previous_token_head():
     return tuple(int(i) for i in np.unravel_index(np.argmax(previous), previous.shape))
 
 
+def _two_back_head():
+    model = load_minilm()
+    two_back = np.mean([np.diagonal(model.run(s).attentions, offset=-2, axis1=-2, axis2=-1).mean(axis=-1)
+                        for s in FINGERPRINT_SENTENCES], axis=0)
+    return tuple(int(i) for i in np.unravel_index(np.argmax(two_back), two_back.shape))
+
+
 def _skipped_tiles(T=8, block_size=2):
     tiles = causal_mask(T).reshape(T // block_size, block_size, T // block_size, block_size)
     return int((~tiles.any(axis=(1, 3))).sum())  # tiles with no cell a query may attend to
@@ -157,6 +164,7 @@ KNOWN_ANSWERS = {
     "check_attention_prediction": _reverse.snapshots[_reverse.steps][0, 0].argmax(axis=-1),
     "check_induction_prediction": Arguments(*induction_queries(load_runs()["induction"].probe)[1::2]),
     "check_previous_token_head": _previous_token_head(),
+    "check_two_back_head": _two_back_head(),
     "check_skipped_tiles": _skipped_tiles(),
     "check_cache_prediction": _cache_gib(),
 }

@@ -10,6 +10,7 @@ from attn_helpers.checks import (
     check_previous_token_head,
     check_previous_token_weight,
     check_sink_prediction,
+    check_two_back_head,
     solution,
 )
 from attn_helpers.checks.nb12 import (
@@ -74,7 +75,7 @@ def test_previous_weight_wrong_answers_get_specific_hints(wrong, hint):
 @pytest.mark.parametrize("answer", GARBAGE)
 def test_checkers_never_raise(answer):
     for check in (check_previous_token_weight, check_previous_token_head, check_sink_prediction,
-                  check_ablation_prediction):
+                  check_ablation_prediction, check_two_back_head):
         verdict = check(answer)
         assert isinstance(verdict, Verdict) and not verdict.passed and verdict.message
 
@@ -100,6 +101,32 @@ def test_previous_head_hints(fingerprints):
         assert "swapped" in check_previous_token_head((head, layer)).message
     other = (5, 0) if (layer, head) != (5, 0) else (5, 1)
     assert "puts only" in check_previous_token_head(other).message
+
+
+def _strongest_head_on_offset(offset):
+    """An independent reference: a loop over sentences, heads and query rows."""
+    model = load_minilm()
+    total = np.zeros((6, 12))
+    for sentence in FINGERPRINT_SENTENCES:
+        attentions = model.run(sentence).attentions
+        T = attentions.shape[-1]
+        rows = [i for i in range(T) if 0 <= i + offset < T]
+        for layer in range(6):
+            for head in range(12):
+                total[layer, head] += np.mean([attentions[layer, head, i, i + offset] for i in rows])
+    return tuple(int(i) for i in np.unravel_index(np.argmax(total), total.shape))
+
+
+def test_two_back_head_is_graded_on_the_measurement_and_names_the_other_offsets():
+    best = _strongest_head_on_offset(-2)
+    assert check_two_back_head(best).passed and check_two_back_head(list(best)).passed
+    assert best != _strongest_head_on_offset(-1)  # not the previous-token head that section 5 prints
+    assert "ONE place back" in check_two_back_head(_strongest_head_on_offset(-1)).message
+    assert "AHEAD" in check_two_back_head(_strongest_head_on_offset(2)).message
+    assert "flattened" in check_two_back_head(best[0] * 12 + best[1]).message
+    assert "counts from 1" in check_two_back_head((best[0] + 1, best[1] + 1)).message
+    assert "no head" in check_two_back_head((6, 0)).message
+    assert "not filled in" in check_two_back_head(...).message
 
 
 # --- 12.1 --------------------------------------------------------------------------------------------
@@ -150,7 +177,7 @@ def test_ablation_predictions_are_graded_on_the_measurement():
     ("d", "largest change", "not one of the choices"),
     (1, "similarities", "not a string"),
     ("a", None, "not one of this exercise's questions"),
-    ("b", "largest change", "value vector is short"),
+    ("b", "largest change", "a different vector for every token"),
     ("a", "similarities", "averages out"),
 ])
 def test_ablation_prediction_hints(answer, question, words):

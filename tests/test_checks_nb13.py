@@ -182,3 +182,75 @@ def test_the_tile_slider_runs_over_the_tiles_of_the_tile_size():
         block_size.value = size
         assert step.max == tiles == tile_count(len(CREATURE_TOKENS), size)
         assert 1 <= step.value <= tiles
+
+
+# ---------------------------------------------------------------- exercises 13.1 and 13.2: merging partial results
+
+
+@pytest.mark.parametrize("checker", ["check_merge_softmax_states", "check_attention_by_splits"])
+def test_the_merge_checkers_never_raise_and_never_pass_garbage(checker):
+    from attn_helpers import checks
+
+    for garbage in GARBAGE:
+        verdict = getattr(checks, checker)(garbage)
+        assert not verdict.passed, garbage
+        assert verdict.message
+
+
+def test_each_slip_of_the_merge_gets_its_own_hint():
+    from attn_helpers.checks import check_merge_softmax_states
+    from attn_helpers.checks.nb13 import _MERGE_WRONGS, merge_softmax_states
+
+    assert check_merge_softmax_states(merge_softmax_states).passed
+    assert len({wrong.hint for wrong in _MERGE_WRONGS}) == len(_MERGE_WRONGS)
+    for wrong in _MERGE_WRONGS:
+        verdict = check_merge_softmax_states(wrong.fn)
+        assert not verdict.passed and verdict.hint == wrong.hint, (wrong.hint, verdict)
+    def dropped_first_term(m_a, l_a, m_b, l_b):
+        m = max(m_a, m_b)
+        return m, l_b * np.exp(m_b - m)
+
+    dropped_first = check_merge_softmax_states(dropped_first_term)
+    assert "dropped the first term" in dropped_first.hint
+
+
+def test_the_merge_must_survive_two_fully_masked_halves():
+    from attn_helpers.checks import check_merge_softmax_states
+
+    def merge_without_guard(m_a, l_a, m_b, l_b):
+        m = max(m_a, m_b)
+        return m, l_a * np.exp(m_a - m) + l_b * np.exp(m_b - m)
+
+    verdict = check_merge_softmax_states(merge_without_guard)
+    assert not verdict.passed and "fully masked" in verdict.message and "(-inf, 0.0)" in verdict.hint
+
+
+def test_the_merge_equals_the_softmax_of_the_whole_row_wherever_it_is_cut():
+    from attn_helpers.checks.nb13 import _half_state, merge_softmax_states
+
+    row = np.array([0.3, -2.0, 5.0, 4.9, -np.inf, 1.0])
+    for cut in range(1, len(row)):
+        m, l = merge_softmax_states(*_half_state(row[:cut]), *_half_state(row[cut:]))
+        np.testing.assert_allclose(np.exp(row - m) / l, softmax(row), rtol=1e-13)
+
+
+def test_each_slip_of_the_splits_gets_its_own_hint():
+    from attn_helpers.checks import check_attention_by_splits
+    from attn_helpers.checks.nb13 import _SPLIT_WRONGS, attention_by_splits
+
+    assert check_attention_by_splits(attention_by_splits).passed
+    assert len({wrong.hint for wrong in _SPLIT_WRONGS}) == len(_SPLIT_WRONGS)
+    for wrong in _SPLIT_WRONGS:
+        verdict = check_attention_by_splits(wrong.fn)
+        assert not verdict.passed and verdict.hint == wrong.hint, (wrong.hint, verdict)
+
+
+def test_the_splits_solution_equals_the_core_for_every_number_of_splits():
+    from attn_helpers import scaled_dot_product_attention
+    from attn_helpers.checks.nb13 import attention_by_splits
+
+    rng = np.random.default_rng(0)
+    query, keys, values = rng.standard_normal(4) * 3, rng.standard_normal((9, 4)), rng.standard_normal((9, 2))
+    expected = scaled_dot_product_attention(query[None], keys, values)[0][0]
+    for splits in range(1, 10):
+        np.testing.assert_allclose(attention_by_splits(query, keys, values, splits), expected, rtol=1e-12)

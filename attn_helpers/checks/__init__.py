@@ -40,8 +40,16 @@ from .nb12 import (
     check_previous_token_head,
     check_previous_token_weight,
     check_sink_prediction,
+    check_two_back_head,
 )
-from .nb13 import check_cache_prediction, check_online_attention, check_online_softmax, check_skipped_tiles
+from .nb13 import (
+    check_attention_by_splits,
+    check_cache_prediction,
+    check_merge_softmax_states,
+    check_online_attention,
+    check_online_softmax,
+    check_skipped_tiles,
+)
 from .nb14 import (
     check_first_pair,
     check_layer_norm_backward,
@@ -69,8 +77,9 @@ __all__ = [
     "check_attention_prediction", "check_induction_prediction", "check_softmax_backward",  # 11 Training
     "check_training_prediction",
     "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained
-    "check_sink_prediction",
+    "check_sink_prediction", "check_two_back_head",
     "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost
+    "check_attention_by_splits", "check_merge_softmax_states",
     "check_first_pair", "check_layer_norm_backward", "check_merge_pair", "check_previous_token_heads",  # 14 GPT
     "check_top_p",
 ]

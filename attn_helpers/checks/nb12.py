@@ -7,14 +7,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..ablation import ablation_effects
+from ..ablation import ablation_effects, load_all_heads
 from ..core import softmax
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
 from ._grader import Case, Verdict, Wrong, grade_function, read_filled, register_solution, shows_verdict
 from ._predict import read_choice, read_letter
 
-__all__ = ["check_previous_token_weight", "check_previous_token_head", "check_sink_prediction",
+__all__ = ["check_previous_token_weight", "check_previous_token_head", "check_two_back_head", "check_sink_prediction",
            "check_ablation_prediction", "sink_measurements", "ablated_heads", "ABLATION_QUESTIONS"]
 
 
@@ -135,6 +135,74 @@ def check_previous_token_head(answer):
                    "(layer, head) of the largest value with np.unravel_index(np.argmax(...), shape)")
 
 
+@lru_cache(maxsize=1)
+def _diagonal_weights():
+    """offset -> (layers, heads): each head's mean weight of query i on key i + offset, over the 8 sentences."""
+    model = load_minilm()
+    attentions = [model.run(s).attentions for s in FINGERPRINT_SENTENCES]
+    return {offset: np.mean([np.diagonal(a, offset=offset, axis1=-2, axis2=-1).mean(axis=-1) for a in attentions],
+                            axis=0) for offset in (-2, -1, 1, 2)}
+
+
+def _read_head(answer, name, flat_best):
+    """``((layer, head), None)`` from a learner's pair, or ``(None, Verdict)`` saying what it is instead."""
+    answer, problem = read_filled(answer, name, example="(layer, head), two integers", numbers=False)
+    if problem is not None:
+        return None, problem
+    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool):
+        if int(answer) == flat_best:
+            return None, Verdict(False, f"{answer} is the position in the flattened array, not (layer, head)",
+                                 "np.argmax on a 2-D array counts cells row by row; turn it into (layer, head) "
+                                 "with np.unravel_index(index, shape)")
+        return None, Verdict(False, f"{answer!r} is one number", f"give two: {name} = (layer, head)")
+    try:
+        layer, head = answer
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (layer, head)):
+            raise TypeError
+    except (TypeError, ValueError):
+        return None, Verdict(False, f"{answer!r} is not a pair of integers",
+                             f"write {name} = (layer, head), e.g. (3, 7)")
+    return (int(layer), int(head)), None
+
+
+@shows_verdict
+def check_two_back_head(answer):
+    """Grade ``(layer, head)``: the head with the largest mean weight on the token two places back (0-based)."""
+    try:
+        weights = _diagonal_weights()
+    except Exception as err:  # noqa: BLE001 - a missing model becomes a message, never a traceback
+        return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
+    two_back = weights[-2]
+    best = tuple(int(i) for i in np.unravel_index(np.argmax(two_back), two_back.shape))
+    pair, problem = _read_head(answer, "two_back_head", int(np.argmax(two_back)))
+    if problem is not None:
+        return problem
+    layer, head = pair
+    if pair == best:
+        return Verdict(True, f"layer {layer}, head {head}: its tokens put {two_back[best]:.2f} of their weight on "
+                             f"the token two places back, on average over {len(FINGERPRINT_SENTENCES)} sentences: "
+                             f"the strongest such head, and far from a sharp one.")
+    for offset, what, hint in ((2, "two places AHEAD", "row i is the query: two places back is column i - 2, the "
+                                                         "diagonal two below the main one (offset=-2)"),
+                               (-1, "ONE place back (the previous-token head)", "change the offset of your "
+                                                                                 "diagonal from -1 to -2"),
+                               (1, "one place ahead", "two places back is column i - 2: offset=-2")):
+        other = weights[offset]
+        if pair == tuple(int(i) for i in np.unravel_index(np.argmax(other), other.shape)):
+            return Verdict(False, f"({layer}, {head}) is the strongest head on the token {what}", hint)
+    if (head, layer) == best:
+        return Verdict(False, f"({layer}, {head}) has the layer and the head swapped",
+                       "your array has shape (layers, heads): the first index is the layer")
+    if (layer - 1, head - 1) == best:
+        return Verdict(False, f"({layer}, {head}) counts from 1", "Python counts layers and heads from 0")
+    if not (0 <= layer < two_back.shape[0] and 0 <= head < two_back.shape[1]):
+        return Verdict(False, f"there is no head ({layer}, {head})",
+                       f"layers go from 0 to {two_back.shape[0] - 1}, heads from 0 to {two_back.shape[1] - 1}")
+    return Verdict(False, f"head ({layer}, {head}) puts only {two_back[layer, head]:.2f} on the token two back",
+                   "average your two-back weights over the sentences, then take the (layer, head) of the largest "
+                   "value with np.unravel_index(np.argmax(...), shape)")
+
+
 # Exercise 12.1: predict, then measure: how much does a sink head take from [CLS]?
 SINK_LAYER, SINK_HEAD = 4, 5
 
@@ -213,14 +281,16 @@ def measured_ablation():
 
 #: Exercise 12.2's questions: choices, a hint for each wrong one, and how the answer is read off the measurement.
 ABLATION_QUESTIONS = {
-    "largest change": {
-        "choices": {"a": "the previous-token head (0, 2)", "b": "the sink head (4, 5)", "c": "the random head"},
-        "hints": {"b": "the sink puts most of its weight on [CLS], whose value vector is short (exercise 12.1): what "
-                       "it adds to a token is small, so removing it changes little",
+    "largest change": {  # within the head's own layer: "right after its block" is another depth for each layer
+        "choices": {"a": "more than removing any other head of layer 0",
+                    "b": "about as much as removing a typical head of layer 0",
+                    "c": "less than removing most heads of layer 0"},
+        "hints": {"b": "a typical head of layer 0 spreads its weight over many tokens, so what it adds is much the "
+                       "same blur for every token; the previous-token head writes each token's neighbour into it, a "
+                       "different vector for every token",
                   "c": "compare what the heads add: the previous-token head writes each token's neighbour into it, a "
-                       "different vector for every token; the sink adds little (exercise 12.1)",
-                  "a": "the previous-token head is in layer 0; later layers could undo what it changed, but right "
-                       "after its block nothing has had a chance to"},
+                       "different vector for every token, where a broad head adds much the same blur to all",
+                  "a": "right after its block nothing has had a chance to undo the change"},
     },
     "similarities": {
         "choices": {"a": "a lot: some sentence gets another nearest neighbour",
@@ -236,9 +306,11 @@ def ablation_answer(question, effects=None):
     """The right choice of ``question``, read off the measurement (zero ablation; never typed in)."""
     effects = measured_ablation() if effects is None else effects
     names = list(ablated_heads())
-    if question == "largest change":
-        block = [effects[name, "zero"]["block"].mean() for name in names]
-        return "abc"[int(np.argmax(block))]
+    if question == "largest change":  # the previous-token head's rank among the 12 heads of its layer, zeroed
+        layer, head = ablated_heads()[names[0]]
+        block = load_all_heads()["block"][0, layer]  # (12,): mean change right after block 0, each head zeroed
+        rank = 1 + int((np.delete(block, head) > block[head]).sum())
+        return "a" if rank == 1 else "b" if rank <= len(block) // 2 else "c"
     if question == "similarities":
         effect = effects[names[0], "zero"]
         small = np.abs(effect["similarity change"]).max() < 0.05 and effect["neighbours changed"] == 0

@@ -11,7 +11,8 @@ from ..efficient import tile_count
 from ..kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
 from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution, shows_verdict
 
-__all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction"]
+__all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction",
+           "check_merge_softmax_states", "check_attention_by_splits"]
 
 
 # Exercise 13.1: the online softmax of one row
@@ -191,3 +192,187 @@ def check_cache_prediction(prediction_gib, model="Llama 2 7B", T=4096, bytes_per
         (float(size), "that is the number of bytes: divide it by 2**30 for GiB"),
         (size / 2**20, "that is in MiB: divide by 1024 for GiB"),
     ])
+
+
+# Exercise 13.1: merge what two processors found about the two halves of a row
+@register_solution("merge_softmax_states")
+def merge_softmax_states(m_a, l_a, m_b, l_b):
+    """The max and sum of a whole row from those of its two halves; a fully masked half is m = -inf, l = 0."""
+    m = max(m_a, m_b)  # the max of the whole row: the larger of the two
+    if m == -np.inf:
+        return m, 0.0  # both halves fully masked: e^(-inf - (-inf)) would be NaN, and nothing is allowed anyway
+    return m, l_a * np.exp(m_a - m) + l_b * np.exp(m_b - m)  # each half's sum was relative to its OWN max
+
+
+def _merged(combine):
+    """A slip in the merge: ``combine(m_a, l_a, m_b, l_b, m)`` gives the sum, with m the larger max."""
+    def slip(m_a, l_a, m_b, l_b):
+        m = max(m_a, m_b)
+        return m, combine(m_a, l_a, m_b, l_b, m)
+
+    return slip
+
+
+_MERGE_WRONGS = [
+    Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_a + l_b),
+          "you added the two sums as they are: each half summed exp(s - its own max), so the two sums are in "
+          "different units. Bring each to the common max m first: which factor turns exp(s - m_a) into "
+          "exp(s - m)? (It is 1 for the half that holds the max, and below 1 for the other.)"),
+    Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_b * np.exp(m_b - m)),
+          "you dropped the first term: the merged sum keeps the first half's terms too, l_a * exp(m_a - m), "
+          "plus the second half's, l_b * exp(m_b - m)"),
+    Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_a * np.exp(m_a - m)),
+          "you dropped the second term: the merged sum keeps the second half's terms too, l_b * exp(m_b - m), "
+          "plus the first half's, l_a * exp(m_a - m)"),
+    Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_a * np.exp(m - m_a) + l_b * np.exp(m - m_b)),
+          "the rescaling factors are upside down: a half's terms were exp(s - m_a); to make them exp(s - m), "
+          "multiply by exp(m_a - m), which is <= 1"),
+    Wrong(lambda m_a, l_a, m_b, l_b: (min(m_a, m_b), l_a * np.exp(m_a - min(m_a, m_b))
+                                      + l_b * np.exp(m_b - min(m_a, m_b))),
+          "the merged max is the LARGER of the two maxima (np.maximum or max), not the smaller"),
+]
+
+
+def _half_state(scores):
+    scores = np.asarray(scores, dtype=float)
+    m = scores.max()
+    return (m, 0.0) if m == -np.inf else (m, float(np.exp(scores - m).sum()))
+
+
+def _pair_result(fn):
+    """The learner's ``(m, l)`` as a list the grader reads as two numbers; anything else passes through as is."""
+    def pair(*args):
+        result = fn(*args)
+        return list(result) if isinstance(result, tuple) else result
+
+    return pair
+
+
+@shows_verdict
+def check_merge_softmax_states(fn):
+    """Grade ``fn(m_a, l_a, m_b, l_b) -> (m, l)``: the max and sum of a whole row from those of its halves."""
+    halves = [([1.0, 3.0], [2.0, 5.0, 4.0], "the halves [1, 3] and [2, 5, 4] (the larger max in the second)"),
+              ([4.0, 0.5, 2.0], [1.0, 3.5], "the halves [4, 0.5, 2] and [1, 3.5] (the larger max in the first)"),
+              ([1000.0, 999.0], [1001.0], "the halves [1000, 999] and [1001] (exp overflows unshifted)"),
+              ([2.0, 0.5], [2.0, 1.0], "the halves [2, 0.5] and [2, 1] (the same max)"),
+              ([0.5, 1.5], [-np.inf, -np.inf], "the halves [0.5, 1.5] and [-inf, -inf] (the second fully masked)")]
+    cases = [Case(_half_state(a) + _half_state(b), label=label) for a, b, label in halves]
+
+    def reference(*state):
+        return list(merge_softmax_states(*state))
+
+    common = dict(what="merge_softmax_states", wrongs=_MERGE_WRONGS,
+                  shape_hint="return the pair (m, l): the max of the whole row and its sum, two numbers")
+    verdict = grade_function(_pair_result(fn), reference, cases, **common)
+    if not verdict.passed:
+        return verdict
+    both_masked = [Case((-np.inf, 0.0, -np.inf, 0.0), label="two fully masked halves (m = -inf, l = 0 each)")]
+    return grade_function(_pair_result(fn), reference, both_masked, **common, hints={"nan": (
+        "when both maxima are -inf, exp(m_a - m) is exp(-inf - (-inf)) = exp(NaN): when the merged max is "
+        "-inf, return (-inf, 0.0), the state of a row with nothing allowed")},
+        success="each half's sum brought to the common max, then added: the max and sum of the whole row, "
+                "whichever half held the max.")
+
+
+# Exercise 13.2: one query against keys split among processors (a different tiling from section 3's)
+@register_solution("attention_by_splits")
+def attention_by_splits(query, keys, values, num_splits):
+    """The context of one query (d_k,) over keys (T, d_k) and values (T, d_v): each split of the keys finds its own
+    max, sum and weighted values (as separate processors would), then the partial results are merged."""
+    partials = []
+    for split_keys, split_values in zip(np.array_split(keys, num_splits), np.array_split(values, num_splits)):
+        scores = split_keys @ query / np.sqrt(len(query))  # (T_s, d_k) @ (d_k,) -> (T_s,)
+        m_s = scores.max()  # this split's own max
+        terms = np.exp(scores - m_s)  # (T_s,)
+        partials.append((m_s, terms.sum(), terms @ split_values))  # (T_s,) @ (T_s, d_v) -> (d_v,)
+    m = max(m_s for m_s, _, _ in partials)  # the max over every key
+    l = sum(l_s * np.exp(m_s - m) for m_s, l_s, _ in partials)  # each split brought to the common max
+    acc = sum(acc_s * np.exp(m_s - m) for m_s, _, acc_s in partials)  # (d_v,)
+    return acc / l
+
+
+def _split_partials(query, keys, values, num_splits, divisor=None):
+    divisor = np.sqrt(len(query)) if divisor is None else divisor
+    partials = []
+    for split_keys, split_values in zip(np.array_split(keys, num_splits), np.array_split(values, num_splits)):
+        scores = split_keys @ query / divisor
+        terms = np.exp(scores - scores.max())
+        partials.append((scores.max(), terms.sum(), terms @ split_values))
+    return partials
+
+
+def _split_slip(merge):
+    """A slip in the merge of the splits: ``merge(partials)`` gives the context."""
+    def slip(query, keys, values, num_splits):
+        return merge(_split_partials(query, keys, values, num_splits))
+
+    return slip
+
+
+def _split_scale_slip(divisor_of):
+    def slip(query, keys, values, num_splits):
+        partials = _split_partials(query, keys, values, num_splits, divisor=divisor_of(query, keys))
+        m = max(p[0] for p in partials)
+        return sum(a * np.exp(s - m) for s, _, a in partials) / sum(l * np.exp(s - m) for s, l, _ in partials)
+
+    return slip
+
+
+def _rescaled(partials, rescale_sum=True, rescale_acc=True):
+    m = max(p[0] for p in partials)
+    l = sum(l_s * (np.exp(m_s - m) if rescale_sum else 1.0) for m_s, l_s, _ in partials)
+    acc = sum(acc_s * (np.exp(m_s - m) if rescale_acc else 1.0) for m_s, _, acc_s in partials)
+    return acc, l
+
+
+_SPLIT_WRONGS = [
+    Wrong(_split_slip(lambda partials: np.mean([acc / l for _, l, acc in partials], axis=0)),
+          "you averaged the splits' contexts: each split's context acc_s / l_s is normalised by its own sum, and "
+          "a split whose scores are larger deserves more weight. Merge the sums and the accumulators first (each "
+          "times exp(m_s - m)), then divide once"),
+    Wrong(_split_slip(lambda partials: np.divide(*_rescaled(partials, rescale_sum=False, rescale_acc=False))),
+          "neither the sums nor the accumulators are brought to the common max: each split summed exp(s - its own "
+          "max); multiply each split's l_s and acc_s by exp(m_s - m) before adding them"),
+    Wrong(_split_slip(lambda partials: np.divide(*_rescaled(partials, rescale_acc=False))),
+          "the accumulators are not brought to the common max (the sums are): multiply each split's acc_s by "
+          "exp(m_s - m) too, exactly like its sum"),
+    Wrong(_split_slip(lambda partials: np.divide(*_rescaled(partials, rescale_sum=False))),
+          "the sums are not brought to the common max (the accumulators are): multiply each split's l_s by "
+          "exp(m_s - m) too, exactly like its accumulator"),
+    Wrong(_split_slip(lambda partials: _rescaled(partials)[0]),
+          "you returned the merged accumulator itself: divide it by the merged sum l at the end (the softmax's "
+          "denominator)"),
+    Wrong(_split_slip(lambda partials: max(partials, key=lambda p: p[0])[2] / max(partials, key=lambda p: p[0])[1]),
+          "you kept only the split with the largest max: the other splits' keys have smaller weights, not zero "
+          "weights; merge every split"),
+    Wrong(_split_slip(lambda partials: partials[-1][2] / partials[-1][1]),
+          "you kept only the last split: merge every split's sum and accumulator"),
+    Wrong(_split_scale_slip(lambda query, keys: 1.0), "the scores are not scaled: divide query @ key by sqrt(d_k)"),
+    Wrong(_split_scale_slip(lambda query, keys: len(query)),
+          "you divided the scores by d_k: divide by its square root, np.sqrt(d_k) (notebook 06)"),
+]
+
+
+@shows_verdict
+def check_attention_by_splits(fn):
+    """Grade ``fn(query, keys, values, num_splits) -> context`` (one query row) against the core."""
+    rng = np.random.default_rng(1313)
+    cases = []
+    for T, d_k, d_v, splits, spread, label in (
+            (6, 4, 3, 2, 1.5, "T = 6 keys in 2 splits, d_k = 4, d_v = 3"),
+            (7, 4, 2, 3, 2.0, "T = 7 keys in 3 splits of 3, 2 and 2 (np.array_split)"),
+            (5, 8, 3, 5, 1.0, "T = 5 keys in 5 splits of one key each"),
+            (4, 4, 2, 1, 1.0, "T = 4 keys in one split")):
+        query = rng.standard_normal(d_k) * spread
+        keys, values = rng.standard_normal((T, d_k)), rng.standard_normal((T, d_v))
+        if np.argmax(keys @ query) >= T - T // splits:  # put the largest score in the first split, not the last,
+            keys, values = keys[::-1], values[::-1]  # so that "only the last split" and "only the largest max" differ
+        cases.append(Case((query, keys, values, splits), label=label))
+
+    def reference(query, keys, values, num_splits):
+        return scaled_dot_product_attention(query[None, :], keys, values)[0][0]  # (1, d_v) -> (d_v,)
+
+    return grade_function(fn, reference, cases, what="attention_by_splits", wrongs=_SPLIT_WRONGS,
+                          shape_hint="the context of one query has one number per value feature: shape (d_v,)",
+                          success="the context of scaled_dot_product_attention, from splits that never saw each "
+                                  "other's keys: each found its own max, sum and weighted values, merged at the end.")

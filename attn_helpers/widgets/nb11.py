@@ -11,7 +11,7 @@ from ..plotting import OKABE_ITO, SERIES_COLOURS, heatmap
 from ..training import SHIPPED_SNAPSHOTS, load_runs, token_labels
 from . import Explorer, FullRedraw, dropdown
 
-__all__ = ["LossProgress", "masked_weights", "draw_snapshots", "draw_loss_curves", "draw_training",
+__all__ = ["LossProgress", "masked_weights", "position_labels", "draw_snapshots", "draw_loss_curves", "draw_training",
            "update_training", "training_explorer", "recent_loss", "EXPLORERS"]
 
 
@@ -65,10 +65,23 @@ def masked_weights(run, weights):
     return weights if mask is None else np.where(mask, weights, np.nan)
 
 
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def position_labels(run):
+    """The probe's tick labels: each token with its position as a subscript ("P₄"), since a token can occur twice.
+
+    >>> from attn_helpers.training import TrainingRun
+    >>> position_labels(TrainingRun("induction", None, {}, 1, 0, np.zeros(1), probe=np.array([15, 1, 15])))
+    ['P₀', 'B₁', 'P₂']
+    """
+    return [f"{token}{str(i).translate(_SUBSCRIPT)}" for i, token in enumerate(token_labels(run.task, run.probe))]
+
+
 def draw_snapshots(fig, run, steps=None, layer=0, head=0):
     """One heatmap of the probe's attention weights per training step, one colorbar; returns the steps' losses."""
     steps = list(run.snapshots) if steps is None else [_nearest_snapshot(run, s) for s in steps]
-    labels = token_labels(run.task, run.probe)
+    labels = position_labels(run)
     # fixed margins (no layout engine): a row of many heatmaps is slow to lay out, and these never need it
     axes = np.atleast_1d(fig.subplots(1, len(steps), sharey=True, gridspec_kw={
         "left": 0.06, "right": 0.9, "bottom": 0.2, "top": 0.74, "wspace": 0.12}))
@@ -128,7 +141,7 @@ def draw_training(fig, task="reverse", step=20, runs=None):
     run = runs[task]
     step = _nearest_snapshot(run, min(int(step), run.steps))
     panels = _heads(run, step)
-    labels = token_labels(run.task, run.probe)
+    labels = position_labels(run)
     grid = fig.add_gridspec(1, len(panels) + 2, width_ratios=[1] * len(panels) + [0.35, 1.15])  # a gap for the bar
     images = []
     for k, (title, weights) in enumerate(panels):
