@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from .config import SEED
+
 
 def checked(check):
     """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
@@ -253,8 +255,8 @@ def scores_inputs(queries, keys):
     return q, k
 
 
-def sdpa_inputs(queries, keys, values, mask=None, scale=None):
-    """``(queries, keys, values, mask, scale)`` of :func:`~attn_helpers.core.scaled_dot_product_attention`."""
+def sdpa_inputs(queries, keys, values, mask=None, scale=None, bias=None):
+    """``(queries, keys, values, mask, scale, bias)`` of :func:`~attn_helpers.core.scaled_dot_product_attention`."""
     q, k = _queries_and_keys(queries, keys)
     if scale is None and q.shape[-1] == 0:
         raise ValueError(f"queries of shape {q.shape} and keys of shape {k.shape} have d_k = 0 features: the scale "
@@ -265,12 +267,51 @@ def sdpa_inputs(queries, keys, values, mask=None, scale=None):
     batch_shape("scaled_dot_product_attention", queries=q, keys=k, values=v,
                 **({} if mask is None else {"mask": mask}))
     scale = None if scale is None else as_number(scale, "scale")
-    return q, k, v, mask, scale
+    return q, k, v, mask, scale, check_score_bias(bias, (*q.shape[:-1], k.shape[-2]), "(..., T_q, T_k)")
+
+
+def check_score_bias(bias, scores: tuple, names: str):
+    """``None``, or a float array (``-inf`` allowed) that broadcasts to the scores' shape ``scores``."""
+    if bias is None:
+        return None
+    bias = as_float_array(bias, "bias", min_ndim=0, allow_neg_inf=True)
+    try:
+        np.broadcast_shapes(bias.shape, scores)
+    except ValueError:
+        raise ValueError(f"bias of shape {bias.shape} does not broadcast to the scores' shape {names} = "
+                         f"{scores}; it is added to the scores before the softmax") from None
+    return bias
+
+
+def check_rotate(rotate):
+    """``None``, or a function ``rotate(x, positions)`` (a rotation of queries and keys by position)."""
+    if rotate is not None and not callable(rotate):
+        raise TypeError(f"rotate must be a function rotate(x, positions) -> x turned by position (such as "
+                        f"attn_helpers.positions.rope) or None; got {rotate!r}")
+    return rotate
+
+
+def record_input(record):
+    """``None``, or the dict a forward pass writes its intermediate values into."""
+    if record is not None and not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (it gets the forward's intermediate values, for a backward pass) or "
+                        f"None; got {type(record).__name__} {record!r:.60}")
+    return record
+
+
+def dropout_inputs(dropout, rng):
+    """``dropout`` a number in [0, 1) (None: 0, no dropout) and ``rng`` a Generator (a seed, or None for ``SEED``)."""
+    dropout = 0.0 if dropout is None else dropout
+    if not 0 <= as_number(dropout, "dropout", range_="a number in [0, 1)") < 1:
+        raise ValueError(f"dropout must be a number in [0, 1), the probability of dropping each value; got {dropout!r}")
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
+    return float(dropout), rng
 
 
 def attention_inputs(queries, keys, values, mask=None, scale=None):
     """:func:`sdpa_inputs` with the scale filled in (``1 / sqrt(d_k)``), and the results' dtype."""
-    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     return q, k, v, mask, scale, np.result_type(q, k, v)
 
@@ -307,12 +348,28 @@ def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_
 
 def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
                       memory=None):
-    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention`, in its order."""
+    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention` up to ``memory``, in its order."""
     x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory = attention_weights_inputs(
         x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory)
     T_k = x.shape[-2] if memory is None else memory.shape[-2]
     mask = check_mask(mask, x.shape[-2], T_k, "(..., T, T)" if memory is None else "(..., T_q, T_k)")
     return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory
+
+
+def hook_inputs(T_k, x, num_heads, record, dropout, rng, rotate, bias, scale):
+    """``(record, dropout, rng, rotate, bias, scale)`` of multi-head (or grouped-query) attention; ``T_k`` keys."""
+    scores = (*x.shape[:-2], num_heads, x.shape[-2], T_k)
+    return (record_input(record), *dropout_inputs(dropout, rng), check_rotate(rotate),
+            check_score_bias(bias, scores, "(..., h, T, T_k)"), None if scale is None else as_number(scale, "scale"))
+
+
+def all_multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
+                          memory=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None, scale=None):
+    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention`, in its order."""
+    checked_ = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    x, memory = checked_[0], checked_[-1]
+    T_k = x.shape[-2] if memory is None else memory.shape[-2]
+    return (*checked_, *hook_inputs(T_k, x, checked_[5], record, dropout, rng, rotate, bias, scale))
 
 
 def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None,

@@ -42,7 +42,7 @@ def softmax_backward_inputs(weights, grad_weights):
 
 def attention_backward_inputs(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
     """The inputs of :func:`~attn_helpers.backprop.attention_backward`: those of attention, then G and P."""
-    q, k, v, mask, scale = sdpa_inputs(queries, keys, values, mask, scale)
+    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
     grad = as_float_array(grad_context, "grad_context", min_ndim=2)
     context = (*batch_shape("attention_backward", queries=q, keys=k, values=v), q.shape[-2], v.shape[-1])
     try:
@@ -389,16 +389,21 @@ def attention_layer_backward(grad_out, record, params):
     into heads), every head's attention at once (:func:`attention_backward`: the head axis is a batch axis),
     the merge of the heads, and the three projections; ``x`` feeds all three, so its gradient is the sum of theirs.
 
-    ``grad_out (..., T, d_model)``; ``record``: what :func:`~attn_helpers.multihead.multi_head_attention` wrote
-    into its ``record``; ``params``: the block's :class:`~attn_helpers.block.BlockParams`. Returns
+    ``grad_out (..., T, d_model)``; ``record``: what :func:`~attn_helpers.multihead.multi_head_attention` (or
+    grouped-query attention, whose shared key/value heads get the sum of their group's gradients) wrote into its
+    ``record``; ``params``: the block's :class:`~attn_helpers.block.BlockParams`. Returns
     ``grad_x (..., T, d_model)``; ``grads``: the gradient of each of the eight arrays.
     """
     r, h = record, params.num_heads
     grad_merged, grad_W_o = linear_backward.unchecked(r["merged"], params.W_o, grad_out)  # (..., T, d), (d, d)
     grad_context = split_heads.unchecked(grad_merged, h)  # (..., h, T, d_h)
     grad_q, grad_k, grad_v = attention_backward.unchecked(r["queries"], r["keys"], r["values"], grad_context,
-                                                          None, 1 / math.sqrt(r["queries"].shape[-1]), r["weights"],
-                                                          r["keep"])
+                                                          None, r["scale"], r["weights"], r["keep"])
+    if r["rotate"] is not None:  # back through the rotation: its inverse, R(p)^T = R(-p)
+        back = -np.arange(grad_q.shape[-2])
+        grad_q, grad_k = r["rotate"](grad_q, back), r["rotate"](grad_k, back)
+    h_kv = params.W_k.shape[1] // r["keys"].shape[-1]  # grouped-query attention: h / h_kv query heads share each
+    grad_k, grad_v = _sum_groups(grad_k, h_kv), _sum_groups(grad_v, h_kv)  # (..., h_kv, T, d_h)
     grads = {"W_o": grad_W_o, "b_o": _rows_sum(grad_out)}
     grad_x = 0.0
     for name, grad_heads in (("q", grad_q), ("k", grad_k), ("v", grad_v)):
@@ -408,6 +413,12 @@ def attention_layer_backward(grad_out, record, params):
         grads[f"b_{name}"] = _rows_sum(grad_projected)
         grad_x = grad_x + grad_x_part  # x feeds the queries, the keys and the values
     return grad_x, grads
+
+
+def _sum_groups(grad, num_kv_heads):
+    """``(..., h, T, d) -> (..., h_kv, T, d)``: a key/value head shared by a group of query heads gets their sum."""
+    *batch, h, T, d = grad.shape
+    return grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
 
 
 def block_backward(grad_out, record, params):

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import numpy as np
@@ -21,14 +20,17 @@ from ._validate import (
     check_weight,
     checked,
     cross_attention_inputs,
+    dropout_inputs,
     eps_input,
     feed_forward_inputs,
     gelu_inputs,
     layer_norm_inputs,
+    record_input,
 )
 from .config import SEED
+from .core import add_bias
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
-from .multihead import _keep, _plus, dropout_inputs, multi_head_attention
+from .multihead import dropout_mask, multi_head_attention
 
 __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_params", "transformer_block",
            "residual_stream", "cross_attention", "block_parameter_count", "parameter_count"]  # (the counts: model_size)
@@ -50,7 +52,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     mean = x64.mean(axis=-1, keepdims=True)  # (..., 1): one mean per token
     variance = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)  # (..., 1): one variance per token
     normalised = (x64 - mean) / np.sqrt(variance + eps)  # (..., d_model): mean 0, variance 1 per token
-    out = _plus(normalised if gamma is None else normalised * gamma, beta)  # (..., d_model) * (d_model,) + (d_model,)
+    out = add_bias(normalised if gamma is None else normalised * gamma, beta)  # (..., d) * (d,) + (d,)
     return out.astype(np.result_type(x, *(v for v in (gamma, beta) if v is not None)), copy=False)
 
 
@@ -110,11 +112,11 @@ def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None
     >>> feed_forward([[1.0, -1.0]], W_1, np.ones((4, 2)), activation="relu")   # relu([1, -1, 0, 0])
     array([[1., 1.]])
     """
-    pre = _plus(x @ W_1, b_1)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
+    pre = add_bias(x @ W_1, b_1)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
     hidden = ACTIVATIONS[activation](pre)  # (..., T, d_ff)
     if record is not None:
         record.update(x=x, pre=pre, hidden=hidden)
-    return _plus(hidden @ W_2, b_2)  # (..., T, d_ff) @ (d_ff, d_out) -> (..., T, d_out)
+    return add_bias(hidden @ W_2, b_2)  # (..., T, d_ff) @ (d_ff, d_out) -> (..., T, d_out)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -186,6 +188,9 @@ class BlockParams:
     def num_parameters(self) -> int:
         return sum(value.size for value in vars(self).values() if isinstance(value, np.ndarray))
 
+    #: A hook: ``rotate(heads, positions)`` turns queries and keys by position (RoPE), None: no rotation.
+    rotate = None
+
     # The block's four steps, on inputs already checked (by transformer_block):
     def norm_1(self, x):
         return layer_norm.unchecked(x, self.norm_1_gamma, self.norm_1_beta, self.eps)
@@ -195,7 +200,8 @@ class BlockParams:
 
     def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
         return multi_head_attention.unchecked(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
-                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng)
+                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng,
+                                              self.rotate)
 
     def feed_forward(self, x, record=None):
         return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
@@ -241,10 +247,9 @@ def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=
     if x.shape[-1] != params.d_model:
         raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
     if attention is not None and not callable(attention):
-        raise TypeError(f"attention must be a function (x, mask, record=None) -> (out, weights) or None; got "
-                        f"{attention!r}")
-    if record is not None and not isinstance(record, dict):
-        raise TypeError(f"record must be a dict (it gets the forward's intermediate values) or None; got {record!r}")
+        raise TypeError(f"attention must be a function (x, mask, record=None, dropout=0.0, rng=None) -> (out, "
+                        f"weights) or None; got {attention!r}")
+    record = record_input(record)
     mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
     return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, *dropout_inputs(dropout, rng)
 
@@ -257,8 +262,8 @@ def transformer_block(x, params, mask=None, norm_first=True, attention=None, rec
 
     That is pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ...
     ``x (..., T, d_model)``, ``mask`` broadcastable to ``(..., T, T)``. Returns ``out`` (the shape of ``x``)
-    and the weights ``(..., h, T, T)``. ``attention``: a function ``(x, mask, record=None) -> (out, weights)`` that
-    replaces the block's multi-head attention (notebook 13 passes one that reads a KV cache). ``record``: a
+    and the weights ``(..., h, T, T)``. ``attention``: a function ``(x, mask, record, dropout, rng) -> (out,
+    weights)`` that replaces the block's attention (notebook 13 passes one that reads a KV cache). ``record``: a
     dict that gets the pre-norm forward's intermediate values, what notebook 14's backward pass reads.
     ``dropout`` (training only; off by default, and off at inference): the probability of dropping each attention
     weight and each number of the two branches before they are added to the stream, the others scaled by
@@ -269,22 +274,22 @@ def transformer_block(x, params, mask=None, norm_first=True, attention=None, rec
     ((5, 8), (2, 5, 5))
     """
     p = params
-    attend = attention or (functools.partial(p.attention, dropout=dropout, rng=rng) if dropout else p.attention)
+    attend = attention or p.attention
     keep = {} if record is None else record  # what notebook 14's backward pass reads
 
     def drop(branch, name):  # dropout on a branch before it joins the stream (training only)
-        keep[name] = _keep(branch.shape, dropout, rng, branch.dtype)
+        keep[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
         return branch if keep[name] is None else branch * keep[name]
 
     if norm_first:
         keep["x"], keep["normed_1"] = x, p.norm_1(x)
-        attended, weights = attend(keep["normed_1"], mask, keep.setdefault("attention", {}))
+        attended, weights = attend(keep["normed_1"], mask, keep.setdefault("attention", {}), dropout, rng)
         keep["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
         keep["normed_2"] = p.norm_2(x)
         ffn = p.feed_forward(keep["normed_2"], keep.setdefault("feed_forward", {}))
         x = x + drop(ffn, "drop_feed_forward")  # (..., T, d_model)
     else:
-        attended, weights = attend(x, mask)
+        attended, weights = attend(x, mask, None, dropout, rng)
         x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
         x = p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward"))  # (..., T, d_model)
     return x, weights

@@ -22,7 +22,16 @@ from ._validate import (
 )
 
 __all__ = ["softmax", "attention_scores", "scaled_dot_product_attention", "causal_mask", "padding_mask",
-           "cosine_similarity", "entropy"]
+           "cosine_similarity", "entropy", "add_bias"]
+
+
+def add_bias(x, bias):
+    """``x + bias``, or ``x`` itself when there is no bias (``bias`` is None).
+
+    >>> add_bias(np.ones(2), None), add_bias(np.ones(2), np.array([0.5, -1.0]))
+    (array([1., 1.]), array([1.5, 0. ]))
+    """
+    return x if bias is None else x + bias
 
 
 @checked(softmax_inputs)
@@ -64,13 +73,14 @@ def attention_scores(queries, keys):
 
 
 @checked(sdpa_inputs)
-def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
+def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, bias=None):
     r"""Scaled dot-product attention: the context vectors and the weights.
 
     .. math:: \mathrm{context} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
 
     queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, ``mask`` broadcastable to
-    ``(..., T_q, T_k)`` (True = may attend), ``scale`` 1/sqrt(d_k) by default. Returns context
+    ``(..., T_q, T_k)`` (True = may attend), ``scale`` 1/sqrt(d_k) by default, ``bias`` (optional, broadcastable
+    to ``(..., T_q, T_k)``) added to the scaled scores before the softmax (ALiBi, notebook 11). Returns context
     ``(..., T_q, d_v)`` and weights ``(..., T_q, T_k)`` (zeros on a row that may attend to nothing).
 
     >>> x = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -80,6 +90,7 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None):
     """
     scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    scores = add_bias(scores, bias)  # (..., T_q, T_k): unchanged when there is no bias
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # True = may attend; a masked key gets weight 0
     weights = softmax.unchecked(scores)  # (..., T_q, T_k): each row sums to 1, or is 0 if fully masked

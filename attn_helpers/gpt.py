@@ -17,7 +17,15 @@ import pathlib
 
 import numpy as np
 
-from ._validate import as_flag, as_float_array, as_float_dtype, as_number, as_positive_int, as_positive_number
+from ._validate import (
+    as_flag,
+    as_float_array,
+    as_float_dtype,
+    as_number,
+    as_positive_int,
+    as_positive_number,
+    dropout_inputs,
+)
 from .backprop import (
     block_backward,
     cross_entropy,
@@ -31,7 +39,6 @@ from .bpe import BPETokenizer
 from .config import SEED
 from .core import softmax
 from .kv_cache import KVCache, cached_attention, init_grouped_query_params
-from .multihead import dropout_inputs
 from .positions import positional_encoding
 from .pretrained import _blas  # the BLAS libraries numpy loaded, looked up once
 from .training import adam_step

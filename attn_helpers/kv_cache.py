@@ -21,9 +21,10 @@ from ._validate import (
     check_mask,
     check_weight,
     checked,
+    hook_inputs,
 )
 from .block import BlockParams, init_block_params
-from .multihead import _plus, attend_heads, split_heads
+from .multihead import attend_heads, project_heads
 from .published import CONFIG_COLUMNS, PUBLISHED_CONFIGS
 
 __all__ = ["KVCache", "repeat_kv_heads", "grouped_query_attention", "GroupedQueryParams", "init_grouped_query_params",
@@ -114,7 +115,8 @@ def _repeat(x, num_heads):
 
 
 def _grouped_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                    num_kv_heads=None, kv_cache=None):
+                    num_kv_heads=None, kv_cache=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None,
+                    scale=None):
     x = as_float_array(x, "x", min_ndim=2)
     num_heads = as_positive_int(num_heads, "num_heads")
     num_kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
@@ -136,12 +138,14 @@ def _grouped_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=N
         raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
     T, T_k = x.shape[-2], x.shape[-2] + (0 if kv_cache is None else kv_cache.length)  # cached keys, then x's
     mask = check_mask(mask, T, T_k, "(..., T, T)" if T_k == T else "(..., T, T_past + T)")
-    return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, num_kv_heads, kv_cache
+    return (x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, num_kv_heads, kv_cache,
+            *hook_inputs(T_k, x, num_heads, record, dropout, rng, rotate, bias, scale))
 
 
 @checked(_grouped_inputs)
 def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                            num_kv_heads=None, kv_cache=None):
+                            num_kv_heads=None, kv_cache=None, record=None, dropout=0.0, rng=None, rotate=None,
+                            bias=None, scale=None):
     r"""Multi-head attention with ``h_kv`` key/value heads, each shared by ``h / h_kv`` query heads, and a KV cache.
 
     .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(g(i))}, X W_v^{(g(i))}),
@@ -151,6 +155,9 @@ def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     ``1 < h_kv < h`` grouped-query attention (Ainslie et al. 2023), the default ``h_kv = h`` notebook
     08's multi-head attention. With ``kv_cache``, ``x`` holds only the new positions: their keys and
     values are appended to the cache, and their queries attend to all of them (``T_k = T_past + T``).
+    ``record``, ``dropout``, ``rng``, ``rotate``, ``bias``, ``scale``: as in notebook 08's
+    :func:`~attn_helpers.multihead.multi_head_attention`; ``rotate`` turns the new rows at their positions
+    ``T_past, T_past + 1, ...`` before their keys join the cache (the cached keys were turned when they came).
 
     >>> x, W_q, W_o = np.ones((3, 8)), np.eye(8), np.eye(8)
     >>> out, weights = grouped_query_attention(x, W_q, W_q[:, :4], W_q[:, :4], W_o, 4, num_kv_heads=2)
@@ -158,16 +165,20 @@ def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     ((3, 8), (4, 3, 3))
     """
     # 1. Project every token, 2. split into heads (notebook 08): h query heads, h_kv key/value heads.
-    # (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h) -> (..., h, T, d_h)
-    queries = split_heads.unchecked(_plus(x @ W_q, b_q), num_heads)
-    keys = split_heads.unchecked(_plus(x @ W_k, b_k), num_kv_heads)  # (..., h_kv, T, d_h)
-    values = split_heads.unchecked(_plus(x @ W_v, b_v), num_kv_heads)  # (..., h_kv, T, d_v)
-    if kv_cache is not None:  # 2a. KV cache: the earlier positions' keys and values, then these
+    queries = project_heads(x, W_q, b_q, num_heads)  # (..., T, d_model) @ (d_model, h * d_h) -> (..., h, T, d_h)
+    keys = project_heads(x, W_k, b_k, num_kv_heads)  # (..., h_kv, T, d_h)
+    values = project_heads(x, W_v, b_v, num_kv_heads)  # (..., h_kv, T, d_v)
+    if rotate is not None:  # 2a. Turn each new query and key by its position, after the cached ones (RoPE)
+        positions = np.arange(x.shape[-2]) + (0 if kv_cache is None else kv_cache.length)
+        queries, keys = rotate(queries, positions), rotate(keys, positions)
+    if kv_cache is not None:  # 2b. KV cache: the earlier positions' keys and values, then these
         keys, values = kv_cache.append(keys, values)  # (..., h_kv, T_past + T, d_h): earlier ones not recomputed
-    # 2b. Grouped-query attention: each key/value head serves h / h_kv query heads.
+    # 2c. Grouped-query attention: each key/value head serves h / h_kv query heads.
     keys, values = _repeat(keys, num_heads), _repeat(values, num_heads)  # (..., h, T_k, d)
+    if record is not None:
+        record.update(x=x, rotate=rotate)
     # 3. Attend, 4. merge the heads and project, as notebook 08 does.
-    return attend_heads(queries, keys, values, W_o, mask, b_o)
+    return attend_heads(queries, keys, values, W_o, mask, b_o, record, dropout, rng, bias, scale)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -195,8 +206,8 @@ class GroupedQueryParams(BlockParams):
         """The width of ``W_k`` and ``W_v``: ``num_kv_heads * d_h``."""
         return self.W_q.shape[0] // self.num_heads * self.num_kv_heads
 
-    def attention(self, x, mask=None, record=None):
-        return cached_attention(self, None)(x, mask)
+    def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
+        return cached_attention(self, None)(x, mask, record, dropout, rng)
 
 
 def init_grouped_query_params(d_model, num_heads, num_kv_heads, **kwargs):
@@ -223,9 +234,9 @@ def cached_attention(params, kv_cache):
     num_kv_heads = getattr(params, "num_kv_heads", params.num_heads)
     p = params
 
-    def attention(x, mask=None, record=None):
-        return grouped_query_attention.unchecked(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask,
-                                                 p.b_q, p.b_k, p.b_v, p.b_o, num_kv_heads, kv_cache)
+    def attention(x, mask=None, record=None, dropout=0.0, rng=None):
+        return grouped_query_attention.unchecked(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.b_q, p.b_k,
+                                                 p.b_v, p.b_o, num_kv_heads, kv_cache, record, dropout, rng, p.rotate)
     return attention
 
 

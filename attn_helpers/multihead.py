@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_number, as_positive_int, checked, heads_inputs, merge_heads_input, multi_head_inputs
-from .config import SEED
-from .core import scaled_dot_product_attention
+from ._validate import all_multi_head_inputs, checked, heads_inputs, merge_heads_input
+from .core import add_bias, scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "attend_heads", "multi_head_attention", "head_contributions", "head_shares"]
+__all__ = ["split_heads", "merge_heads", "project_heads", "attend_heads", "multi_head_attention", "head_contributions",
+           "head_shares", "dropout_mask"]
 
 
 @checked(heads_inputs)
@@ -42,25 +42,40 @@ def merge_heads(x):
     return x.reshape(*batch, T, num_heads * head_dim)  # (..., T, h * d_h)
 
 
-def _plus(a, b):
-    return a if b is None else a + b
+def dropout_mask(shape, dropout, rng, dtype):
+    """Inverted dropout's mask: 0 with probability ``dropout``, else ``1 / (1 - dropout)``; None when off.
 
-
-def _keep(shape, dropout, rng, dtype):
-    """Inverted dropout's mask: 0 with probability ``dropout``, else ``1 / (1 - dropout)``; None when off."""
+    >>> dropout_mask((2, 4), 0.5, np.random.default_rng(0), np.float64)
+    array([[2., 0., 0., 0.],
+           [2., 2., 2., 2.]])
+    """
     if not dropout:
         return None
     return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype)  # the mean of each entry stays 1
 
 
-def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, dropout=0.0, rng=None):
+def project_heads(x, W, b, num_heads):
+    """Steps 1 and 2 of multi-head attention: project every token, then split into heads.
+
+    ``x (..., T, d_in)``, ``W (d_in, h d_h)``, ``b (h d_h,)`` or None; returns ``(..., h, T, d_h)``.
+
+    >>> project_heads(np.ones((3, 4)), np.eye(4), None, 2).shape
+    (2, 3, 2)
+    """
+    return split_heads.unchecked(add_bias(x @ W, b), num_heads)  # (..., T, d_in) @ (d_in, h d_h) -> (..., h, T, d_h)
+
+
+def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, dropout=0.0, rng=None, bias=None,
+                 scale=None):
     r"""Steps 3 and 4 of multi-head attention, on heads already split: attend per head, merge, project.
 
     ``queries (..., h, T, d_h)``, ``keys (..., h, T_k, d_h)``, ``values (..., h, T_k, d_v)``, ``W_o (h d_v, d_out)``;
     ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)`` and the
     weights ``(..., h, T, T_k)``. ``record``: a dict that gets what a backward pass needs (notebook 14).
     ``dropout``: in training, each weight is set to 0 with this probability (``rng`` draws which) and the
-    others divided by ``1 - dropout``; the returned weights are the softmax's, before dropout.
+    others divided by ``1 - dropout``; the returned weights are the softmax's, before dropout. ``bias``
+    (broadcastable to ``(..., h, T, T_k)``) and ``scale``: those of
+    :func:`~attn_helpers.core.scaled_dot_product_attention`.
     Inputs are not checked here: :func:`multi_head_attention` checks them.
 
     >>> heads = np.ones((2, 3, 4))   # h=2 heads, T=3, d_h=4
@@ -71,35 +86,21 @@ def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, d
     if mask is not None:
         mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
     # 3. Attend, every head at once: the head axis is one more batch axis.
-    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask)  # (..., h, T, d_v)
-    keep = _keep(weights.shape, dropout, rng, weights.dtype)
+    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale, bias)
+    keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)
     if keep is not None:  # 3a. Dropout (training only): the context is made with what is left of the weights
         context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
     # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
     merged = merge_heads.unchecked(context)
     if record is not None:
-        record.update(queries=queries, keys=keys, values=values, weights=weights, keep=keep, merged=merged)
-    return _plus(merged @ W_o, b_o), weights
+        record.update(queries=queries, keys=keys, values=values, weights=weights, keep=keep, merged=merged,
+                      scale=scale)
+    return add_bias(merged @ W_o, b_o), weights
 
 
-def dropout_inputs(dropout, rng):
-    """``dropout`` a number in [0, 1), and ``rng`` a Generator (a seed, or None for ``SEED``, makes one)."""
-    if not 0 <= as_number(dropout, "dropout", range_="a number in [0, 1)") < 1:
-        raise ValueError(f"dropout must be a number in [0, 1), the probability of dropping each value; got {dropout!r}")
-    if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
-    return float(dropout), rng
-
-
-def _multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                       memory=None, record=None, dropout=0.0, rng=None):
-    return (*multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory), record,
-            *dropout_inputs(dropout, rng))
-
-
-@checked(_multi_head_inputs)
+@checked(all_multi_head_inputs)
 def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                         memory=None, record=None, dropout=0.0, rng=None):
+                         memory=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None, scale=None):
     r"""Multi-head attention; self-attention, or cross-attention when keys and values come from ``memory``.
 
     .. math:: \mathrm{out} = \mathrm{Concat}_i\big(\mathrm{Attention}(X W_q^{(i)}, M W_k^{(i)}, M W_v^{(i)})\big)\, W_o
@@ -108,8 +109,12 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     ``W_q (d_model, h d_h)``, ``W_k, W_v (d_memory, h d_h)``, ``W_o (h d_h, d_out)``, biases optional;
     ``mask`` broadcastable to ``(..., T, T_k)``, shared by every head. Returns ``out (..., T, d_out)``
     and the weights ``(..., h, T, T_k)``. ``record``: a dict that gets ``x`` and every head's queries, keys,
-    values, weights and merged context, for a backward pass (notebook 14). ``dropout`` (off by default): the
-    probability of dropping each attention weight in training (:func:`attend_heads`), ``rng`` draws which.
+    values, weights and merged context, for a backward pass (notebook 14). ``dropout`` (off by default; None is
+    off too): the probability of dropping each attention weight in training (:func:`attend_heads`), ``rng``
+    draws which. Positions (notebook 09), for a model that needs them: ``rotate(heads, positions)`` turns the
+    queries and keys ``(..., h, T, d_h)`` of the tokens at ``positions`` (0, 1, ...), as
+    :func:`~attn_helpers.positions.rope` does; ``bias`` (broadcastable to ``(..., h, T, T_k)``) is added to the
+    scores before the softmax (ALiBi); ``scale``: 1/sqrt(d_h) by default.
 
     >>> x, W_q, W_k, W_v, W_o = np.random.default_rng(0).standard_normal((5, 8, 8))
     >>> out, weights = multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads=2)
@@ -118,12 +123,14 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, 
     """
     source = x if memory is None else memory  # the sequence that is looked up
     # 1. Project, 2. split into heads: (..., T, d_model) @ (d_model, h * d_h) -> (..., T, h * d_h) -> (..., h, T, d_h)
-    queries = split_heads.unchecked(_plus(x @ W_q, b_q), num_heads)
-    keys = split_heads.unchecked(_plus(source @ W_k, b_k), num_heads)  # (..., h, T_k, d_h)
-    values = split_heads.unchecked(_plus(source @ W_v, b_v), num_heads)  # (..., h, T_k, d_v)
+    queries = project_heads(x, W_q, b_q, num_heads)
+    keys = project_heads(source, W_k, b_k, num_heads)  # (..., h, T_k, d_h)
+    values = project_heads(source, W_v, b_v, num_heads)  # (..., h, T_k, d_v)
+    if rotate is not None:  # 2a. Turn each query and key by its position (RoPE); never the values
+        queries, keys = rotate(queries, np.arange(x.shape[-2])), rotate(keys, np.arange(source.shape[-2]))
     if record is not None:
-        record["x"] = x
-    return attend_heads(queries, keys, values, W_o, mask, b_o, record, dropout, rng)  # 3. attend, 4. merge, project
+        record.update(x=x, rotate=rotate)
+    return attend_heads(queries, keys, values, W_o, mask, b_o, record, dropout, rng, bias, scale)  # 3., 4.
 
 
 def head_contributions(context, W_o):

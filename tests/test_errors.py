@@ -114,7 +114,7 @@ def test_bad_integers():
 def test_a_missing_or_unknown_argument_names_the_function_and_its_signature():
     x = np.ones((3, 4))
     with pytest.raises(TypeError, match=r"scaled_dot_product_attention\(queries, keys, values, mask=None, "
-                                        r"scale=None\): missing a required argument: 'values'"):
+                                        r"scale=None, bias=None\): missing a required argument: 'values'"):
         A.scaled_dot_product_attention(x, x)
     with pytest.raises(TypeError, match=r"multi_head_attention\(.*\): got an unexpected keyword argument "
                                         r"'num_kv_heads'"):
