@@ -107,6 +107,8 @@ def read_gguf(path):
     ('llama', (576, 576))
     """
     path = Path(path)
+    if path.stat().st_size < 24:  # magic, version and the two counts
+        raise ValueError(f"{str(path)!r} is not a GGUF file: it has {path.stat().st_size} bytes")
     data = np.memmap(path, dtype=np.uint8, mode="r")
     cursor = _Cursor(memoryview(data), repr(str(path)))
     if bytes(cursor.take(4)) != b"GGUF":
