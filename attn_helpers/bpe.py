@@ -111,7 +111,7 @@ class BPETokenizer:
 
     @property
     def id_bytes(self) -> list:
-        """The bytes each id spells (here :attr:`token_bytes`; a published vocabulary numbers its tokens its own way)."""
+        """The bytes each id spells: :attr:`token_bytes` (a published vocabulary numbers its tokens its own way)."""
         return self.token_bytes
 
     def __repr__(self):
@@ -357,5 +357,6 @@ class VocabularyBPE(BPETokenizer):
         parts = self._special_split.split(text) if self._special_split else [text]
         ids = []
         for n, part in enumerate(parts):  # odd parts: special tokens
-            ids.extend([self.special[part]] if n % 2 else [int(i) for i in self.model_ids[super().encode(part)] if i >= 0])
+            pieces = [self.special[part]] if n % 2 else self.model_ids[super().encode(part)].tolist()
+            ids.extend(i for i in pieces if i >= 0)
         return ids

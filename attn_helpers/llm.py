@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import as_positive_int
-from .bpe import VocabularyBPE
 from .block import transformer_block
+from .bpe import VocabularyBPE
 from .gguf_file import dequantize, read_gguf
 from .gpt import _as_ids, _draw, _one_thread, _probs, _sampling_inputs
 from .kv_cache import GroupedQueryParams, KVCache, cached_attention
