@@ -179,38 +179,46 @@ class SmolLM2:
         """One empty :class:`~attn_helpers.kv_cache.KVCache` per block."""
         return [KVCache() for _ in self.blocks]
 
-    def _ids(self, ids, name="ids"):
-        ids = _as_ids(ids, self.vocab_size, name)
-        if len(ids) > SMOLLM2_CONFIG["context_length"]:
-            raise ValueError(f"{name} has {len(ids)} tokens; the model reads at most "
+    def _ids(self, ids, name="ids", ndims=(1,)):
+        ids = _as_ids(ids, self.vocab_size, name, ndims)
+        if ids.shape[-1] > SMOLLM2_CONFIG["context_length"]:
+            raise ValueError(f"{name} has {ids.shape[-1]} tokens; the model reads at most "
                              f"{SMOLLM2_CONFIG['context_length']}")
         return ids
 
-    def _forward(self, ids, cache=None, weights=None, blocks=None):
+    def _forward(self, ids, cache=None, weights=None, blocks=None, records=None):
         """Logits ``(T, vocab)`` of checked ``ids`` after the ``cache``'s positions; ``weights`` (a list) gets each
-        block's attention weights ``(h, T, T_past + T)``."""
-        T_past, T = (0 if cache is None else cache[0].length), len(ids)
+        block's attention weights ``(h, T, T_past + T)``, ``records`` (a list) each block's record (its input
+        ``x``, ``normed_1``: what attention reads, ...)."""
+        T_past, T = (0 if cache is None else cache[0].length), ids.shape[-1]
         mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T): position T_past + i sees 0 .. T_past + i
-        x = self.embeddings[ids]  # (T, d_model): no position vectors; RoPE turns queries and keys in each block
+        x = self.embeddings[ids]  # (..., T, d_model): no position vectors; RoPE turns queries and keys in each block
         for n, block in enumerate(self.blocks if blocks is None else blocks):
             attention = None if cache is None else cached_attention(block, cache[n])
-            x, w = transformer_block.unchecked(x, block, mask, True, attention)  # (T, d_model), (h, T, T_past + T)
+            record = None if records is None else {}
+            x, w = transformer_block.unchecked(x, block, mask, True, attention, record)  # (T, d), (h, T, T_past + T)
+            if records is not None:
+                records.append(record)
             if weights is not None:
                 weights.append(w)
-        final = rms_norm.unchecked(x, self.final_norm_gamma, self.blocks[0].eps)
-        return final @ self.embeddings.T  # (T, d_model) @ (d_model, vocab) -> (T, vocab): the tied output layer
+        final = rms_norm.unchecked(x, self.final_norm_gamma, self.blocks[0].eps).reshape(-1, x.shape[-1])  # (N, d)
+        logits = final @ self.embeddings.T  # (N, d_model) @ (d_model, vocab) -> (N, vocab): the tied output layer
+        return logits.reshape(*ids.shape, -1)  # (..., T, vocab)
 
     @_one_thread
     def logits(self, ids):
-        """Scores of the next token after each position of ``ids``: ``(T, 49152)``."""
-        return self._forward(self._ids(ids))
+        """Scores of the next token after each position of ``ids``: ``(T, 49152)`` (``(B, T)`` ids: ``(B, T, 49152)``)."""
+        return self._forward(self._ids(ids, ndims=(1, 2)))
 
     @_one_thread
-    def forward(self, ids, ablate=()):
-        """``(logits (T, vocab), weights (layers, h, T, T))``; ``ablate``: ``(layer, head)`` pairs whose output is
-        removed (their rows of ``W_o`` set to zero)."""
-        ids, weights = self._ids(ids), []
-        return self._forward(ids, weights=weights, blocks=self.ablated(ablate)), np.stack(weights)
+    def forward(self, ids, ablate=(), records=None):
+        """``(logits (..., T, vocab), weights (..., layers, h, T, T))`` for ``ids (T,)`` or a batch ``(B, T)`` (the
+        weights are read once for the whole batch: a batch of sequences costs little more than one). ``ablate``:
+        ``(layer, head)`` pairs whose output is removed (their rows of ``W_o`` set to zero); ``records``: a list that
+        gets each block's record."""
+        ids, weights = self._ids(ids, ndims=(1, 2)), []
+        logits = self._forward(ids, weights=weights, blocks=self.ablated(ablate), records=records)
+        return logits, np.stack(weights, axis=-4)
 
     def ablated(self, heads):
         """The blocks with the heads ``heads`` (``(layer, head)`` pairs) silenced: their rows of ``W_o`` are 0."""
