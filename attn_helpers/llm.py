@@ -207,7 +207,7 @@ class SmolLM2:
 
     @_one_thread
     def logits(self, ids):
-        """Scores of the next token after each position of ``ids``: ``(T, 49152)`` (``(B, T)`` ids: ``(B, T, 49152)``)."""
+        """Scores of the next token after each position: ``(T, 49152)`` (a batch ``(B, T)``: ``(B, T, 49152)``)."""
         return self._forward(self._ids(ids, ndims=(1, 2)))
 
     @_one_thread
