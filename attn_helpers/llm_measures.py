@@ -15,7 +15,8 @@ from ._validate import as_float_array, as_positive_int
 from .pretrained import head_fingerprints
 
 __all__ = ["SINK_PROMPTS", "first_token_weight", "previous_token_score", "induction_score", "repeated_random_tokens",
-           "next_token_losses", "right_padded", "sink_study", "induction_study", "value_share_of_first_token"]
+           "next_token_losses", "right_padded", "sink_study", "induction_study", "head_value_lengths",
+           "first_token_parking", "smollm2_parking", "tiny_gpt_parking"]
 
 #: Prompts of several kinds over which the first token's weight is measured (chat, prose, code, lists, numbers).
 SINK_PROMPTS = (
@@ -107,27 +108,57 @@ def next_token_losses(logits, ids):
     return -log_probs[np.arange(len(ids) - 1), ids[1:]]
 
 
-def value_share_of_first_token(model, ids):
-    """Each head's weight on the first token and that token's share of what the head writes (notebook 12's weighted
-    value norms): ``(weight (layers, h), share (layers, h))``, means over the queries ``1 .. T-1``.
+def head_value_lengths(block, normed):
+    r"""How far each head could move the stream from each token: :math:`\lVert v_j W_o^{(h)} \rVert`, ``(h, T)``.
 
-    A head that puts most of its weight on a token whose value vector is short writes almost nothing: the weight is
-    parked, not used.
+    ``block``: the block's parameters (its ``W_v``, ``b_v``, ``W_o`` and, with grouped-query attention,
+    ``num_kv_heads``); ``normed (T, d_model)``: what its attention reads (``record["normed_1"]``). Notebook 12's
+    weighted value norms: the weight :math:`w_{ij}` is half of the story, the length of what head ``h`` writes
+    from token ``j`` the other half.
     """
+    h, d_h = block.num_heads, block.d_model // block.num_heads
+    h_kv = getattr(block, "num_kv_heads", h)
+    values = normed @ block.W_v  # (T, d_model) @ (d_model, h_kv d_h) -> (T, h_kv d_h)
+    values = values if block.b_v is None else values + block.b_v
+    values = np.repeat(values.reshape(len(normed), h_kv, d_h).transpose(1, 0, 2), h // h_kv, axis=0)  # (h, T, d_h)
+    W_o = block.W_o.reshape(h, d_h, block.d_model)  # (h, d_h, d_model): each head's rows of W_o
+    return np.linalg.norm(values @ W_o, axis=-1)  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model) -> (h, T)
+
+
+def first_token_parking(weights, lengths):
+    """Does a head park weight on the first token? ``weights (..., h, T, T)``, ``lengths (..., h, T)``
+    (:func:`head_value_lengths`). Returns dict of ``(..., h)`` arrays, means over the queries ``1 .. T-1``:
+    ``weight`` (on the first token), ``share`` (the first token's share of what the head writes, weight times
+    length), ``length_ratio`` (the first token's value length over the mean of the others').
+
+    >>> w = np.tril(np.ones((3, 3))); w[1:, 1:] = 0; w[1:, 0] = 1                 # all weight on token 0
+    >>> parked = first_token_parking(w[None], np.array([[0.1, 1.0, 1.0]]))
+    >>> float(parked["weight"][0]), float(parked["share"][0]), float(parked["length_ratio"][0])
+    (1.0, 1.0, 0.1)
+    """
+    weights, lengths = _weights(weights), as_float_array(lengths, "lengths")
+    moved = weights * lengths[..., None, :]  # (..., h, T, T): ||w_ij v_j W_o||
+    share = (moved[..., 1:, 0] / moved[..., 1:, :].sum(axis=-1)).mean(axis=-1)
+    return {"weight": first_token_weight(weights), "share": share,
+            "length_ratio": lengths[..., 0] / lengths[..., 1:].mean(axis=-1)}
+
+
+def smollm2_parking(model, ids):
+    """:func:`first_token_parking` for every block of SmolLM2 on ``ids``: dict of ``(layers, h)`` arrays."""
     records = []
-    _, weights = model.forward(ids, records=records)
-    blocks = model.blocks
-    h, d_h = blocks[0].num_heads, blocks[0].d_model // blocks[0].num_heads
-    shares = []
-    for block, record, w in zip(blocks, records, weights):
-        values = (record["normed_1"] @ block.W_v).reshape(len(ids), block.num_kv_heads, d_h)  # (T, h_kv, d_h)
-        values = np.repeat(values.transpose(1, 0, 2), h // block.num_kv_heads, axis=0)  # (h, T, d_h): shared
-        W_o = block.W_o.reshape(h, d_h, block.d_model)  # (h, d_h, d_model): each head's rows of W_o
-        lengths = np.linalg.norm(values @ W_o, axis=-1)  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T)
-        moved = w * lengths[:, None, :]  # (h, T, T): ||w_ij v_j W_o||
-        share = moved[:, 1:, 0] / moved[:, 1:].sum(axis=-1)  # (h, T-1): the first token's part of each row
-        shares.append(share.mean(axis=-1))
-    return first_token_weight(weights), np.stack(shares)
+    weights = model.forward(ids, records=records)[1]  # (layers, h, T, T)
+    lengths = np.stack([head_value_lengths(b, r["normed_1"]) for b, r in zip(model.blocks, records)])
+    return first_token_parking(weights, lengths)
+
+
+def tiny_gpt_parking(decoder, ids):
+    """:func:`first_token_parking` for every block of notebook 14's tiny GPT (its ``decoder``) on ``ids``."""
+    from .gpt import _forward, attention_weights
+
+    record = {}
+    _forward(decoder, np.asarray(ids), record=record)  # the record keeps each block's attention input
+    lengths = np.stack([head_value_lengths(b, r["normed_1"]) for b, r in zip(decoder.blocks, record["blocks"])])
+    return first_token_parking(attention_weights(decoder, ids), lengths)
 
 
 def right_padded(sequences, pad=0):
