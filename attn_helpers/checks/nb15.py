@@ -19,6 +19,7 @@ from ._grader import (
     register_solution,
     shows_verdict,
 )
+from ._predict import read_choice
 
 __all__ = ["check_q4_1_block", "check_shared_kv_heads", "check_induction_score", "check_late_sink_prediction",
            "check_induction_layers_prediction", "check_cache_size_prediction", "q4_1_cases"]
@@ -176,13 +177,14 @@ def check_late_sink_prediction(prediction):
     from ..llm import load_smollm2
     from ..llm_measures import sink_study
 
-    truth = float(sink_study(load_smollm2())[:, 15:].mean())  # (prompts, layers 15..29, heads) -> one number
+    with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner set (cached after once)
+        truth = float(sink_study(load_smollm2())[:, 15:].mean())  # (prompts, layers 15..29, heads) -> one number
     guess = float(prediction) if isinstance(prediction, (int, float, np.floating, np.integer)) else truth
     return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.15, success=(
         f"measured {truth:.2f}: in the second half of the model, the typical head puts most of its weight on the "
         "first token, whatever the prompt."), hint=(
         f"the measurement is {'higher' if guess < truth else 'lower'}. For scale: a head that spread its weight "
-        "evenly would give the first token about 0.1 over these prompts; the next cells show it layer by layer"))
+        "evenly would give the first token 1/(i+1) at query i; the next cells show it layer by layer"))
 
 
 _THIRDS = {"a": "the first third (layers 0-9)", "b": "the middle third (layers 10-19)",
@@ -195,8 +197,11 @@ def check_induction_layers_prediction(prediction):
     from ..llm import load_smollm2
     from ..llm_measures import induction_study
 
-    layer = induction_study(load_smollm2())["top"][0][0]
+    with np.errstate(all="ignore"):
+        layer = induction_study(load_smollm2())["top"][0][0]
     truth = "abc"[min(layer // 10, 2)]
+    if isinstance(prediction, str):  # "(b)", "B.", or the choice's text
+        prediction = read_choice(prediction, _THIRDS) or prediction
     early = ("an induction head needs to know, at each earlier position, which token came BEFORE it: an earlier "
              "layer's previous-token head writes that first. It cannot sit in the very first layers")
     return grade_choice(prediction, truth, list(_THIRDS), wrongs={"a": early}, hint=(
