@@ -19,24 +19,25 @@ SAMPLE_MESSAGES = ("What is the capital of France?", "Name three colours.", "", 
 SHOWN = 28
 
 
-@lru_cache(maxsize=16)
-def _answer(model, message, max_new_tokens):
+@lru_cache(maxsize=8)
+def _chat(model, message, max_new_tokens):
+    """The chat's ids (the prompt, then the answer without its end token), how many are the prompt's, and every
+    head's weights over them ``(layers, h, T, T)``: computed once per message, so a slider move only draws."""
     prompt = model.encode(chat_prompt(message))
-    new = model.generate(prompt, max_new_tokens)
-    return tuple(prompt), tuple(new)
+    ids = prompt + [i for i in model.generate(prompt, max_new_tokens) if i != model.end_id]
+    return ids, len(prompt), model.forward(ids)[1]
 
 
 def chat_view(model, message, layer, head, max_new_tokens=24):
     """The figure's numbers: ``answer`` (text), ``labels`` and ``weights (n, n)`` of head ``(layer, head)`` over the
     last ``n <= SHOWN`` tokens of the chat (the message and the answer; rows: queries), ``first`` (the weight of
-    every shown query on the chat's first token)."""
-    prompt, new = _answer(model, message, max_new_tokens)
-    ids = list(prompt) + [i for i in new if i != model.end_id]
-    weights = model.forward(ids)[1][layer, head]  # (T, T): one forward of the whole chat
+    every shown query on the chat's first token), ``answer_start`` (the row of the answer's first token)."""
+    ids, prompt_length, weights = _chat(model, message, max_new_tokens)
+    weights = weights[layer, head]  # (T, T)
     start = max(0, len(ids) - SHOWN)
     labels = [model.decode([i]).replace(" ", "·").replace("\n", "⏎") for i in ids[start:]]
-    return {"answer": model.decode([i for i in new if i != model.end_id]), "labels": labels,
-            "weights": weights[start:, start:], "first": weights[start:, 0], "answer_start": len(prompt) - start}
+    return {"answer": model.decode(ids[prompt_length:]), "labels": labels, "weights": weights[start:, start:],
+            "first": weights[start:, 0], "answer_start": prompt_length - start}
 
 
 def draw_chat(fig, model, message, layer, head):
