@@ -235,3 +235,12 @@ def test_one_changed_byte_is_refused_before_use(tmp_path):
         handle.write(bytes([byte[0] ^ 1]))
     with pytest.raises(ValueError, match="copy.gguf' is corrupt: its SHA-256 is"):
         load_smollm2(path)
+
+
+@pytest.mark.slow
+def test_peak_memory_of_load_and_generation_is_under_1000_mib():
+    code = ("import resource; from attn_helpers.llm import load_smollm2; m = load_smollm2(); "
+            "m.generate(m.encode('Once upon a time'), 8); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    peak = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert peak < 1000, f"peak memory {peak:.0f} MiB"
