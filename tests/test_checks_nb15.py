@@ -227,3 +227,59 @@ def test_the_chat_explorer_draws_and_never_raises(model):
     assert "Paris" in view["answer"]
     n = len(view["labels"])
     assert view["weights"].shape == (n, n) and np.allclose(np.triu(view["weights"], 1), 0)
+
+
+# --- every one-edit variant of a solution fails its checker ---------------------------------------------
+
+import ast  # noqa: E402
+import inspect  # noqa: E402
+import textwrap  # noqa: E402
+
+_SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.BitAnd: ast.BitOr,
+          ast.BitOr: ast.BitAnd, ast.RShift: ast.LShift, ast.LShift: ast.RShift, ast.FloorDiv: ast.Mult}
+
+
+def _mutants(fn):
+    """Source variants of ``fn`` with one edit: an operator swapped, a whole-number constant +-1, an argument dropped
+    from a call with several."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    tree.body[0].decorator_list = []
+    sites = [node for node in ast.walk(tree) if isinstance(node, (ast.BinOp, ast.Constant, ast.Call))]
+    for index, _ in enumerate(sites):
+        for edit in ("swap", "plus", "minus", "drop"):
+            copy = ast.parse(ast.unparse(tree))
+            node = [n for n in ast.walk(copy) if isinstance(n, (ast.BinOp, ast.Constant, ast.Call))][index]
+            if edit == "swap" and isinstance(node, ast.BinOp) and type(node.op) in _SWAPS:
+                node.op = _SWAPS[type(node.op)]()
+            elif edit in ("plus", "minus") and isinstance(node, ast.Constant) and type(node.value) is int:
+                node.value += 1 if edit == "plus" else -1
+            elif edit == "drop" and isinstance(node, ast.Call) and len(node.args) > 1:
+                node.args = node.args[:-1]
+            else:
+                continue
+            yield ast.unparse(copy)
+
+
+# One-edit variants that compute the same thing, with the reason: {solution name: [source fragments]}.
+EQUIVALENT = {"q4_1_block": [
+    "astype(np.float32)[-1]",  # two bytes viewed as float16 are ONE number: [-1] is [0]
+    "block[4:21]",  # a block has 20 bytes: slicing to 21 stops at 20 as well
+]}
+
+
+@pytest.mark.parametrize("name, check", [("q4_1_block", check_q4_1_block), ("share_kv_heads", check_shared_kv_heads),
+                                         ("induction_score", check_induction_score)])
+def test_every_one_edit_variant_of_a_solution_fails_its_checker(name, check):
+    fn = solution(name).source and {"q4_1_block": q4_1_block, "share_kv_heads": share_kv_heads,
+                                    "induction_score": my_induction_score}[name]
+    passed = []
+    count = 0
+    for source in _mutants(fn):
+        namespace = {"np": np}
+        exec(source, namespace)  # noqa: S102 - our own solution, edited
+        variant = namespace[fn.__name__]
+        count += 1
+        if check(variant).passed and not any(fragment in source for fragment in EQUIVALENT.get(name, [])):
+            passed.append(source)
+    assert count >= 5, f"only {count} variants of {name}"
+    assert not passed, f"{len(passed)} one-edit variants of {name} pass its checker:\n" + "\n---\n".join(passed)
