@@ -1,10 +1,13 @@
 """Input checks of the public functions, once, at the boundary: ``@checked(f_inputs)`` runs ``f_inputs`` on the
-caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body;
-``f.unchecked`` is the body alone. Checked: shapes, axes, masks, NaN/inf, sizes; numpy speaks for the rest.
+caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body. A call made
+while another checked function runs (the package calling itself, on inputs already checked) goes straight to the
+body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. Checked: shapes, axes, masks,
+NaN/inf, sizes; numpy speaks for the rest.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import math
@@ -14,29 +17,43 @@ import numpy as np
 
 from .config import SEED
 
+#: True while a checked function runs: the calls it makes skip their checks (their inputs come from checked ones).
+_INSIDE = contextvars.ContextVar("inside_a_checked_call", default=False)
+
 
 def checked(check):
-    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns."""
+    """Decorator: run ``check`` on the caller's arguments, then the body on what it returns; inside another checked
+    call, the body alone. ``check=None``: a function whose callers check its inputs (a backward pass reading its
+    forward's record): it checks nothing, and the calls it makes skip their checks too."""
     def decorate(body):
         signature = inspect.signature(body)
-        if _parameters(inspect.signature(check)) != _parameters(signature):  # so both take the caller's arguments
+        if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
             raise TypeError(f"{check.__name__}{inspect.signature(check)} must take {body.__name__}{signature}")
 
         @functools.wraps(body)
         def public(*args, **kwargs):
+            if _INSIDE.get():
+                return body(*args, **kwargs)
+            inputs = args if check is None else _inputs(check, signature, body.__name__, args, kwargs)
+            token = _INSIDE.set(True)
             try:
-                inputs = check(*args, **kwargs)
-            except TypeError:
-                try:
-                    signature.bind(*args, **kwargs)
-                except TypeError as err:  # a missing or unknown argument: say whose
-                    raise TypeError(f"{body.__name__}{signature}: {err}") from None
-                raise
-            return body(*inputs)
+                return body(*inputs, **({} if check is not None else kwargs))
+            finally:
+                _INSIDE.reset(token)
 
-        public.unchecked = body
         return public
     return decorate
+
+
+def _inputs(check, signature, name, args, kwargs):
+    try:
+        return check(*args, **kwargs)
+    except TypeError:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as err:  # a missing or unknown argument: say whose
+            raise TypeError(f"{name}{signature}: {err}") from None
+        raise
 
 
 def _parameters(signature):
@@ -122,6 +139,25 @@ def as_flag(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False; got {value!r}")
     return bool(value)
+
+
+def as_token_ids(ids, vocab_size: int, name: str, ndims=None, allow_empty: bool = False) -> np.ndarray:
+    """``ids`` as an integer array of token ids in ``0 .. vocab_size - 1`` with ``ndims`` axes (any if None), or
+    one sentence naming ``name``: text instead of ids, floats, the wrong number of axes, no ids, an id outside."""
+    if isinstance(ids, str):
+        raise TypeError(f"{name} must be token ids, not text: encode it first (tokenizer.encode({ids[:20]!r}))")
+    array = np.asarray(ids)
+    if (ndims is not None and array.ndim not in ndims) or not (
+            array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
+        shape = "any shape" if ndims is None else " or ".join({1: "(T,)", 2: "(B, T)"}[n] for n in ndims)
+        raise TypeError(f"{name} must be integer token ids of shape {shape}; got {type(ids).__name__} of "
+                        f"shape {array.shape} and dtype {array.dtype}")
+    if array.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty; expected at least one token id")
+    if array.size and (array.min() < 0 or array.max() >= vocab_size):
+        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
+                         f"{array.max()}")
+    return array.astype(np.intp)
 
 
 def check_axis(axis, arr: np.ndarray, name: str) -> int:
@@ -416,3 +452,29 @@ def feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
 
 def merge_heads_input(x):
     return (as_float_array(x, "x", min_ndim=3),)
+
+
+def block_params_input(params):
+    """Check a :class:`~attn_helpers.block.BlockParams` once, when it is made: every array's shape against
+    ``d_model``, ``d_ff`` and the key width (narrower in notebook 13's grouped-query blocks), ``num_heads``,
+    ``eps`` and the activation; the arrays are stored as float arrays."""
+    def put(name, value):
+        object.__setattr__(params, name, value)
+
+    d_model = as_float_array(params.W_q, "W_q", min_ndim=2).shape[0]
+    put("num_heads", as_positive_int(params.num_heads, "num_heads"))
+    if d_model % params.num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={params.num_heads}")
+    kv_width = params.key_width  # d_model (notebook 13's grouped-query blocks have narrower keys and values)
+    d_ff = as_float_array(params.W_1, "W_1", min_ndim=2).shape[-1]
+    widths = {"W_q": d_model, "W_k": kv_width, "W_v": kv_width, "W_o": d_model, "W_1": d_ff, "W_2": d_model}
+    for name, width in widths.items():
+        rows = d_ff if name == "W_2" else d_model
+        put(name, check_weight(name, getattr(params, name), rows))
+        if getattr(params, name).shape[1] != width:
+            raise ValueError(f"{name} has shape {getattr(params, name).shape}; expected ({rows}, {width})")
+    norms = dict.fromkeys(("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta"), d_model)
+    for name, width in {**norms, **{"b" + w[1:]: width for w, width in widths.items()}}.items():
+        put(name, check_bias(name, getattr(params, name), width))  # b_k, b_v: kv_width; b_1: d_ff
+    put("eps", eps_input(params.eps))
+    activation_input(params.activation)

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .block import transformer_block
 from .multihead import split_heads
-from .pretrained import FINGERPRINT_SENTENCES, MODEL_SHA256, RunResult, _blas
+from .pretrained import FINGERPRINT_SENTENCES, MODEL_SHA256, RunResult
 
 __all__ = ["head_rows", "head_contexts", "mean_context", "ablate_head", "sentence_embeddings", "relative_change",
            "ablation_effects", "MODES", "SUMMARY", "summarise", "all_heads_table", "load_all_heads"]
@@ -120,13 +119,9 @@ def ablation_effects(model, sentences, heads):
 
 def _run_from(model, intact, layer):
     """``model.run`` of ``intact``'s text, from block ``layer`` on: the blocks before it are those of ``intact``."""
-    x, hidden_states, attentions = intact.hidden_states[layer], list(intact.hidden_states[: layer + 1]), []
-    with _blas().limit(limits=1, user_api="blas"):  # as model.run
-        for params in model.blocks[layer:]:
-            x, weights = transformer_block.unchecked(x, params, None, False)  # post-norm: (T, d_model), (h, T, T)
-            hidden_states.append(x)
-            attentions.append(weights)
-    return RunResult(intact.tokens, np.stack(hidden_states), np.concatenate([intact.attentions[:layer], attentions]))
+    hidden_states, attentions = model.run_blocks(intact.hidden_states[layer], layer)
+    return RunResult(intact.tokens, np.concatenate([intact.hidden_states[:layer], hidden_states]),
+                     np.concatenate([intact.attentions[:layer], attentions]))
 
 
 def summarise(effect):

@@ -14,13 +14,14 @@ from ._validate import (
     as_flag,
     as_float_array,
     as_positive_int,
+    as_token_ids,
     batch_shape,
     check_bias,
     checked,
     eps_input,
     sdpa_inputs,
 )
-from .block import _erfc
+from .block import erfc
 from .core import scaled_dot_product_attention, softmax
 from .multihead import merge_heads, split_heads
 
@@ -110,13 +111,13 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     """
     scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     if weights is None:
-        _, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale)  # (..., T_q, T_k)
+        _, weights = scaled_dot_product_attention(queries, keys, values, mask, scale)  # (..., T_q, T_k)
     G, used = grad_context, (weights if keep is None else weights * keep)  # the weights the context was made with
     grad_values = np.swapaxes(used, -1, -2) @ G  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
     grad_weights = G @ np.swapaxes(values, -1, -2)  # (..., T_q, d_v) @ (..., d_v, T_k) -> (..., T_q, T_k)
     if keep is not None:
         grad_weights = grad_weights * keep  # a dropped weight passes no gradient
-    grad_scores = softmax_backward.unchecked(weights, grad_weights) * scale  # through the softmax and the scale
+    grad_scores = softmax_backward(weights, grad_weights) * scale  # through the softmax and the scale
     grad_queries = grad_scores @ keys  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
     grad_keys = np.swapaxes(grad_scores, -1, -2) @ queries  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
     return tuple(_unbroadcast(g, a.shape) for g, a in ((grad_queries, queries), (grad_keys, keys),
@@ -162,15 +163,11 @@ def linear_backward(x, weight, grad_out):
 
 
 def _embedding_inputs(token_ids, grad_embedded, vocab_size):
-    ids = np.asarray(token_ids)
     vocab_size = as_positive_int(vocab_size, "vocab_size")
+    ids = as_token_ids(token_ids, vocab_size, "token_ids", allow_empty=True)
     g = as_float_array(grad_embedded, "grad_embedded")
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"token_ids must be integers; got dtype {ids.dtype}")
     if g.shape[:-1] != ids.shape:
         raise ValueError(f"grad_embedded has shape {g.shape}; expected token_ids' shape {ids.shape} + (d_model,)")
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"token_ids must lie in [0, vocab_size={vocab_size}); got {ids.min()}..{ids.max()}")
     return ids, g, vocab_size
 
 
@@ -243,7 +240,7 @@ def cross_entropy_backward(logits, targets):
            [ 0. ,  0. ]])
     """
     z, (t, counted, n) = logits, _counted(targets)
-    probs = softmax.unchecked(z, axis=-1)  # (..., num_classes)
+    probs = softmax(z, axis=-1)  # (..., num_classes)
     onehot = np.arange(z.shape[-1]) == t[..., None]  # (..., num_classes)
     grad = np.where(counted[..., None], probs - onehot, 0.0) / n  # an ignored row gets exactly 0
     return grad.astype(z.dtype, copy=False)
@@ -354,7 +351,7 @@ def gelu_backward(grad_out, x, approximate=True):
         t = np.tanh(c * (x + 0.044715 * (x * x * x)))
         slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
     else:
-        slope = 0.5 * _erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        slope = 0.5 * erfc(-x / math.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
     return (g * slope).astype(np.result_type(g, x), copy=False)
 
 
@@ -362,11 +359,12 @@ def _rows_sum(grad):
     return grad.reshape(-1, grad.shape[-1]).sum(axis=0)  # a bias is shared by every row
 
 
-_SLOPES = {"gelu_tanh": lambda g, x: gelu_backward.unchecked(g, x, True),
-           "gelu": lambda g, x: gelu_backward.unchecked(g, x, False),
+_SLOPES = {"gelu_tanh": lambda g, x: gelu_backward(g, x, True),
+           "gelu": lambda g, x: gelu_backward(g, x, False),
            "relu": lambda g, x: g * (x > 0)}
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
 
@@ -376,12 +374,13 @@ def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     ``record``: what :func:`~attn_helpers.block.feed_forward` wrote into its ``record`` (``x``, ``pre``,
     ``hidden``). Returns ``grad_x (..., d_model)``; ``grads``: ``W_1``, ``b_1``, ``W_2``, ``b_2``.
     """
-    grad_hidden, grad_W_2 = linear_backward.unchecked(record["hidden"], W_2, grad_out)  # (..., T, d_ff), (d_ff, d)
+    grad_hidden, grad_W_2 = linear_backward(record["hidden"], W_2, grad_out)  # (..., T, d_ff), (d_ff, d)
     grad_pre = _SLOPES[activation](grad_hidden, record["pre"])  # (..., T, d_ff)
-    grad_x, grad_W_1 = linear_backward.unchecked(record["x"], W_1, grad_pre)  # (..., T, d_model), (d_model, d_ff)
+    grad_x, grad_W_1 = linear_backward(record["x"], W_1, grad_pre)  # (..., T, d_model), (d_model, d_ff)
     return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def attention_layer_backward(grad_out, record, params):
     r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
 
@@ -395,9 +394,9 @@ def attention_layer_backward(grad_out, record, params):
     ``grad_x (..., T, d_model)``; ``grads``: the gradient of each of the eight arrays.
     """
     r, h = record, params.num_heads
-    grad_merged, grad_W_o = linear_backward.unchecked(r["merged"], params.W_o, grad_out)  # (..., T, d), (d, d)
-    grad_context = split_heads.unchecked(grad_merged, h)  # (..., h, T, d_h)
-    grad_q, grad_k, grad_v = attention_backward.unchecked(r["queries"], r["keys"], r["values"], grad_context,
+    grad_merged, grad_W_o = linear_backward(r["merged"], params.W_o, grad_out)  # (..., T, d), (d, d)
+    grad_context = split_heads(grad_merged, h)  # (..., h, T, d_h)
+    grad_q, grad_k, grad_v = attention_backward(r["queries"], r["keys"], r["values"], grad_context,
                                                           None, r["scale"], r["weights"], r["keep"])
     if r["rotate"] is not None:  # back through the rotation: its inverse, R(p)^T = R(-p)
         back = -np.arange(grad_q.shape[-2])
@@ -407,8 +406,8 @@ def attention_layer_backward(grad_out, record, params):
     grads = {"W_o": grad_W_o, "b_o": _rows_sum(grad_out)}
     grad_x = 0.0
     for name, grad_heads in (("q", grad_q), ("k", grad_k), ("v", grad_v)):
-        grad_projected = merge_heads.unchecked(grad_heads)  # (..., h, T, d_h) -> (..., T, d)
-        grad_x_part, grads[f"W_{name}"] = linear_backward.unchecked(r["x"], getattr(params, f"W_{name}"),
+        grad_projected = merge_heads(grad_heads)  # (..., h, T, d_h) -> (..., T, d)
+        grad_x_part, grads[f"W_{name}"] = linear_backward(r["x"], getattr(params, f"W_{name}"),
                                                                     grad_projected)
         grads[f"b_{name}"] = _rows_sum(grad_projected)
         grad_x = grad_x + grad_x_part  # x feeds the queries, the keys and the values
@@ -418,9 +417,10 @@ def attention_layer_backward(grad_out, record, params):
 def _sum_groups(grad, num_kv_heads):
     """``(..., h, T, d) -> (..., h_kv, T, d)``: a key/value head shared by a group of query heads gets their sum."""
     *batch, h, T, d = grad.shape
-    return grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
+    return grad if h == num_kv_heads else grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
 
 
+@checked(None)  # what its forward recorded: checked when the forward ran
 def block_backward(grad_out, record, params):
     r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 
@@ -435,12 +435,12 @@ def block_backward(grad_out, record, params):
     p, drop_1, drop_2 = params, record["drop_attention"], record["drop_feed_forward"]  # dropout masks, or None
     grad_ffn = grad_out if drop_2 is None else grad_out * drop_2  # a dropped number passes no gradient
     grad_normed_2, grads = feed_forward_backward(grad_ffn, record["feed_forward"], p.W_1, p.W_2, p.activation)
-    grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward.unchecked(
+    grad_middle_ffn, grads["norm_2_gamma"], grads["norm_2_beta"] = layer_norm_backward(
         grad_normed_2, record["middle"], p.norm_2_gamma, p.eps)
     grad_middle = grad_out + grad_middle_ffn  # the residual: the gradient goes straight through, plus the FFN's
     grad_attended = grad_middle if drop_1 is None else grad_middle * drop_1
     grad_normed_1, attention_grads = attention_layer_backward(grad_attended, record["attention"], p)
     grads.update(attention_grads)
-    grad_x_attention, grads["norm_1_gamma"], grads["norm_1_beta"] = layer_norm_backward.unchecked(
+    grad_x_attention, grads["norm_1_gamma"], grads["norm_1_beta"] = layer_norm_backward(
         grad_normed_1, record["x"], p.norm_1_gamma, p.eps)
     return grad_middle + grad_x_attention, grads

@@ -11,17 +11,14 @@ import math
 import numpy as np
 
 from ._validate import (
-    activation_input,
     as_flag,
     as_float_array,
     as_positive_int,
-    check_bias,
+    block_params_input,
     check_mask,
-    check_weight,
     checked,
     cross_attention_inputs,
     dropout_inputs,
-    eps_input,
     feed_forward_inputs,
     gelu_inputs,
     layer_norm_inputs,
@@ -56,7 +53,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     return out.astype(np.result_type(x, *(v for v in (gamma, beta) if v is not None)), copy=False)
 
 
-def _erfc(z):
+def erfc(z):
     """``erfc(z)`` to relative error < 1.2e-7 (numpy has no ``erf``): ``erfcc`` of *Numerical Recipes*, 6.2."""
     a = np.abs(z)
     t = 1.0 / (1.0 + 0.5 * a)
@@ -83,13 +80,13 @@ def gelu(x, approximate=False):
         with np.errstate(over="ignore"):  # x^3 may overflow to +-inf: tanh(+-inf) = +-1, the right limit
             inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))  # x * x * x: numpy's x**3 is slow
         return 0.5 * x * (1.0 + np.tanh(inner))
-    return x * (0.5 * _erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
+    return x * (0.5 * erfc(-x / math.sqrt(2.0)))  # Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2
 
 
 #: The activations :func:`feed_forward` accepts, by name (the names are checked in ``_validate.ACTIVATIONS``).
 ACTIVATIONS = {
-    "gelu": gelu.unchecked,
-    "gelu_tanh": lambda x: gelu.unchecked(x, approximate=True),
+    "gelu": gelu,
+    "gelu_tanh": lambda x: gelu(x, approximate=True),
     "relu": lambda x: np.maximum(x, 0.0),
 }
 
@@ -151,26 +148,7 @@ class BlockParams:
     activation: str = "gelu"
 
     def __post_init__(self):
-        def put(name, value):
-            object.__setattr__(self, name, value)
-
-        d_model = as_float_array(self.W_q, "W_q", min_ndim=2).shape[0]
-        put("num_heads", as_positive_int(self.num_heads, "num_heads"))
-        if d_model % self.num_heads:
-            raise ValueError(f"d_model={d_model} must be divisible by num_heads={self.num_heads}")
-        kv_width = self.key_width  # d_model (notebook 13's grouped-query blocks have narrower keys and values)
-        d_ff = as_float_array(self.W_1, "W_1", min_ndim=2).shape[-1]
-        widths = {"W_q": d_model, "W_k": kv_width, "W_v": kv_width, "W_o": d_model, "W_1": d_ff, "W_2": d_model}
-        for name, width in widths.items():
-            rows = d_ff if name == "W_2" else d_model
-            put(name, check_weight(name, getattr(self, name), rows))
-            if getattr(self, name).shape[1] != width:
-                raise ValueError(f"{name} has shape {getattr(self, name).shape}; expected ({rows}, {width})")
-        norms = dict.fromkeys(("norm_1_gamma", "norm_1_beta", "norm_2_gamma", "norm_2_beta"), d_model)
-        for name, width in {**norms, **{"b" + w[1:]: width for w, width in widths.items()}}.items():
-            put(name, check_bias(name, getattr(self, name), width))  # b_k, b_v: kv_width; b_1: d_ff
-        put("eps", eps_input(self.eps))
-        activation_input(self.activation)
+        block_params_input(self)  # every array's shape, checked once (attn_helpers._validate)
 
     @property
     def d_model(self) -> int:
@@ -193,18 +171,18 @@ class BlockParams:
 
     # The block's four steps, on inputs already checked (by transformer_block):
     def norm_1(self, x):
-        return layer_norm.unchecked(x, self.norm_1_gamma, self.norm_1_beta, self.eps)
+        return layer_norm(x, self.norm_1_gamma, self.norm_1_beta, self.eps)
 
     def norm_2(self, x):
-        return layer_norm.unchecked(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
+        return layer_norm(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
     def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return multi_head_attention.unchecked(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
+        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
                                               self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng,
                                               self.rotate)
 
     def feed_forward(self, x, record=None):
-        return feed_forward.unchecked(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
+        return feed_forward(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
 
 
 def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
@@ -260,39 +238,31 @@ def transformer_block(x, params, mask=None, norm_first=True, attention=None, rec
 
     .. math:: x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
 
-    That is pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ...
-    ``x (..., T, d_model)``, ``mask`` broadcastable to ``(..., T, T)``. Returns ``out`` (the shape of ``x``)
-    and the weights ``(..., h, T, T)``. ``attention``: a function ``(x, mask, record, dropout, rng) -> (out,
-    weights)`` that replaces the block's attention (notebook 13 passes one that reads a KV cache). ``record``: a
-    dict that gets the pre-norm forward's intermediate values, what notebook 14's backward pass reads.
-    ``dropout`` (training only; off by default, and off at inference): the probability of dropping each attention
-    weight and each number of the two branches before they are added to the stream, the others scaled by
-    ``1 / (1 - dropout)`` so that their mean is unchanged; ``rng`` (a Generator or a seed) draws which.
+    Pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ... ``x (..., T,
+    d_model)``, ``mask`` broadcastable to ``(..., T, T)``; returns ``out`` (as ``x``) and weights ``(..., h, T, T)``.
+    ``attention(x, mask, record, dropout, rng)`` replaces the block's own (a KV cache's, notebook 13); ``record`` (a
+    dict) gets what notebook 14's backward pass reads; ``dropout`` (training only; 0 or None: off) drops attention
+    weights and each branch's numbers before they join the stream (``rng`` draws which; the rest are scaled up).
 
-    >>> out, weights = transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))
-    >>> out.shape, weights.shape
-    ((5, 8), (2, 5, 5))
+    >>> [a.shape for a in transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))]
+    [(5, 8), (2, 5, 5)]
     """
-    p = params
-    attend = attention or p.attention
-    keep = {} if record is None else record  # what notebook 14's backward pass reads
+    p, attend, saved = params, attention or params.attention, {} if record is None else record
 
     def drop(branch, name):  # dropout on a branch before it joins the stream (training only)
-        keep[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
-        return branch if keep[name] is None else branch * keep[name]
+        saved[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
+        return branch if saved[name] is None else branch * saved[name]
 
-    if norm_first:
-        keep["x"], keep["normed_1"] = x, p.norm_1(x)
-        attended, weights = attend(keep["normed_1"], mask, keep.setdefault("attention", {}), dropout, rng)
-        keep["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
-        keep["normed_2"] = p.norm_2(x)
-        ffn = p.feed_forward(keep["normed_2"], keep.setdefault("feed_forward", {}))
-        x = x + drop(ffn, "drop_feed_forward")  # (..., T, d_model)
-    else:
+    if not norm_first:  # post-norm
         attended, weights = attend(x, mask, None, dropout, rng)
         x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
-        x = p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward"))  # (..., T, d_model)
-    return x, weights
+        return p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward")), weights
+    saved["x"], saved["normed_1"] = x, p.norm_1(x)
+    attended, weights = attend(saved["normed_1"], mask, saved.setdefault("attention", {}), dropout, rng)
+    saved["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
+    saved["normed_2"] = p.norm_2(x)
+    ffn = p.feed_forward(saved["normed_2"], saved.setdefault("feed_forward", {}))
+    return x + drop(ffn, "drop_feed_forward"), weights  # (..., T, d_model)
 
 
 def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
@@ -316,7 +286,7 @@ def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
     states = [x]
     for p in blocks:
         if residual:
-            x = transformer_block.unchecked(x, p, mask, norm_first)[0]  # (..., T, d_model)
+            x = transformer_block(x, p, mask, norm_first)[0]  # (..., T, d_model)
         elif norm_first:  # the block with both ``x +`` removed
             x = p.feed_forward(p.norm_2(p.attention(p.norm_1(x), mask)[0]))
         else:
@@ -338,4 +308,4 @@ def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     >>> out.shape, weights.shape
     ((3, 4), (2, 3, 5))
     """
-    return multi_head_attention.unchecked(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    return multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)

@@ -93,7 +93,7 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, b
     scores = add_bias(scores, bias)  # (..., T_q, T_k): unchanged when there is no bias
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # True = may attend; a masked key gets weight 0
-    weights = softmax.unchecked(scores)  # (..., T_q, T_k): each row sums to 1, or is 0 if fully masked
+    weights = softmax(scores)  # (..., T_q, T_k): each row sums to 1, or is 0 if fully masked
     context = weights @ values  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return context, weights
 

@@ -9,22 +9,23 @@ import time
 import tracemalloc
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._validate import as_positive_int, attention_inputs
+from .config import one_core  # noqa: F401 - notebook 13 imports it from here
 from .online import online_update
 
 __all__ = ["tiled_attention", "tile_count", "best_time", "peak_memory", "attention_cost", "fitted_slope", "one_core"]
 
 
-def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False):
+def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
     r"""Attention tile by tile with the online softmax: the core's context, never the $T \times T$ weights.
 
     .. math:: m' = \max(m, \max_j s_j), \quad \ell' = \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \quad
               a' = a\,e^{m - m'} + \sum_j e^{s_j - m'} v_j, \quad \text{context} = a / \ell
 
     Shapes and ``mask`` as for ``scaled_dot_product_attention``; returns the context ``(..., T_q, d_v)``.
-    ``block_size``: rows and keys per tile; ``causal=True``: the mask ``j <= i + T_k - T_q``, never built.
+    ``block_size``: rows and keys per tile; ``causal=True``: the mask ``j <= i + T_k - T_q``, never built;
+    ``on_tile(rows, cols, m, l, acc)`` (optional) sees the state of the query ``rows`` after each tile.
 
     >>> from attn_helpers import causal_mask, scaled_dot_product_attention
     >>> q, k, v = np.random.default_rng(0).standard_normal((3, 2, 7, 4))    # (h, T, d) each
@@ -46,13 +47,14 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128
         for k0 in range(0, T_k, block):  # ... against one block of keys at a time
             cols = slice(k0, k0 + block)
             allowed = _tile_mask(mask, causal, rows, cols, T_q, T_k)  # (..., r, b) bool, None: all allowed
-            if allowed is not None and not allowed.any():
-                continue  # every score of the tile is masked: never computed
-            scores = q_rows @ np.swapaxes(k[..., cols, :], -1, -2)  # (..., r, d_k) @ (..., d_k, b) -> (..., r, b)
-            if allowed is not None:
-                scores = np.where(allowed, scores, -np.inf)
-            # the max may grow: l and acc are rescaled by e^(m - m'), then this tile's terms are added
-            m, l, acc = online_update(m, l, scores, acc, v[..., cols, :])
+            if allowed is None or allowed.any():  # (a tile whose every score is masked is never computed)
+                scores = q_rows @ np.swapaxes(k[..., cols, :], -1, -2)  # (..., r, d_k) @ (..., d_k, b) -> (..., r, b)
+                if allowed is not None:
+                    scores = np.where(allowed, scores, -np.inf)
+                # the max may grow: l and acc are rescaled by e^(m - m'), then this tile's terms are added
+                m, l, acc = online_update(m, l, scores, acc, v[..., cols, :])
+            if on_tile is not None:
+                on_tile(rows, cols, m, l, acc)
         context[..., rows, :] = acc / np.where(l > 0, l, 1)  # l = 0: nothing allowed, a zero row
     return context.astype(dtype, copy=False)
 
@@ -111,11 +113,6 @@ def fitted_slope(x, y):
     2.0
     """
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-def one_core():
-    """``with one_core():`` numpy's matrix products run on one core (``threadpool_limits(limits=1)``)."""
-    return threadpool_limits(limits=1)
 
 
 def tile_count(T, block_size):

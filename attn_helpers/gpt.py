@@ -24,6 +24,8 @@ from ._validate import (
     as_number,
     as_positive_int,
     as_positive_number,
+    as_token_ids,
+    checked,
     dropout_inputs,
 )
 from .backprop import (
@@ -36,16 +38,15 @@ from .backprop import (
 )
 from .block import BlockParams, init_block_params, layer_norm, transformer_block
 from .bpe import BPETokenizer
-from .config import SEED
+from .config import CONTEXT_LENGTH, FINAL_RATE, GPT_ADAM_BETAS, SEED, one_core
 from .core import softmax
 from .kv_cache import KVCache, cached_attention, init_grouped_query_params
 from .positions import positional_encoding
-from .pretrained import _blas  # the BLAS libraries numpy loaded, looked up once
 from .training import adam_step
 
 __all__ = ["Decoder", "random_decoder", "decoder_forward", "attention_weights", "generate", "corpus_split",
            "init_tiny_gpt", "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss",
-           "ngram_losses", "filter_logits", "next_token_probs", "sample_next", "generate_ids", "TinyGPT",
+           "ngram_losses", "ngram_probs", "filter_logits", "next_token_probs", "sample_next", "generate_ids", "TinyGPT",
            "load_tiny_gpt", "load_dropout_record"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
@@ -58,18 +59,6 @@ WEIGHTS_SHA256 = "e8649c7e3f2dba603b4aac548016c0af6da409fc9a5411247eb7f6e2506797
 DROPOUT_RECORD_PATH = DATA / "tiny_gpt_dropout_record.json"  # the same recipe trained with dropout 0.1
 #: SHA-256 of ``tiny_gpt_dropout_record.json``.
 DROPOUT_RECORD_SHA256 = "8864545d6b463f0b4a68781369b3a58a75d622070d9278423dffdd1a1e424d8b"
-
-
-def _one_thread(f):
-    """Run ``f`` with BLAS at one thread (small products: more threads on a busy machine only wait). A call that
-    finds BLAS at one thread already changes nothing, so the limit restored last is always the caller's own."""
-    @functools.wraps(f)
-    def limited(*args, **kwargs):
-        if all(library.num_threads == 1 for library in _blas().lib_controllers):
-            return f(*args, **kwargs)
-        with _blas().limit(limits=1):
-            return f(*args, **kwargs)
-    return limited
 
 
 # --- the model ---------------------------------------------------------------------------------------------
@@ -153,22 +142,6 @@ def _as_decoder(decoder, name="decoder"):
     return decoder
 
 
-def _as_ids(ids, vocab_size, name, ndims=(1,)):
-    if isinstance(ids, str):
-        raise TypeError(f"{name} must be token ids, not text: encode it first (tokenizer.encode({ids[:20]!r}))")
-    array = np.asarray(ids)
-    if array.ndim not in ndims or not (array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")):
-        shape = " or ".join({1: "(T,)", 2: "(B, T)"}[n] for n in ndims)
-        raise TypeError(f"{name} must be integer token ids of shape {shape}; got {type(ids).__name__} of "
-                        f"shape {array.shape} and dtype {array.dtype}")
-    if array.size == 0:
-        raise ValueError(f"{name} is empty; expected at least one token id")
-    if array.min() < 0 or array.max() >= vocab_size:
-        raise ValueError(f"{name} must be token ids in 0 .. {vocab_size - 1}; got ids from {array.min()} to "
-                         f"{array.max()}")
-    return array.astype(np.intp)
-
-
 def _check_cache(cache, decoder):
     if not isinstance(cache, list) or len(cache) != len(decoder.blocks) or not all(
             isinstance(layer, KVCache) for layer in cache):
@@ -180,6 +153,7 @@ def _check_cache(cache, decoder):
     return cache
 
 
+@checked(None)  # its callers check the decoder, the ids and the cache
 def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     """The decoder on checked ``ids (..., T)``: logits ``(..., T, vocab_size)``. ``record`` (a dict) gets what
     the backward pass reads: each block's record, the stream before the final layer norm, and after it."""
@@ -192,8 +166,8 @@ def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     for n, block in enumerate(decoder.blocks):
         blocks.append({})
         attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
-        x, _ = transformer_block.unchecked(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
-    final = layer_norm.unchecked(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
+        x, _ = transformer_block(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
+    final = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
     if record is not None:
         record.update(stream=x, final=final)
     return final @ decoder.embeddings.T  # (..., T, d_model) @ (d_model, vocab_size) -> (..., T, vocab_size)
@@ -219,7 +193,7 @@ def decoder_forward(decoder, ids, cache=None):
     (4, True)
     """
     decoder = _as_decoder(decoder)
-    ids = _as_ids(ids, decoder.vocab_size, "ids")
+    ids = as_token_ids(ids, decoder.vocab_size, "ids", (1,))
     return _forward(decoder, ids, None if cache is None else _check_cache(cache, decoder))
 
 
@@ -232,7 +206,7 @@ def attention_weights(decoder, ids):
     """
     decoder = _as_decoder(decoder)
     record = {}
-    _forward(decoder, _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2)), record=record)
+    _forward(decoder, as_token_ids(ids, decoder.vocab_size, "ids", (1, 2)), record=record)
     return np.stack([block["attention"]["weights"] for block in record["blocks"]], axis=-4)  # (..., layers, h, T, T)
 
 
@@ -250,7 +224,7 @@ def generate(decoder, prompt, steps, *, use_cache=True):
     True
     """
     decoder = _as_decoder(decoder)
-    ids = [int(i) for i in _as_ids(prompt, decoder.vocab_size, "prompt")]
+    ids = [int(i) for i in as_token_ids(prompt, decoder.vocab_size, "prompt", (1,))]
     steps = as_positive_int(steps, "steps", allow_zero=True)
     cache = decoder.empty_cache() if as_flag(use_cache, "use_cache") else None
     new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
@@ -342,8 +316,8 @@ def _copy(decoder):
 
 def _batch_inputs(decoder, ids, targets, dropout=0.0, rng=None):
     decoder = _as_decoder(decoder)
-    ids = _as_ids(ids, decoder.vocab_size, "ids", ndims=(1, 2))
-    targets = _as_ids(targets, decoder.vocab_size, "targets", ndims=(1, 2))
+    ids = as_token_ids(ids, decoder.vocab_size, "ids", (1, 2))
+    targets = as_token_ids(targets, decoder.vocab_size, "targets", (1, 2))
     if ids.shape != targets.shape:
         raise ValueError(f"ids has shape {ids.shape} and targets {targets.shape}; expected the same shape, (B, T) "
                          "or (T,)")
@@ -366,21 +340,22 @@ def gpt_loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     return _loss_and_grads(*_batch_inputs(decoder, ids, targets, dropout, rng))
 
 
+@checked(None)  # its callers check the decoder, the ids and the targets
 def _loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     record = {}
     logits = _forward(decoder, ids, None, record, dropout, rng)
-    loss = cross_entropy.unchecked(logits, targets)
-    grad_logits = cross_entropy_backward.unchecked(logits, targets)  # (softmax - onehot) / N: (B, T, vocab)
+    loss = cross_entropy(logits, targets)
+    grad_logits = cross_entropy_backward(logits, targets)  # (softmax - onehot) / N: (B, T, vocab)
     # The tied output layer: logits = final @ embeddings.T.
-    grad_final, grad_embeddings_T = linear_backward.unchecked(record["final"], decoder.embeddings.T, grad_logits)
+    grad_final, grad_embeddings_T = linear_backward(record["final"], decoder.embeddings.T, grad_logits)
     grads = {"embeddings": grad_embeddings_T.T}
-    grad_x, grads["final_norm_gamma"], grads["final_norm_beta"] = layer_norm_backward.unchecked(
+    grad_x, grads["final_norm_gamma"], grads["final_norm_beta"] = layer_norm_backward(
         grad_final, record["stream"], decoder.final_norm_gamma)
     for n in reversed(range(len(decoder.blocks))):
         grad_x, block_grads = block_backward(grad_x, record["blocks"][n], decoder.blocks[n])
         grads.update({f"blocks.{n}.{name}": grad for name, grad in block_grads.items()})
     # The input lookup: x = embeddings[ids] + positions (the sinusoidal positions have no parameters).
-    grads["embeddings"] = grads["embeddings"] + embedding_backward.unchecked(ids, grad_x, decoder.vocab_size)
+    grads["embeddings"] = grads["embeddings"] + embedding_backward(ids, grad_x, decoder.vocab_size)
     return loss, {name: grads[name].astype(array.dtype, copy=False) for name, array in decoder_arrays(decoder).items()}
 
 
@@ -395,22 +370,23 @@ def _text_inputs(decoder, ids, context_length, name="ids"):
     """The decoder, ``ids`` and ``context_length`` checked: at least one window of ``context_length + 1`` ids."""
     decoder = _as_decoder(decoder)
     context_length = as_positive_int(context_length, "context_length")
-    ids = _as_ids(ids, decoder.vocab_size, name)
+    ids = as_token_ids(ids, decoder.vocab_size, name, (1,))
     if len(ids) < context_length + 1:
         raise ValueError(f"{name} has {len(ids)} tokens; expected at least context_length + 1 = "
                          f"{context_length + 1} (one window and the token after it)")
     return decoder, ids, context_length
 
 
-@_one_thread
-def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, learning_rate=3e-3, seed=SEED,
-          warmup=50, decay=True, callback=None, dropout=0.0):
+@one_core()
+def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=CONTEXT_LENGTH, learning_rate=3e-3,
+              seed=SEED, warmup=50, decay=True, callback=None, dropout=0.0):
     """Train ``decoder`` with Adam on random windows of ``train_ids``; return the trained decoder and the losses.
 
     Each step draws ``batch_size`` windows of ``context_length`` tokens (seeded), computes
     :func:`gpt_loss_and_grads` and takes one :func:`~attn_helpers.training.adam_step`. The
-    learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a
-    cosine to a tenth of its peak. ``dropout`` (off by default) is every block's dropout rate while training
+    learning rate rises linearly over ``warmup`` steps, then (with ``decay``) falls along a cosine to
+    ``FINAL_RATE`` (a tenth) of its peak; Adam's decay rates are ``GPT_ADAM_BETAS`` (:mod:`~attn_helpers.config`).
+    ``dropout`` (off by default; None is off too) is every block's dropout rate while training
     (:func:`~attn_helpers.block.transformer_block`), its masks drawn from the same seeded generator.
 
     Returns ``decoder``: a new decoder; the one passed in is not changed; ``losses (steps,)``: the training loss of
@@ -428,9 +404,10 @@ def train_gpt(decoder, train_ids, steps, *, batch_size=16, context_length=64, le
         starts = rng.integers(0, max(len(train_ids) - context_length - 1, 1), size=batch_size)  # (B,)
         loss, grads = _loss_and_grads(model, *windows(train_ids, context_length, starts), dropout, rng)
         rate = learning_rate * min(1.0, (step + 1) / max(warmup, 1))
-        if decay and step >= warmup:
-            rate *= 0.1 + 0.45 * (1 + math.cos(math.pi * (step - warmup) / max(steps - warmup, 1)))
-        adam_step(params, grads, state, learning_rate=rate, beta1=0.9, beta2=0.99)
+        if decay and step >= warmup:  # from the peak down to FINAL_RATE of it, along half a cosine
+            progress = (step - warmup) / max(steps - warmup, 1)  # 0 -> 1
+            rate *= FINAL_RATE + (1 - FINAL_RATE) / 2 * (1 + math.cos(math.pi * progress))
+        adam_step(params, grads, state, rate, *GPT_ADAM_BETAS)
         losses[step] = loss
         if callback is not None:
             callback(step, loss)
@@ -442,8 +419,8 @@ def _eval_windows(ids, context_length):
     return windows(ids, context_length, np.arange(count) * context_length)
 
 
-@_one_thread
-def mean_loss(decoder, ids, context_length=64, batch_size=64):
+@one_core()
+def mean_loss(decoder, ids, context_length=CONTEXT_LENGTH, batch_size=64):
     """Mean cross-entropy, nats per token, of the decoder's predictions on ``ids``.
 
     ``ids`` is cut into consecutive windows of ``context_length`` tokens (the last partial
@@ -456,11 +433,11 @@ def mean_loss(decoder, ids, context_length=64, batch_size=64):
     total = 0.0
     for start in range(0, len(inputs), batch_size):
         batch = slice(start, start + batch_size)
-        total += cross_entropy.unchecked(_forward(decoder, inputs[batch]), targets[batch]) * len(inputs[batch])
+        total += cross_entropy(_forward(decoder, inputs[batch]), targets[batch]) * len(inputs[batch])
     return total / len(inputs)
 
 
-def _ngram_probs(train_ids, vocab_size, alpha):
+def ngram_probs(train_ids, vocab_size, alpha):
     """The baselines' probabilities from checked ``train_ids``: unigram ``(V,)`` and bigram ``(V, V)``."""
     unigram = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (len(train_ids) + vocab_size)  # (V,)
     pairs = np.zeros((vocab_size, vocab_size))
@@ -468,7 +445,7 @@ def _ngram_probs(train_ids, vocab_size, alpha):
     return unigram, (pairs + alpha * unigram) / (pairs.sum(axis=1, keepdims=True) + alpha)  # each row sums to 1
 
 
-def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
+def ngram_losses(train_ids, ids, vocab_size, context_length=CONTEXT_LENGTH, alpha=1.0):
     r"""The unigram and bigram baselines' mean cross-entropy on the same targets as :func:`mean_loss`.
 
     Unigram: :math:`p(b) = (n_b + 1) / (N + V)` (add-one smoothing). Bigram:
@@ -481,12 +458,12 @@ def ngram_losses(train_ids, ids, vocab_size, context_length=64, alpha=1.0):
     Returns ``losses``: ``{"unigram": float, "bigram": float}``, nats per token.
     """
     vocab_size = as_positive_int(vocab_size, "vocab_size")
-    train_ids = _as_ids(train_ids, vocab_size, "train_ids")
-    ids = _as_ids(ids, vocab_size, "ids")
+    train_ids = as_token_ids(train_ids, vocab_size, "train_ids", (1,))
+    ids = as_token_ids(ids, vocab_size, "ids", (1,))
     context_length = as_positive_int(context_length, "context_length")
     if len(ids) < context_length + 1:
         raise ValueError(f"ids has {len(ids)} tokens; expected at least context_length + 1 = {context_length + 1}")
-    unigram, bigram = _ngram_probs(train_ids, vocab_size, alpha)
+    unigram, bigram = ngram_probs(train_ids, vocab_size, alpha)
     inputs, targets = _eval_windows(ids, context_length)
     return {"unigram": float(-np.log(unigram[targets]).mean()),
             "bigram": float(-np.log(bigram[inputs, targets]).mean())}
@@ -589,8 +566,8 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
         SEED if rng is None else rng))
 
 
-@_one_thread
-def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=64, temperature=1.0, top_k=None,
+@one_core()
+def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=CONTEXT_LENGTH, temperature=1.0, top_k=None,
                  top_p=None, rng=None, use_cache=True):
     """Append ``max_new_tokens`` sampled tokens to ``prompt_ids``; return all the ids.
 
@@ -600,7 +577,7 @@ def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=64, temp
     cache is refilled from the kept half. Both ways compute the same scores.
     """
     decoder = _as_decoder(decoder)
-    ids = [int(i) for i in _as_ids(prompt_ids, decoder.vocab_size, "prompt_ids")]
+    ids = [int(i) for i in as_token_ids(prompt_ids, decoder.vocab_size, "prompt_ids", (1,))]
     context_length = as_positive_int(context_length, "context_length")
     max_new_tokens, use_cache = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True), as_flag(
         use_cache, "use_cache")
@@ -638,12 +615,12 @@ class TinyGPT:
 
     decoder: Decoder
     tokenizer: BPETokenizer
-    context_length: int = 64
+    context_length: int = CONTEXT_LENGTH
     record: dict = dataclasses.field(default_factory=dict)
 
     def logits(self, ids):
         """Scores of the next token after each position, ``(T, vocab)``, for at most ``context_length`` ids."""
-        ids = _as_ids(ids, self.decoder.vocab_size, "ids")
+        ids = as_token_ids(ids, self.decoder.vocab_size, "ids", (1,))
         if len(ids) > self.context_length:
             raise ValueError(f"ids has {len(ids)} tokens; the model reads at most {self.context_length}")
         return _forward(self.decoder, ids)

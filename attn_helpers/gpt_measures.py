@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from .examples import SEED
-from .gpt import _ngram_probs, attention_weights, generate_ids, sample_next
+from .config import SEED, one_core
+from .gpt import attention_weights, generate_ids, ngram_probs, sample_next
 
 __all__ = ["known_word_share", "bigram_log_probs", "sample_word_shares", "head_habits"]
 
@@ -39,7 +38,7 @@ def bigram_log_probs(train_ids, vocab_size, alpha=1.0):
     >>> np.exp(bigram_log_probs([0, 1, 0, 1], 3)).sum(axis=1).round(6)
     array([1., 1., 1.])
     """
-    return np.log(_ngram_probs(np.asarray(train_ids), vocab_size, alpha)[1])  # the baseline's own probabilities
+    return np.log(ngram_probs(np.asarray(train_ids), vocab_size, alpha)[1])  # the baseline's own probabilities
 
 
 def sample_word_shares(model, train_ids, train_text, prompt, *, samples=20, length=60, seed=SEED, baseline=True,
@@ -88,7 +87,7 @@ def head_habits(decoder, ids, *, windows=64, length=64, starts_word=None):
     ids = np.asarray(ids)
     starts = np.linspace(0, len(ids) - length, windows).astype(int)
     batch = ids[starts[:, None] + np.arange(length)]  # (windows, T)
-    with threadpool_limits(1):  # small products: one BLAS thread is faster on a shared machine
+    with one_core():  # small products: one BLAS thread is faster on a shared machine
         weights = attention_weights(decoder, batch)  # (windows, layers, h, T, T)
     rows = np.arange(1, length)
     on_previous = weights[..., rows, rows - 1]  # (windows, layers, h, T - 1)

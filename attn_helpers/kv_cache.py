@@ -235,7 +235,7 @@ def cached_attention(params, kv_cache):
     p = params
 
     def attention(x, mask=None, record=None, dropout=0.0, rng=None):
-        return grouped_query_attention.unchecked(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.b_q, p.b_k,
+        return grouped_query_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.b_q, p.b_k,
                                                  p.b_v, p.b_o, num_kv_heads, kv_cache, record, dropout, rng, p.rotate)
     return attention
 

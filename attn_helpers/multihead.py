@@ -49,9 +49,7 @@ def dropout_mask(shape, dropout, rng, dtype):
     array([[2., 0., 0., 0.],
            [2., 2., 2., 2.]])
     """
-    if not dropout:
-        return None
-    return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype)  # the mean of each entry stays 1
+    return ((rng.random(shape) >= dropout) / (1.0 - dropout)).astype(dtype) if dropout else None  # mean stays 1
 
 
 def project_heads(x, W, b, num_heads):
@@ -62,7 +60,7 @@ def project_heads(x, W, b, num_heads):
     >>> project_heads(np.ones((3, 4)), np.eye(4), None, 2).shape
     (2, 3, 2)
     """
-    return split_heads.unchecked(add_bias(x @ W, b), num_heads)  # (..., T, d_in) @ (d_in, h d_h) -> (..., h, T, d_h)
+    return split_heads(add_bias(x @ W, b), num_heads)  # (..., T, d_in) @ (d_in, h d_h) -> (..., h, T, d_h)
 
 
 def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, dropout=0.0, rng=None, bias=None,
@@ -83,15 +81,14 @@ def attend_heads(queries, keys, values, W_o, mask=None, b_o=None, record=None, d
     >>> out.shape, weights.shape
     ((3, 8), (2, 3, 3))
     """
-    if mask is not None:
-        mask = mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
+    mask = None if mask is None else mask[..., None, :, :]  # (..., 1, T, T_k): the same mask for every head
     # 3. Attend, every head at once: the head axis is one more batch axis.
-    context, weights = scaled_dot_product_attention.unchecked(queries, keys, values, mask, scale, bias)
+    context, weights = scaled_dot_product_attention(queries, keys, values, mask, scale, bias)
     keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)
     if keep is not None:  # 3a. Dropout (training only): the context is made with what is left of the weights
         context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
     # 4. Concatenate the heads and project: (..., T, h * d_v) @ (h * d_v, d_out) -> (..., T, d_out).
-    merged = merge_heads.unchecked(context)
+    merged = merge_heads(context)
     if record is not None:
         record.update(queries=queries, keys=keys, values=values, weights=weights, keep=keep, merged=merged,
                       scale=scale)
@@ -145,10 +142,8 @@ def head_contributions(context, W_o):
            [0., 2.],
            [0., 2.]])
     """
-    context = np.asarray(context)
-    W_o = np.asarray(W_o)
-    num_heads, _, head_dim = context.shape
-    w_o_heads = W_o.reshape(num_heads, head_dim, W_o.shape[-1])  # (h, d_h, d_out): row blocks of W_o
+    num_heads, _, head_dim = np.shape(context)
+    w_o_heads = np.reshape(W_o, (num_heads, head_dim, -1))  # (h, d_h, d_out): row blocks of W_o
     return context @ w_o_heads  # (h, T, d_h) @ (h, d_h, d_out) -> (h, T, d_out)
 
 

@@ -93,9 +93,9 @@ class TileStep:
 def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_size=2):
     r"""Attention of one sequence (T, d), tile by tile, with the state after every tile (for the explorer).
 
-    The loop of :func:`attn_helpers.efficient.tiled_attention`, one block of query rows against
-    one block of keys at a time, recording a :class:`TileStep` per tile. Returns ``context``
-    (T_q, d_v), equal to the core's, and the list of steps (skipped tiles included).
+    :func:`attn_helpers.efficient.tiled_attention`'s loop, one block of query rows against one block of keys at a
+    time, recording a :class:`TileStep` per tile. Returns ``context`` (T_q, d_v), equal to the core's, and the list
+    of steps (skipped tiles included).
 
     >>> from attn_helpers import causal_mask
     >>> x = np.random.default_rng(0).standard_normal((4, 2))
@@ -103,26 +103,25 @@ def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_si
     >>> [step.skipped for step in steps]
     [False, True, False, False]
     """
+    from .efficient import tiled_attention  # (efficient imports this module)
+
     queries, keys, values, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
     if queries.ndim != 2 or keys.ndim != 2 or values.ndim != 2:
         raise ValueError(f"tiled_attention_steps takes one sequence: queries, keys and values of shape (T, d); got "
                          f"{queries.shape}, {keys.shape}, {values.shape}")
-    block_size = as_positive_int(block_size, "block_size")
     T_q, T_k = queries.shape[0], keys.shape[0]
     allowed = np.ones((T_q, T_k), dtype=bool) if mask is None else np.broadcast_to(mask, (T_q, T_k))
-    m, l = np.full((T_q, 1), -np.inf), np.zeros((T_q, 1))  # running max and sum of every query row
+    m, l = np.full(T_q, -np.inf), np.zeros(T_q)  # every query row's running max and sum, as the loop leaves them
     acc = np.zeros((T_q, values.shape[1]))  # running sum of e^(s - m) v
     steps = []
-    for r0 in range(0, T_q, block_size):
-        rows = range(r0, min(r0 + block_size, T_q))
-        for c0 in range(0, T_k, block_size):
-            cols = range(c0, min(c0 + block_size, T_k))
-            tile = allowed[r0 : rows.stop, c0 : cols.stop]  # (r, b)
-            if tile.any():
-                scores = queries[r0 : rows.stop] @ keys[c0 : cols.stop].T * scale  # (r, d_k) @ (d_k, b) -> (r, b)
-                m[r0 : rows.stop], l[r0 : rows.stop], acc[r0 : rows.stop] = online_update(
-                    m[r0 : rows.stop], l[r0 : rows.stop], np.where(tile, scores, -np.inf), acc[r0 : rows.stop],
-                    values[c0 : cols.stop])
-            context = acc / np.where(l > 0, l, 1)  # (T_q, d_v); 0 where nothing was allowed yet
-            steps.append(TileStep(rows, cols, not tile.any(), m[:, 0].copy(), l[:, 0].copy(), context))
-    return (acc / np.where(l > 0, l, 1)).astype(dtype, copy=False), steps
+
+    def record(rows, cols, m_rows, l_rows, acc_rows):
+        m[rows], l[rows], acc[rows] = m_rows[:, 0], l_rows[:, 0], acc_rows
+        rows, cols = range(*rows.indices(T_q)), range(*cols.indices(T_k))
+        context = acc / np.where(l > 0, l, 1)[:, None]  # (T_q, d_v); 0 where nothing was allowed yet
+        skipped = not allowed[rows.start : rows.stop, cols.start : cols.stop].any()
+        steps.append(TileStep(rows, cols, skipped, m.copy(), l.copy(), context))
+
+    context = tiled_attention(queries, keys, values, mask, scale, as_positive_int(block_size, "block_size"),
+                              on_tile=record)
+    return context.astype(dtype, copy=False), steps

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import as_positive_int
-from .config import SEED
+from .config import SEED, one_core
 from .training import TASKS, TrainingRun, accuracy, held_out_batch, load_runs, predict, train
 
 __all__ = ["TASK", "KINDS", "SEEDS", "TRAIN_LENGTH", "TEST_LENGTHS", "position_run", "load_position_runs",
@@ -93,9 +93,8 @@ def accuracy_at_length(by_position, T):
 
 def accuracy_by_position_table(runs: dict, T=LONGEST, size=300):
     """``table[k, s, t]``: accuracy of kind ``KINDS[k]``, seed ``SEEDS[s]`` at position ``t`` of ``T``-token inputs."""
-    from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1):  # many small products: one BLAS thread is faster than several
+    with one_core():  # many small products: one BLAS thread is faster than several
         return np.array([[accuracy_by_position(runs[kind, seed], T, size) for seed in SEEDS] for kind in KINDS])
 
 

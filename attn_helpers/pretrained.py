@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-from ._validate import as_float_array, as_positive_int
+from ._validate import as_float_array, as_positive_int, checked
 from .block import BlockParams, layer_norm, transformer_block
+from .config import one_core
 from .core import entropy
 from .multihead import split_heads
 
@@ -427,7 +427,7 @@ class MiniLM:
         ids = np.asarray(ids)
         T = len(ids)
         x = self.word_embeddings[ids] + self.position_embeddings[:T] + self.type_embedding  # (T, d_model)
-        return layer_norm.unchecked(x, *self.embedding_norm, self.eps)  # frozen weights, checked when loaded
+        return layer_norm(x, *self.embedding_norm, self.eps)  # frozen weights, checked when loaded
 
     def run(self, text):
         """Tokenize ``text`` and run it through all blocks (with one BLAS thread, the caller's setting restored after).
@@ -445,16 +445,22 @@ class MiniLM:
         if len(tokens) > MAX_TOKENS:
             raise ValueError(f"text has {len(tokens)} tokens; all-MiniLM-L6-v2 takes at most {MAX_TOKENS} "
                              "(sentence-transformers cuts longer texts): shorten it")
-        # One BLAS thread: the model's matrices are small (at most 256 rows), and on a busy or
-        # shared machine (a classroom server, Binder) extra BLAS threads mostly wait for each other.
-        with _blas().limit(limits=1, user_api="blas"):
-            x = self.embed_tokens([self.tokenizer.ids[t] for t in tokens])  # (T, d_model)
-            hidden_states, attentions = [x], []
-            for params in self.blocks:
-                x, weights = transformer_block.unchecked(x, params, None, False)  # post-norm: (T, d_model), (h, T, T)
+        hidden_states, attentions = self.run_blocks(self.embed_tokens([self.tokenizer.ids[t] for t in tokens]))
+        return RunResult(tokens, hidden_states, attentions)
+
+    @checked(None)  # x comes from embed_tokens, or from an earlier run
+    def run_blocks(self, x, start=0):
+        """``x (T, d_model)`` through blocks ``start``, ``start + 1``, ... (post-norm, as BERT), with one BLAS thread:
+        the model's matrices are small (at most 256 rows), and on a busy or shared machine (a classroom server,
+        Binder) extra BLAS threads mostly wait for each other. Returns the hidden states ``(layers - start + 1,
+        T, d_model)``, ``x`` first, and the attention weights ``(layers - start, h, T, T)``."""
+        hidden_states, attentions = [x], []
+        with one_core():
+            for params in self.blocks[start:]:
+                x, weights = transformer_block(x, params, None, False)  # post-norm: (T, d_model), (h, T, T)
                 hidden_states.append(x)
                 attentions.append(weights)
-        return RunResult(tokens, np.stack(hidden_states), np.stack(attentions))
+        return np.stack(hidden_states), np.stack(attentions)
 
     def embed(self, text):
         """The sentence embedding of ``text``: the mean of the last layer's token vectors, scaled to length 1.
@@ -469,12 +475,6 @@ class MiniLM:
         hidden = self.run(text).hidden_states[-1]  # (T, d_model)
         mean = hidden.mean(axis=0)  # (d_model,): every token counts, [CLS] and [SEP] included
         return mean / np.linalg.norm(mean)
-
-
-@lru_cache(maxsize=1)
-def _blas() -> ThreadpoolController:
-    """The BLAS libraries numpy loaded, found once (looking them up takes about a millisecond)."""
-    return ThreadpoolController()
 
 
 @lru_cache(maxsize=4)
@@ -640,7 +640,7 @@ def weighted_value_norms(model, result, layer):
     params = model.blocks[layer]
     num_heads, head_dim, d_model = model.num_heads, model.d_model // model.num_heads, model.d_model
     x = result.hidden_states[layer]  # (T, d_model): the input of this block
-    values = split_heads.unchecked(x @ params.W_v + params.b_v, num_heads)  # (T, d) @ (d, d) -> (h, T, d_h)
+    values = split_heads(x @ params.W_v + params.b_v, num_heads)  # (T, d) @ (d, d) -> (h, T, d_h)
     W_o = params.W_o.reshape(num_heads, head_dim, d_model)  # (h, d_h, d_model): head h's rows of W_o
     moved = values @ W_o  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model)
     return result.attentions[layer] * np.linalg.norm(moved, axis=-1)[:, None, :]  # (h, T, T) * (h, 1, T)

@@ -4,15 +4,13 @@ The model of notebook 11, in the series' notation (row vectors, one token per ro
 
     X = token_embedding[tokens] + position_embedding        (B, T, d_model)
     for each layer:                                         one residual attention layer
-        Q, K, V = X @ W_q, X @ W_k, X @ W_v                 (B, T, d_model), split into h heads
-        context, weights = scaled_dot_product_attention(Q, K, V, mask)
-        X = X + merge_heads(context) @ W_o
+        X = X + multi_head_attention(X, W_q, W_k, W_v, W_o, h, mask)[0]     (notebook 08's)
     logits = X @ W_out                                      (B, T, vocab_size)
 
 trained with cross-entropy on synthetic sequences (:data:`TASKS`) whose right attention
 pattern is known in advance. :func:`forward` keeps what :func:`backward` needs; the
 backward pass chains the functions of :mod:`attn_helpers.backprop`. :func:`train` is
-seeded and runs single-threaded (``threadpoolctl``, scoped): the same seed gives the same
+seeded and runs single-threaded (:func:`~attn_helpers.config.one_core`, scoped): the same seed gives the same
 numbers, bit for bit, on the same machine with the same numpy. Another CPU (AVX-512 rather
 than AVX2, or ARM) may round the last bits differently, and training amplifies such
 differences over hundreds of steps: there the same seed gives the same outcome (the loss
@@ -29,11 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_number, as_positive_int
-from .backprop import attention_backward, cross_entropy, cross_entropy_backward, embedding_backward, linear_backward
-from .config import SEED
-from .core import attention_scores, causal_mask, scaled_dot_product_attention, softmax
-from .multihead import merge_heads, split_heads
+from ._validate import as_number, as_positive_int, as_token_ids
+from .backprop import (
+    attention_layer_backward,
+    cross_entropy,
+    cross_entropy_backward,
+    embedding_backward,
+    linear_backward,
+)
+from .config import SEED, one_core
+from .core import causal_mask
+from .multihead import multi_head_attention
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 
 __all__ = ["Task", "TASKS", "ModelConfig", "POSITION_KINDS", "init_params", "forward", "backward", "adam_step",
@@ -128,18 +132,6 @@ def _as_task(task) -> Task:
     return TASKS[task]
 
 
-def _as_tokens(tokens, vocab_size, name="tokens"):
-    """``tokens`` as an int64 array, or an error naming the first id outside ``0 .. vocab_size - 1``."""
-    array = np.asarray(tokens)
-    if array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f"):
-        raise TypeError(f"{name} must hold integer token ids; got dtype {array.dtype}")
-    array = array.astype(np.int64)
-    outside = (array < 0) | (array >= vocab_size)
-    if outside.any():
-        raise ValueError(f"{name} must be token ids in 0..{vocab_size - 1}; got {array[outside][0]}")
-    return array
-
-
 def token_labels(task, tokens):
     """Printable names of token ids: digits for a vocabulary of at most 10, else letters A, B, ... (at most 26).
 
@@ -151,7 +143,7 @@ def token_labels(task, tokens):
         raise ValueError(f"token_labels names at most 26 tokens (A to Z); task {task.name!r} has vocab_size="
                          f"{task.vocab_size}: print the ids themselves")
     alphabet = "0123456789" if task.vocab_size <= 10 else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    return [alphabet[t] for t in _as_tokens(tokens, task.vocab_size).reshape(-1)]
+    return [alphabet[t] for t in as_token_ids(tokens, task.vocab_size, "tokens", allow_empty=True).reshape(-1)]
 
 
 #: The tasks of notebook 11, by name.
@@ -243,38 +235,41 @@ def init_params(config: ModelConfig, rng) -> dict:
 def forward(params: dict, tokens, config: ModelConfig, mask=None):
     """Logits of shape ``(B, T, vocab_size)`` and the cache the backward pass needs.
 
-    ``cache["weights"]`` holds the attention weights of every layer, shape ``(B, h, T, T)`` each.
+    Each layer is notebook 08's :func:`~attn_helpers.multihead.multi_head_attention`, its positions given by its
+    hooks (``rotate`` for RoPE, ``bias`` for ALiBi); ``cache["layers"]`` holds what each layer recorded and
+    ``cache["weights"]`` its attention weights, shape ``(B, h, T, T)`` each.
     """
     tokens = np.asarray(tokens)
-    B, T = tokens.shape
-    scale = None if config.scaled else 1.0  # None: the default 1 / sqrt(d_k)
     kind = config.position_kind
     x = params["token_embedding"][tokens]  # (B, T, d_model): one row per token
     if kind == "learned":  # a table row per position: T larger than the table raises
-        x = x + learned_positions(params["position_embedding"], T)  # (B, T, d_model) + (T, d_model)
+        x = x + learned_positions(params["position_embedding"], tokens.shape[1])  # (B, T, d_model) + (T, d_model)
     elif kind == "sinusoidal":
-        x = x + positional_encoding(T, config.d_model, dtype=np.float64)  # (B, T, d_model) + (T, d_model)
-    bias = alibi_bias(T, config.num_heads) if kind == "alibi" else None  # (h, T, T), added to the scores
-    cache = {"tokens": tokens, "mask": mask, "scale": scale, "layers": [], "weights": []}
+        x = x + positional_encoding(tokens.shape[1], config.d_model, dtype=np.float64)  # (B, T, d) + (T, d)
+    hooks = {"scale": None if config.scaled else 1.0,  # None: the default 1 / sqrt(d_k)
+             "rotate": rope if kind == "rope" else None,  # queries and keys turned by their positions
+             "bias": alibi_bias(tokens.shape[1], config.num_heads) if kind == "alibi" else None}  # (h, T, T)
+    cache = {"tokens": tokens, "layers": [], "weights": []}
     for layer in range(config.num_layers):
-        W = {name: params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")}
-        queries = split_heads(x @ W["W_q"], config.num_heads)  # (B, T, d) @ (d, d) -> (B, h, T, d_h)
-        keys = split_heads(x @ W["W_k"], config.num_heads)  # (B, h, T, d_h)
-        values = split_heads(x @ W["W_v"], config.num_heads)  # (B, h, T, d_h)
-        if kind == "rope":
-            queries, keys = rope(queries), rope(keys)  # each row turned by its position; never the values
-        if bias is None:
-            context, weights = scaled_dot_product_attention(queries, keys, values, mask=mask, scale=scale)
-        else:
-            context, weights = attention_with_bias(queries, keys, values, bias, mask=mask, scale=scale)
-        merged = merge_heads(context)  # (B, h, T, d_h) -> (B, T, d)
-        cache["layers"].append({"x": x, "queries": queries, "keys": keys, "values": values, "merged": merged,
-                                "weights": weights})
+        W = [params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")]
+        cache["layers"].append({})
+        attended, weights = multi_head_attention(x, *W, config.num_heads, mask, record=cache["layers"][-1], **hooks)
         cache["weights"].append(weights)
-        x = x + merged @ W["W_o"]  # residual: (B, T, d) + (B, T, d) @ (d, d) -> (B, T, d)
+        x = x + attended  # residual: (B, T, d) + (B, T, d)
     cache["x_final"] = x
     logits = x @ params["W_out"]  # (B, T, d) @ (d, vocab_size) -> (B, T, vocab_size)
     return logits, cache
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One layer's projections, as :func:`~attn_helpers.backprop.attention_layer_backward` reads them."""
+
+    W_q: np.ndarray
+    W_k: np.ndarray
+    W_v: np.ndarray
+    W_o: np.ndarray
+    num_heads: int
 
 
 def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dict:
@@ -282,21 +277,12 @@ def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dic
     grads = {}
     grad_x, grads["W_out"] = linear_backward(cache["x_final"], params["W_out"], grad_logits)
     for layer in reversed(range(config.num_layers)):
-        saved = cache["layers"][layer]
-        # x_out = x + merged @ W_o: the residual passes grad_x straight through, and the branch adds to it
-        grad_merged, grads[f"{layer}.W_o"] = linear_backward(saved["merged"], params[f"{layer}.W_o"], grad_x)
-        grad_context = split_heads(grad_merged, config.num_heads)  # (B, T, d) -> (B, h, T, d_h)
-        grad_q, grad_k, grad_v = attention_backward(saved["queries"], saved["keys"], saved["values"], grad_context,
-                                                    mask=cache["mask"], scale=cache["scale"],
-                                                    weights=saved["weights"])
-        if config.position_kind == "rope":  # back through the rotation: its inverse, R(p)^T = R(-p)
-            grad_q, grad_k = unrotate(grad_q), unrotate(grad_k)
-        grad_input = grad_x  # the residual path
-        for name, grad_heads in (("W_q", grad_q), ("W_k", grad_k), ("W_v", grad_v)):
-            grad_part, grads[f"{layer}.{name}"] = linear_backward(saved["x"], params[f"{layer}.{name}"],
-                                                                  merge_heads(grad_heads))
-            grad_input = grad_input + grad_part  # x feeds the queries, the keys and the values
-        grad_x = grad_input
+        W = {name: params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")}
+        # x_out = x + MultiHead(x): the residual passes grad_x straight through, and the branch adds its own
+        grad_branch, layer_grads = attention_layer_backward(grad_x, cache["layers"][layer],
+                                                            _Layer(**W, num_heads=config.num_heads))
+        grads.update({f"{layer}.{name}": layer_grads[name] for name in W})
+        grad_x = grad_x + grad_branch
     tokens = cache["tokens"]
     grads["token_embedding"] = embedding_backward(tokens, grad_x, params["token_embedding"].shape[0])
     grad_positions = np.zeros_like(params["position_embedding"])
@@ -304,38 +290,6 @@ def backward(params: dict, cache: dict, grad_logits, config: ModelConfig) -> dic
         grad_positions[: tokens.shape[1]] = grad_x.sum(axis=0)  # every sequence of the batch adds the same rows
     grads["position_embedding"] = grad_positions
     return {name: grads[name] for name in params}
-
-
-def attention_with_bias(queries, keys, values, bias, mask=None, scale=None):
-    """Attention with a fixed ``bias`` added to the scaled scores before the softmax (ALiBi).
-
-    ``bias`` broadcasts to ``(..., T_q, T_k)``. Its gradient path is plain attention's: the bias is a
-    constant, so :func:`~attn_helpers.backprop.attention_backward` given these weights is exact.
-
-    >>> x = np.eye(2)
-    >>> context, weights = attention_with_bias(x, x, x, np.array([[0.0, -np.log(3.0)], [0.0, 0.0]]), scale=0.0)
-    >>> weights
-    array([[0.75, 0.25],
-           [0.5 , 0.5 ]])
-    """
-    scale = 1 / np.sqrt(queries.shape[-1]) if scale is None else scale
-    scores = attention_scores(queries, keys) * scale + bias  # (..., T_q, T_k) + (h, T_q, T_k)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)  # True = may attend
-    weights = softmax(scores, axis=-1)
-    return weights @ values, weights  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
-
-
-def unrotate(grad_rotated):
-    """The gradient with respect to RoPE's input, given the gradient ``(..., T, d)`` with respect to its output.
-
-    A rotation's transpose is its inverse, so the gradient is turned back: by ``-p`` at position ``p``.
-
-    >>> x = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> bool(np.allclose(unrotate(rope(x)), x))
-    True
-    """
-    return rope(grad_rotated, positions=-np.arange(grad_rotated.shape[-2]))
 
 
 def loss_and_grads(params, tokens, targets, config, mask=None):
@@ -402,6 +356,9 @@ def sgd_step(params: dict, grads: dict, state: dict, learning_rate=0.5):
         params[name] -= learning_rate * g
 
 
+#: :func:`train` stops when the loss grows past this many times its first value (or stops being finite).
+DIVERGED = 10
+
 #: The optimizers :func:`train` offers, by name.
 OPTIMIZERS = {"adam": adam_step, "sgd": sgd_step}
 
@@ -436,7 +393,8 @@ class TrainingRun:
         if not self.params:
             raise ValueError(f"this run ({self.task!r}) was shipped without its parameters: only its snapshots "
                              "are there")
-        tokens = self.probe if tokens is None else _as_tokens(tokens, self.config.vocab_size)
+        vocab_size = self.config.vocab_size
+        tokens = self.probe if tokens is None else as_token_ids(tokens, vocab_size, "tokens", allow_empty=True)
         if tokens.ndim != 1 or not 1 <= len(tokens) <= self.config.seq_len:
             raise ValueError(f"tokens must be one sequence of 1 to {self.config.seq_len} token ids; got shape "
                              f"{tokens.shape}")
@@ -497,6 +455,27 @@ def accuracy(run_or_params, task=None, config=None, size=1000, seed=SEED + 1):
     return result
 
 
+def _train_inputs(task, steps, seed, batch_size, learning_rate, optimizer, config_changes):
+    """The arguments of :func:`train`, checked, with the task's defaults filled in, and the model's config."""
+    task = _as_task(task)
+    steps = as_positive_int(task.steps if steps is None else steps, "steps")
+    seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
+    batch_size = as_positive_int(batch_size, "batch_size")
+    learning_rate = as_number(task.learning_rate if learning_rate is None else learning_rate, "learning_rate")
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be > 0 (a step down the gradient); got {learning_rate}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    fixed = sorted({"vocab_size", "seq_len"} & set(config_changes))
+    if fixed:
+        raise ValueError(f"{', '.join(fixed)} come(s) from the task: change the task instead, for example "
+                         f"dataclasses.replace(task, {fixed[0]}=...)")
+    for name in ("d_model", "num_layers", "num_heads"):
+        if name in config_changes:
+            as_positive_int(config_changes[name], name)
+    return task, steps, seed, batch_size, learning_rate, ModelConfig.for_task(task, **config_changes)
+
+
 def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, optimizer="adam",
           snapshot_steps=(0, 5, 10, 20, 50), progress=None, progress_every=10, **config_changes) -> TrainingRun:
     """Train the tiny model on ``task`` with Adam, seeded and single-threaded.
@@ -509,26 +488,9 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     ``progress_every`` steps and after the last one; ``**config_changes``: changes to the task's model, for example
     ``use_positions=False``, ``scaled=False``, ``num_heads=2``, ``num_layers=1``, ``d_model=256``.
     """
-    from threadpoolctl import threadpool_limits
-
-    task = _as_task(task)
-    steps = as_positive_int(task.steps if steps is None else steps, "steps")
-    seed = as_positive_int(seed, "seed", allow_zero=True)  # an int: None would give a different run each time
-    batch_size = as_positive_int(batch_size, "batch_size")
-    learning_rate = as_number(task.learning_rate if learning_rate is None else learning_rate, "learning_rate")
-    if learning_rate <= 0:
-        raise ValueError(f"learning_rate must be > 0 (a step down the gradient); got {learning_rate}")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}; got {optimizer!r}")
+    task, steps, seed, batch_size, learning_rate, config = _train_inputs(task, steps, seed, batch_size, learning_rate,
+                                                                         optimizer, config_changes)
     step_fn = OPTIMIZERS[optimizer]
-    fixed = sorted({"vocab_size", "seq_len"} & set(config_changes))
-    if fixed:
-        raise ValueError(f"{', '.join(fixed)} come(s) from the task: change the task instead, for example "
-                         f"dataclasses.replace(task, {fixed[0]}=...)")
-    for name in ("d_model", "num_layers", "num_heads"):
-        if name in config_changes:
-            as_positive_int(config_changes[name], name)
-    config = ModelConfig.for_task(task, **config_changes)
     rng = np.random.default_rng(seed)
     params = init_params(config, rng)
     mask = task.mask()
@@ -537,7 +499,7 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
                       task_object=None if TASKS.get(task.name) is task else task)
     state = {}
     start = time.perf_counter()
-    with threadpool_limits(limits=1):  # one BLAS thread: the same sums in the same order on every run
+    with one_core():  # one BLAS thread: the same sums in the same order on every run
         for step in range(steps + 1):
             if step in snapshot_steps or step == steps:
                 run.snapshots[step] = run.weights()
@@ -561,9 +523,6 @@ def train(task, steps=None, seed=SEED, *, batch_size=64, learning_rate=None, opt
     run.seconds = time.perf_counter() - start
     return run
 
-
-#: :func:`train` stops when the loss grows past this many times its first value (or stops being finite).
-DIVERGED = 10
 
 
 # ---------------------------------------------------------------------------------------------- shipped runs

@@ -471,27 +471,28 @@ def test_overlapping_calls_in_threads_restore_the_callers_thread_limits(monkeypa
     # turn leaves BLAS at b's "original": a's limit of 1 thread, for the rest of the process.
     import contextlib
 
-    import attn_helpers.gpt as gpt
+    from attn_helpers import config
 
-    blas = type("Blas", (), {"num_threads": 4})()
+    blas = type("Blas", (), {"num_threads": 4, "user_api": "blas"})()
 
     @contextlib.contextmanager
-    def limit(limits):
+    def limit(limits, user_api):
         saved, blas.num_threads = blas.num_threads, limits
         yield
         blas.num_threads = saved
 
-    monkeypatch.setattr(gpt, "_blas", lambda: type("Controller", (), {"lib_controllers": [blas], "limit": limit}))
+    monkeypatch.setattr(config, "_blas_libraries", lambda: type("Controller", (), {"lib_controllers": [blas],
+                                                                                   "limit": limit}))
     events = {name: threading.Event() for name in ("a_in", "b_in", "a_out")}
     during = []
 
-    @gpt._one_thread
+    @config.one_core()
     def a():
         events["a_in"].set()
         events["b_in"].wait(5)
         during.append(blas.num_threads)
 
-    @gpt._one_thread
+    @config.one_core()
     def b():
         events["b_in"].set()
         events["a_out"].wait(5)

@@ -96,9 +96,9 @@ def test_token_labels_refuse_what_they_cannot_name():
     wide = dataclasses.replace(TASKS["induction"], vocab_size=30)
     with pytest.raises(ValueError, match="token_labels names at most 26 tokens .* vocab_size=30"):
         token_labels(wide, [0, 1])
-    with pytest.raises(ValueError, match=r"token ids in 0\.\.15; got 16"):
+    with pytest.raises(ValueError, match=r"token ids in 0 \.\. 15; got ids from 0 to 16"):
         token_labels("induction", [0, 16])
-    with pytest.raises(ValueError, match=r"token ids in 0\.\.9; got -1"):
+    with pytest.raises(ValueError, match=r"token ids in 0 \.\. 9; got ids from -1 to -1"):
         token_labels("reverse", [-1])
     assert token_labels("induction", np.array([[25 - 10, 0]])) == ["P", "A"]
 
@@ -109,8 +109,8 @@ def small_run():
 
 
 @pytest.mark.parametrize("tokens, message", [
-    ([0, 1, -1], r"token ids in 0\.\.9; got -1"),  # -1 must not read the last embedding row
-    ([0, 10], r"token ids in 0\.\.9; got 10"),
+    ([0, 1, -1], r"token ids in 0 \.\. 9; got ids from -1 to 1"),  # -1 must not read the last embedding row
+    ([0, 10], r"token ids in 0 \.\. 9; got ids from 0 to 10"),
     ([0] * 9, r"one sequence of 1 to 8 token ids; got shape \(9,\)"),
     ([[0, 1]], r"one sequence of 1 to 8 token ids; got shape \(1, 2\)"),
     ([], r"one sequence of 1 to 8 token ids; got shape \(0,\)"),

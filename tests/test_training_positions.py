@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from attn_helpers import positional_encoding, rope, scaled_dot_product_attention, softmax
+from attn_helpers import positional_encoding, rope
 from attn_helpers.backprop import cross_entropy, numerical_gradient, relative_error
 from attn_helpers.position_runs import (
     KINDS,
@@ -22,18 +22,15 @@ from attn_helpers.position_runs import (
     load_position_runs,
     shipped_accuracy_by_position,
 )
-from attn_helpers.positions import alibi_bias
 from attn_helpers.training import (
     POSITION_KINDS,
     TASKS,
     ModelConfig,
-    attention_with_bias,
     forward,
     init_params,
     load_runs,
     loss_and_grads,
     train,
-    unrotate,
 )
 from tests.tool_loader import load_tool
 
@@ -56,25 +53,13 @@ def test_gradients_of_every_kind_match_finite_differences(kind, task, heads):
     assert (grads["position_embedding"] != 0).any() == (kind == "learned")  # only the learned table is trained
 
 
-def test_unrotate_is_the_transpose_of_the_rotation():
+def test_turning_back_by_minus_the_position_is_the_transpose_of_the_rotation():
+    """What the backward pass through ``rotate`` relies on (attention_layer_backward): R(p)^T = R(-p)."""
     rng = np.random.default_rng(0)
     x, g = rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((2, 3, 5, 6))
-    assert np.sum(rope(x) * g) == pytest.approx(np.sum(x * unrotate(g)))  # <R x, g> = <x, R^T g>
-    np.testing.assert_allclose(unrotate(rope(x)), x, atol=1e-12)
-
-
-def test_attention_with_bias_is_attention_plus_a_bias_before_the_softmax():
-    rng = np.random.default_rng(1)
-    q, k, v = (rng.standard_normal((2, 4, 5, 3)) for _ in range(3))
-    mask = np.tri(5, dtype=bool)
-    zero = attention_with_bias(q, k, v, np.zeros((4, 5, 5)), mask=mask)
-    for got, expected in zip(zero, scaled_dot_product_attention(q, k, v, mask=mask)):
-        np.testing.assert_allclose(got, expected, atol=1e-12)
-    bias = alibi_bias(5, 4)
-    scores = np.where(mask, q @ np.swapaxes(k, -1, -2) / np.sqrt(3) + bias, -np.inf)  # by hand
-    context, weights = attention_with_bias(q, k, v, bias, mask=mask)
-    np.testing.assert_allclose(weights, softmax(scores), atol=1e-12)
-    np.testing.assert_allclose(context, softmax(scores) @ v, atol=1e-12)
+    back = -np.arange(5)
+    assert np.sum(rope(x) * g) == pytest.approx(np.sum(x * rope(g, back)))  # <R x, g> = <x, R^T g>
+    np.testing.assert_allclose(rope(rope(x), back), x, atol=1e-12)
 
 
 def test_each_kind_enters_the_model_where_it_should():
