@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_positive_int
+from ._validate import as_positive_int, as_token_ids, checked
 from .block import transformer_block
 from .bpe import VocabularyBPE
+from .config import one_core
 from .gguf_file import dequantize, read_gguf
-from .gpt import _as_ids, _draw, _one_thread, _probs, _sampling_inputs
+from .gpt import next_token_probs, sample_next
 from .kv_cache import GroupedQueryParams, KVCache, cached_attention
 from .llama import rms_norm, swiglu_ffn
 from .positions import rope
@@ -112,10 +113,10 @@ class LlamaBlockParams(GroupedQueryParams):
             raise ValueError(f"W_up must have the shape of W_1 (W_gate), {self.W_1.shape}; got {np.shape(self.W_up)}")
 
     def norm_1(self, x):
-        return rms_norm.unchecked(x, self.norm_1_gamma, self.eps)
+        return rms_norm(x, self.norm_1_gamma, self.eps)
 
     def norm_2(self, x):
-        return rms_norm.unchecked(x, self.norm_2_gamma, self.eps)
+        return rms_norm(x, self.norm_2_gamma, self.eps)
 
     def feed_forward(self, x, record=None):
         return swiglu_ffn(x, self.W_1, self.W_up, self.W_2)
@@ -181,12 +182,13 @@ class SmolLM2:
         return [KVCache() for _ in self.blocks]
 
     def _ids(self, ids, name="ids", ndims=(1,)):
-        ids = _as_ids(ids, self.vocab_size, name, ndims)
+        ids = as_token_ids(ids, self.vocab_size, name, ndims)
         if ids.shape[-1] > SMOLLM2_CONFIG["context_length"]:
             raise ValueError(f"{name} has {ids.shape[-1]} tokens; the model reads at most "
                              f"{SMOLLM2_CONFIG['context_length']}")
         return ids
 
+    @checked(None)  # the callers check ids; the blocks' own checks are skipped inside
     def _forward(self, ids, cache=None, weights=None, blocks=None, records=None):
         """Logits ``(T, vocab)`` of checked ``ids`` after the ``cache``'s positions; ``weights`` (a list) gets each
         block's attention weights ``(h, T, T_past + T)``, ``records`` (a list) each block's record (its input
@@ -197,21 +199,21 @@ class SmolLM2:
         for n, block in enumerate(self.blocks if blocks is None else blocks):
             attention = None if cache is None else cached_attention(block, cache[n])
             record = None if records is None else {}
-            x, w = transformer_block.unchecked(x, block, mask, True, attention, record)  # (T, d), (h, T, T_past + T)
+            x, w = transformer_block(x, block, mask, True, attention, record)  # (T, d), (h, T, T_past + T)
             if records is not None:
                 records.append(record)
             if weights is not None:
                 weights.append(w)
-        final = rms_norm.unchecked(x, self.final_norm_gamma, self.blocks[0].eps).reshape(-1, x.shape[-1])  # (N, d)
+        final = rms_norm(x, self.final_norm_gamma, self.blocks[0].eps).reshape(-1, x.shape[-1])  # (N, d)
         logits = final @ self.embeddings.T  # (N, d_model) @ (d_model, vocab) -> (N, vocab): the tied output layer
         return logits.reshape(*ids.shape, -1)  # (..., T, vocab)
 
-    @_one_thread
+    @one_core()
     def logits(self, ids):
         """Scores of the next token after each position: ``(T, 49152)`` (a batch ``(B, T)``: ``(B, T, 49152)``)."""
         return self._forward(self._ids(ids, ndims=(1, 2)))
 
-    @_one_thread
+    @one_core()
     def forward(self, ids, ablate=(), records=None, blocks=None):
         """``(logits (..., T, vocab), weights (..., layers, h, T, T))`` for ``ids (T,)`` or a batch ``(B, T)`` (the
         weights are read once for the whole batch: a batch of sequences costs little more than one). ``ablate``:
@@ -224,7 +226,7 @@ class SmolLM2:
         logits = self._forward(ids, weights=weights, blocks=blocks, records=records)
         return logits, np.stack(weights, axis=-4)
 
-    @_one_thread
+    @one_core()
     def step(self, ids, cache):
         """Run ``ids`` after the positions ``cache`` holds (``model.empty_cache()`` to start); the cache grows by
         ``len(ids)``. Returns the logits of the new positions ``(len(ids), vocab)``: what :meth:`generate` does."""
@@ -243,7 +245,7 @@ class SmolLM2:
             blocks[layer] = dataclasses.replace(block, W_o=W_o)
         return blocks
 
-    @_one_thread
+    @one_core()
     def generate(self, ids, max_new_tokens, temperature=0, top_k=None, top_p=None, rng=None):
         """The next ``max_new_tokens`` ids after ``ids`` (the new ones only), through a KV cache; greedy by default.
 
@@ -253,13 +255,12 @@ class SmolLM2:
         """
         ids = self._ids(ids)
         max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
-        _, temperature, top_k, top_p = _sampling_inputs(np.zeros(1), temperature, top_k, top_p)
+        next_token_probs(np.zeros(1), temperature, top_k, top_p)  # the settings, checked once
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
         cache, new, feed = self.empty_cache(), [], ids
         for _ in range(max_new_tokens):
             logits = self._forward(feed, cache)[-1]  # (vocab,): only the new tokens go through the blocks
-            probs = _probs(logits.astype(np.float64), temperature, top_k, top_p)
-            new.append(int(np.argmax(probs)) if temperature == 0 else _draw(probs, rng))
+            new.append(sample_next(logits, temperature, top_k, top_p, rng))  # notebook 14's draw
             if new[-1] == self.end_id or len(ids) + len(new) >= SMOLLM2_CONFIG["context_length"]:
                 break
             feed = np.array(new[-1:])

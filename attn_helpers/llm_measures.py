@@ -153,11 +153,14 @@ def smollm2_parking(model, ids):
 
 def tiny_gpt_parking(decoder, ids):
     """:func:`first_token_parking` for every block of notebook 14's tiny GPT (its ``decoder``) on ``ids``."""
-    from .gpt import _forward, attention_weights
+    from .block import residual_stream
+    from .gpt import attention_weights
+    from .positions import positional_encoding
 
-    record = {}
-    _forward(decoder, np.asarray(ids), record=record)  # the record keeps each block's attention input
-    lengths = np.stack([head_value_lengths(b, r["normed_1"]) for b, r in zip(decoder.blocks, record["blocks"])])
+    ids = np.asarray(ids)
+    x = decoder.embeddings[ids] + positional_encoding(len(ids), decoder.d_model)  # as the decoder embeds its input
+    states = residual_stream(x, decoder.blocks, np.tri(len(ids), dtype=bool))  # (blocks + 1, T, d): each block's input
+    lengths = np.stack([head_value_lengths(b, b.norm_1(state)) for b, state in zip(decoder.blocks, states)])
     return first_token_parking(attention_weights(decoder, ids), lengths)
 
 
