@@ -92,7 +92,7 @@ ACTIVATIONS = {
 
 
 def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):  # (no dropout inside)
-    return (*feed_forward_inputs(x, W_1, W_2, b_1, b_2, activation), record)
+    return (*feed_forward_inputs(x, W_1, W_2, b_1, b_2, activation), record_input(record))
 
 
 @checked(_feed_forward_inputs)

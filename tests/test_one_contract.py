@@ -171,12 +171,15 @@ def test_a_per_sequence_padding_mask_through_multi_head_attention_is_each_sequen
 
 
 @pytest.mark.parametrize("record", ["weights", ["weights"], 0.5, np.zeros(3), ("a",)])
-@pytest.mark.parametrize("where", ["multi_head_attention", "transformer_block", "grouped_query_attention"])
+@pytest.mark.parametrize("where", ["multi_head_attention", "transformer_block", "grouped_query_attention",
+                                   "feed_forward"])
 def test_a_record_that_is_not_a_dict_gets_one_sentence(record, where):
     x = np.ones((3, 8))
     params = init_grouped_query_params(8, 4, 2)
     calls = {"multi_head_attention": lambda: multi_head_attention(x, *weights_of(8, 2), 2, record=record),
              "transformer_block": lambda: transformer_block(x, params, record=record),
+             "feed_forward": lambda: __import__("attn_helpers.block").block.feed_forward(x, params.W_1, params.W_2,
+                                                                                         record=record),
              "grouped_query_attention": lambda: __import__("attn_helpers.kv_cache").kv_cache.grouped_query_attention(
                  x, params.W_q, params.W_k, params.W_v, params.W_o, 4, num_kv_heads=2, record=record)}
     with pytest.raises(TypeError, match=r"^record must be a dict \(it gets the forward's intermediate values"):
@@ -212,7 +215,8 @@ def test_the_tiny_gpt_learning_rate_rises_then_falls_along_half_a_cosine_to_a_te
     steps, warmup, peak = 12, 4, 0.02
     gpt.train_gpt(decoder, ids, steps, batch_size=2, context_length=8, learning_rate=peak, warmup=warmup)
     expected = [peak * (s + 1) / warmup if s < warmup else
-                peak * (0.1 + 0.9 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup))) / 2) for s in range(steps)]
+                peak * (0.1 + 0.9 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup))) / 2)
+                for s in range(steps)]
     np.testing.assert_allclose([rate for rate, _, _ in seen], expected, rtol=1e-12)
     assert seen[warmup][0] == pytest.approx(peak) and seen[-1][0] > 0.1 * peak  # the peak, then towards a tenth
     assert {(beta1, beta2) for _, beta1, beta2 in seen} == {(0.9, 0.99)}
