@@ -13,11 +13,13 @@ import json
 import numbers
 import pathlib
 import re
+import sys
+import unicodedata
 
 import numpy as np
 
 __all__ = ["PRETOKENIZE", "pretokenize", "pair_counts", "merge_pair", "most_frequent_pair", "BPETokenizer",
-           "train_bpe"]
+           "train_bpe", "byte_to_char", "gpt2_pattern", "split_digits_then_gpt2", "VocabularyBPE"]
 
 #: Where the text is cut before merging: an optional space and letters, or digits, or other
 #: symbols; runs of whitespace. Every character matches, so the chunks join back into the text.
@@ -105,7 +107,12 @@ class BPETokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return len(self.token_bytes)
+        return len(self.id_bytes)
+
+    @property
+    def id_bytes(self) -> list:
+        """The bytes each id spells: :attr:`token_bytes` (a published vocabulary numbers its tokens its own way)."""
+        return self.token_bytes
 
     def __repr__(self):
         return f"BPETokenizer(vocab_size={self.vocab_size})"
@@ -136,10 +143,13 @@ class BPETokenizer:
                     heapq.heappush(heap, (self.ranks[ids[left], ids[after[left]]], left))
         return [token for token in ids if token is not None]
 
+    #: How the text is cut into chunks before merging (a published tokenizer brings its own).
+    pretokenize = staticmethod(pretokenize)
+
     def encode(self, text):
         """Token ids of ``text``: its UTF-8 bytes, then the merges replayed chunk by chunk."""
         ids = []
-        for chunk in pretokenize(text):
+        for chunk in self.pretokenize(text):
             ids.extend(self._cached_chunk(chunk) if len(chunk) <= CACHED_CHUNK else self._encode_chunk(chunk))
         return ids
 
@@ -157,7 +167,7 @@ class BPETokenizer:
         if arr.size and not (0 <= arr.min() and arr.max() < self.vocab_size):
             bad = int(arr[(arr < 0) | (arr >= self.vocab_size)][0])
             raise ValueError(f"ids must lie in [0, {self.vocab_size - 1}] (vocab_size {self.vocab_size}); got {bad}")
-        return b"".join(self.token_bytes[i] for i in arr.tolist()).decode("utf-8", errors="replace")
+        return b"".join(self.id_bytes[i] for i in arr.tolist()).decode("utf-8", errors="replace")
 
     def token_str(self, token_id):
         """One token as readable text, for labels (a space shows as ``·``, a newline as ``⏎``)."""
@@ -229,3 +239,124 @@ def train_bpe(text, vocab_size, *, history=False):
                          f"of neighbouring tokens occurs twice in text: use vocab_size <= {256 + len(merges)}")
     tokenizer = BPETokenizer(merges)
     return (tokenizer, lengths) if history else tokenizer
+
+
+# --- A published byte-level BPE (notebook 15): GPT-2's byte alphabet, its cutting rule, a model's vocabulary ---
+
+@functools.cache
+def byte_to_char():
+    """GPT-2's printable stand-in for each byte, as vocabulary files spell tokens: ``{byte: char}``.
+
+    Printable bytes stand for themselves; the others (space, newline, control bytes...) are moved to
+    ``chr(256 + n)``, so a space is ``"Ġ"`` and a newline ``"Ċ"``.
+
+    >>> byte_to_char()[ord("a")], byte_to_char()[ord(" ")], byte_to_char()[ord("\\n")]
+    ('a', 'Ġ', 'Ċ')
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [b for b in range(256) if b not in printable]
+    return {**{b: chr(b) for b in printable}, **{b: chr(256 + n) for n, b in enumerate(moved)}}
+
+
+def _char_class(keep):
+    """A regex character class of every code point whose category ``keep`` accepts (as ranges)."""
+    ranges, start = [], None
+    for c in range(sys.maxunicode + 2):
+        inside = c <= 0x323AF and keep(unicodedata.category(chr(c)))  # beyond: no letters or numbers
+        if inside and start is None:
+            start = c
+        elif not inside and start is not None:
+            ranges.append(re.escape(chr(start)) + ("" if c - 1 == start else "-" + re.escape(chr(c - 1))))
+            start = None
+            if c > 0x323AF:
+                break
+    return "[" + "".join(ranges) + "]"
+
+
+@functools.cache
+def gpt2_pattern():
+    r"""GPT-2's rule for cutting text before merging, with Python's ``re``: ``\p{L}`` (letters) and ``\p{N}``
+    (numbers) are built from :mod:`unicodedata` once.
+
+    ``'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+``: English contractions, a word with
+    the space before it, a number, other symbols, and runs of whitespace that leave their last space to the next word.
+    """
+    letters = _char_class(lambda category: category[0] == "L")
+    numbers = _char_class(lambda category: category[0] == "N")
+    not_space_letter_number = "[^\\s" + letters[1:-1] + numbers[1:-1] + "]"
+    return re.compile(rf"'s|'t|'re|'ve|'m|'ll|'d| ?{letters}+| ?{numbers}+| ?{not_space_letter_number}+"
+                      rf"|\s+(?!\S)|\s+")
+
+
+@functools.cache
+def _one_number():
+    return re.compile("(" + gpt2_pattern().pattern.split("| ?")[2].rstrip("+") + ")")  # one \p{N} character
+
+
+def split_digits_then_gpt2(text):
+    """SmolLM2's cutting rule: every number character alone (``"2024"`` is four chunks), then GPT-2's rule.
+
+    >>> split_digits_then_gpt2("I'm 42 today!")
+    ['I', "'m", ' ', '4', '2', ' today', '!']
+    """
+    chunks = []
+    for n, part in enumerate(_one_number().split(text)):  # odd parts: one number character each
+        chunks.extend([part] if n % 2 else gpt2_pattern().findall(part))
+    return chunks
+
+
+class VocabularyBPE(BPETokenizer):
+    """Notebook 14's tokenizer with a published model's vocabulary: the same merges replayed, ids in the model's order.
+
+    ``tokens``: the vocabulary, each token spelled with :func:`byte_to_char` (``"Ġthe"``); ``merges``: ``"Ġ t"``
+    strings, earliest first; ``special``: tokens kept whole where they appear in the text (``"<|im_end|>"``) and
+    never merged; ``pretokenize``: the cutting rule (default :func:`split_digits_then_gpt2`).
+
+    >>> tokenizer = VocabularyBPE(["<|end|>", "h", "i", "!", "hi"], ["h i"], special=["<|end|>"])
+    >>> tokenizer.encode("hi!<|end|>"), tokenizer.decode([4, 3, 0])
+    ([4, 3, 0], 'hi!<|end|>')
+    """
+
+    def __init__(self, tokens, merges, special=(), pretokenize=split_digits_then_gpt2):
+        char_to_byte = {char: b for b, char in byte_to_char().items()}
+        self.vocabulary = {token: i for i, token in enumerate(tokens)}
+
+        def spelled(token):  # the bytes a vocabulary entry stands for
+            return bytes(char_to_byte[char] for char in token)
+
+        internal = {bytes([b]): b for b in range(256)}  # bytes -> notebook 14's id (256 bytes, then one per merge)
+        pairs = []
+        for k, merge in enumerate(merges):
+            left, right = merge.split(" ")
+            pairs.append((internal[spelled(left)], internal[spelled(right)]))
+            internal.setdefault(spelled(left) + spelled(right), 256 + k)
+        super().__init__(pairs)
+        self.special = {token: self.vocabulary[token] for token in special}
+        spellings = ["".join(byte_to_char()[b] for b in spelling) for spelling in self.token_bytes]
+        unknown = [spelling for spelling in spellings[256:] if spelling not in self.vocabulary][:3]
+        if unknown:
+            raise ValueError(f"merges make tokens that are not in the vocabulary: {unknown}")
+        # notebook 14's id -> the model's id; -1: a byte the vocabulary has no token for (dropped, as the model's own
+        # tokenizer drops it: SmolLM2 lacks 8 of the 256 bytes, control characters no text uses)
+        self.model_ids = np.array([self.vocabulary.get(spelling, -1) for spelling in spellings])
+        self.pretokenize = pretokenize
+        self.model_bytes = [spelled(token) if token not in self.special else token.encode() for token in tokens]
+        self._special_split = re.compile("(" + "|".join(map(re.escape, self.special)) + ")") if self.special else None
+
+    @property
+    def id_bytes(self) -> list:
+        return self.model_bytes
+
+    def __repr__(self):
+        return f"VocabularyBPE(vocab_size={self.vocab_size}, merges={len(self.merges)})"
+
+    def encode(self, text):
+        """The model's token ids of ``text`` (no special tokens added; those typed in the text are kept whole)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str; got {type(text).__name__}")
+        parts = self._special_split.split(text) if self._special_split else [text]
+        ids = []
+        for n, part in enumerate(parts):  # odd parts: special tokens
+            pieces = [self.special[part]] if n % 2 else self.model_ids[super().encode(part)].tolist()
+            ids.extend(i for i in pieces if i >= 0)
+        return ids

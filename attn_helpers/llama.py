@@ -59,9 +59,11 @@ def swiglu_ffn(x, W_gate, W_up, W_down):
     >>> swiglu_ffn(x, np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4))).shape
     (2, 4)
     """
-    gate = silu(x @ W_gate)  # (..., T, d_model) @ (d_model, d_ff) -> (..., T, d_ff)
-    up = x @ W_up  # (..., T, d_ff)
-    return (gate * up) @ W_down  # (..., T, d_ff) @ (d_ff, d_model) -> (..., T, d_model)
+    tokens = x.reshape(-1, x.shape[-1])  # (N, d_model): every token of every sequence as one matrix (numpy's
+    # product of a stack of matrices with one matrix is several times slower than this 2-D product)
+    gate = silu(tokens @ W_gate)  # (N, d_model) @ (d_model, d_ff) -> (N, d_ff)
+    up = tokens @ W_up  # (N, d_ff)
+    return ((gate * up) @ W_down).reshape(*x.shape[:-1], -1)  # (N, d_ff) @ (d_ff, d_model) -> (..., T, d_model)
 
 
 _LLAMA_KEYS = ("num_layers", "d_model", "num_heads", "d_ff", "vocab_size")  # required; num_kv_heads optional
@@ -73,8 +75,9 @@ def llama_parameter_count(config):
     Per layer: ``W_q, W_o`` (``d x d``), ``W_k, W_v`` (``d x h_kv d_h``), three SwiGLU matrices
     (``d x d_ff``) and two RMSNorm gains; then the token embeddings, one final RMSNorm and
     an output layer of its own. RoPE has no parameters. ``config``: ``num_layers``, ``d_model``, ``num_heads``,
-    ``d_ff``, ``vocab_size``, optionally ``num_kv_heads`` (default ``num_heads``) and the other columns of
-    :data:`PUBLISHED_CONFIGS`.
+    ``d_ff``, ``vocab_size``, optionally ``num_kv_heads`` (default ``num_heads``), ``tied_embeddings`` (default
+    ``False``; ``True``: the embeddings are the output layer too, as in GPT-2 and SmolLM2, so it counts 0), and
+    the other columns of :data:`PUBLISHED_CONFIGS` (``rope_base`` and ``eps`` too: they count no parameters).
 
     >>> llama_parameter_count(LLAMA2_7B)["total"]
     6738415616
@@ -82,7 +85,7 @@ def llama_parameter_count(config):
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping (a dict) with the keys {list(_LLAMA_KEYS)}; got "
                         f"{type(config).__name__}")
-    known = {*_LLAMA_KEYS, "num_kv_heads", *CONFIG_COLUMNS, "source"}
+    known = {*_LLAMA_KEYS, "num_kv_heads", "tied_embeddings", "rope_base", "eps", *CONFIG_COLUMNS, "source"}
     unknown, missing = sorted(set(config) - known), [key for key in _LLAMA_KEYS if key not in config]
     if unknown or missing:
         raise ValueError(f"config: unknown keys {unknown}, missing keys {missing}; the keys are {sorted(known)}")
@@ -95,6 +98,6 @@ def llama_parameter_count(config):
     attention = 2 * d * d + 2 * d * kv_width  # W_q, W_o; W_k, W_v (narrower with grouped-query attention)
     feed_forward_ = 3 * d * d_ff  # W_gate, W_up, W_down
     counts = {"token_embeddings": vocab * d, "attention": layers * attention, "feed_forward": layers * feed_forward_,
-              "norms": layers * 2 * d + d, "output_head": vocab * d}
+              "norms": layers * 2 * d + d, "output_head": 0 if config.get("tied_embeddings") else vocab * d}
     counts["total"] = sum(counts.values())
     return counts

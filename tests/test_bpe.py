@@ -134,3 +134,28 @@ def test_the_shipped_merges_are_rebuilt_from_the_training_text_in_seconds():
     seconds = time.process_time() - start
     assert tokenizer.merges == shipped
     assert seconds < 10, f"training the tokenizer took {seconds:.1f} s of CPU"
+
+
+# --- a published vocabulary (notebook 15) ---------------------------------------------------------------
+
+def test_gpt2_pattern_cuts_like_gpt2():
+    from attn_helpers.bpe import gpt2_pattern
+
+    cut = gpt2_pattern().findall
+    assert cut("I'm sure they'll   go!") == ["I", "'m", " sure", " they", "'ll", "  ", " go", "!"]
+    assert cut("naïve 日本 x²") == ["naïve", " 日本", " x", "²"]  # letters of any script; ² is a number
+    assert cut("a\n\n b") == ["a", "\n\n", " b"]
+    assert "".join(cut("  tabs\tand\r\nlines  ")) == "  tabs\tand\r\nlines  "
+
+
+def test_vocabulary_bpe_replays_merges_in_the_models_numbering():
+    from attn_helpers.bpe import VocabularyBPE, byte_to_char
+
+    tokens = ["<|end|>", *(byte_to_char()[b] for b in range(256)), "Ġt", "he", "Ġthe"]
+    tokenizer = VocabularyBPE(tokens, ["Ġ t", "h e", "Ġt he"], special=["<|end|>"])
+    assert tokenizer.encode(" the<|end|>") == [259, 0]
+    assert tokenizer.encode(" then") == [259, 1 + ord("n")]
+    assert tokenizer.decode([259, 0]) == " the<|end|>" and tokenizer.vocab_size == 260
+    assert tokenizer.encode("2024") == [1 + ord(c) for c in "2024"]
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        VocabularyBPE(tokens[:-1], ["Ġ t", "h e", "Ġt he"])

