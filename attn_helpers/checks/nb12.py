@@ -65,6 +65,9 @@ _PREVIOUS_WRONGS = [
           "row 0 has no previous token, but rows - 1 gives -1 there, which numpy reads as the LAST column "
           "(it wraps around): you averaged row 0's weight on the last token in. Start at row 1: "
           "rows = np.arange(1, T)"),
+    Wrong(lambda a: a[..., np.arange(2, a.shape[-1]), np.arange(1, a.shape[-1] - 1)].mean(axis=-1),
+          "you started at token 2: token 1 has a previous token too (token 0), so the mean runs over tokens "
+          "1 .. T - 1, rows = np.arange(1, T)"),
     Wrong(lambda a: np.diagonal(a, offset=-1).mean(axis=-1),
           "np.diagonal takes the first two axes unless told otherwise (layers and heads here): "
           "pass axis1=-2, axis2=-1"),
