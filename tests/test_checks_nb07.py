@@ -137,7 +137,7 @@ def test_masked_attention_nan_on_fully_masked_rows_gets_specific_hint():
     (lambda q, k, v, m: masked_attention(q / np.sqrt(q.shape[-1]), k, v, m), "divided by d_k"),
     (_with_weights(lambda q, k, v, m: _softmax(np.where(m, _scores(q, k) / np.sqrt(q.shape[-1]), -1e9))), "-1e9"),
     (lambda q, k, v, m: masked_attention(q, k, v, m)[1], "return context, weights"),
-    (lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], "shape"),
+    (lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], "the other way round"),
     (lambda q, k, v, m: (np.swapaxes(masked_attention(q, k, v, m)[0], -1, -2), masked_attention(q, k, v, m)[1]),
      "transposed"),
 ])

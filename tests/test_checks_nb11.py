@@ -132,7 +132,7 @@ def test_the_trained_shipped_models_agree_with_the_checker():
     ("copy previous", [1, 0, 1, 2, 3, 4, 5, 6], "query 0 may see only key 0"),
     ("reverse", [7, 6, 5, 4, 3, 2, 0, 1], "first query 6"),
     ("reverse", [7, 6, 5], "expected 8 integers"),
-    ("reverse", [7.0, 6, 5, 4, 3, 2, 1, 0], "expected 8 integers"),
+    ("reverse", [7.5, 6, 5, 4, 3, 2, 1, 0], "expected 8 integers"),
     ("induction", [0] * 12, "not a task with a pattern known in advance"),
     ("sorting", [0] * 8, "not a task"),
     ("reverse", object(), "expected 8 integers"),
@@ -170,7 +170,7 @@ RIGHT_0, RIGHT_1 = [0, 0, 1, 2, 3, 4, 5, 6, 7], [5, 6, 7]
     (RIGHT_0, None, "layer 1 prediction is not filled in"),
     (RIGHT_0, [5, 6], "queries 8, 9, 10"),
     (RIGHT_0[:8], RIGHT_1, "expected 9 integers"),
-    (RIGHT_0, [5.0, 6.0, 7.0], "expected 3 integers"),
+    (RIGHT_0, [5.5, 6.0, 7.0], "expected 3 integers"),
     (list(range(9)), RIGHT_1, "layer 0: you predicted the diagonal"),
     (RIGHT_0, [8, 9, 10], "layer 1: you predicted the diagonal"),
     ([1] + RIGHT_0[1:], RIGHT_1, "query 0 sees only key 0"),
@@ -212,7 +212,7 @@ def test_training_predictions_are_graded_on_the_shipped_runs():
         assert check_training_prediction(TRAINING_QUESTIONS[question]["choices"][right], question)
         for wrong in set(TRAINING_QUESTIONS[question]["choices"]) - {right}:
             verdict = check_training_prediction(wrong, question)
-            assert not verdict and verdict.hint == TRAINING_QUESTIONS[question]["hints"][wrong]
+            assert not verdict and verdict.hint.startswith(TRAINING_QUESTIONS[question]["hints"][wrong])
 
 
 @pytest.mark.parametrize("answer, question, words", [

@@ -92,6 +92,9 @@ def _weights(q, k, mask=None, scale=None):
 
 def _weights_wrongs():
     return [
+        Wrong(lambda q, k, v, m: masked_attention(q, k, v, m)[0],
+              "your function returns (weights, context), the other way round: return context, weights, like the "
+              "helper (the context first)"),
         Wrong(lambda q, k, v, m: _weights(q, k),
               "the mask is not applied: set masked scores to -inf BEFORE the softmax, "
               "np.where(mask, scores, -np.inf)"),
@@ -112,7 +115,7 @@ def _weights_wrongs():
         Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0 / np.sqrt(k.shape[-2])),
               "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
         Wrong(_shifted_by_the_largest_score,
-              "one row is in the thousands and another near 0: you subtracted the maximum of the WHOLE array, so "
+              "one row reaches 1000 and another is near 0: you subtracted the maximum of the WHOLE array, so "
               "every exp() of the small row underflows to 0. Subtract each row's own maximum: "
               "scores.max(axis=-1, keepdims=True)"),
         Wrong(lambda q, k, v, m: softmax(np.where(m, attention_scores(q, k) / np.sqrt(q.shape[-1]), -1e9)),

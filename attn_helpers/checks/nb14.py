@@ -24,6 +24,7 @@ from ._grader import (
     read_filled,
     register_solution,
     shows_verdict,
+    whole_number,
 )
 from ._predict import is_complex
 
@@ -47,8 +48,8 @@ def _as_pair(answer):
     if isinstance(answer, str) and len(answer.encode("utf-8")) == 2:
         return tuple(answer.encode("utf-8"))
     if isinstance(answer, (tuple, list)) and len(answer) == 2 and all(
-            isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= i < 256 for i in answer):
-        return tuple(int(i) for i in answer)
+            whole_number(i) is not None and 0 <= whole_number(i) < 256 for i in answer):
+        return tuple(whole_number(i) for i in answer)
     return None
 
 
@@ -117,10 +118,11 @@ def check_previous_token_heads(prediction):
                                       numbers=False)
     if problem is not None:
         return problem
-    if not isinstance(prediction, numbers.Integral) or isinstance(prediction, bool):
+    if whole_number(prediction) is None:
         kind = "complex" if is_complex(prediction) else type(prediction).__name__
         return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
                        "write a whole number from 0 to 8")
+    prediction = whole_number(prediction)
     try:
         with np.errstate(all="ignore"):
             previous = previous_token_weights(load_tiny_gpt(), attention_sentence())
@@ -231,7 +233,9 @@ def check_merge_pair(fn):
         ids, pair, new_id = case.args
         result, error = call_quietly(fn, list(ids), tuple(pair), new_id)  # copies: the learner may change them
         if error is not None:
-            return failed_call(error, case.label)
+            return failed_call(error, case.label, {"index": (
+                "ids[i + 1] went past the end of the list: on the last token there is no next one. Check "
+                "i + 1 < len(ids) before reading ids[i + 1] (the last token is then copied as it is)")})
         got, problem = call_quietly(_as_ids, result)[0] or (None, "your function returned something unreadable")
         if problem:
             return Verdict(False, f"on {case.label}, {problem}", "build a new list and return it")
