@@ -417,3 +417,60 @@ def test_each_known_wrong_value_gets_its_own_hint(name, wrong, how):
         (_, expected), kwargs = how
         verdict = _grader.grade_value(value, expected, **kwargs)
     assert not verdict.passed and verdict.hint == hint, f"{name}({value!r}): {verdict!r}"
+
+
+# ---------------------------------------------------------------- a whole number is a whole number in any form
+
+
+def _in_form(value, form):
+    """``value`` with each whole number (int, NumPy integer; not bool) written as ``form`` (np.float32, ...)."""
+    if isinstance(value, Arguments):
+        return Arguments(*(_in_form(v, form) for v in value.args))
+    if isinstance(value, dict):
+        return {key: _in_form(v, form) for key, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return type(value)(_in_form(v, form) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return value.astype(form if form is not float else np.float64)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return form(value)
+    return value
+
+
+@pytest.mark.parametrize("form", [np.int64, np.float32, float])
+@pytest.mark.parametrize("name", _value_checkers())
+def test_a_right_answer_passes_with_its_whole_numbers_in_any_numeric_form(name, form):
+    """``np.argmax`` gives np.int64, ``.sum()`` of floats np.float32: a count, a position or an index that is a
+    whole number passes in any of these forms (``_grader.whole_number``)."""
+    rights = [answer for answer in _right_answers(name) if not callable(answer)]
+    converted = [(right, _in_form(right, form)) for right in rights]
+    converted = [(right, other) for right, other in converted if repr(other) != repr(right)]
+    if not converted:
+        pytest.skip(f"{name}: its right answer holds no whole number")
+    for right, other in converted:
+        assert _check(CHECKERS[name], other).passed, f"{name} refuses {other!r} (right: {right!r})"
+
+
+def test_no_notebook_prints_a_verdict_that_its_checker_shows_already():
+    """A checker shows its verdict as it returns: ``print(check_...(...))`` or ``check_...(...).passed`` in a
+    print would show it twice (notebook 11's predictions did)."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    found = []
+    for path in sorted(Path(__file__).parent.parent.glob("notebooks/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:  # IPython magics
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                             and n.func.id.startswith("check_")]
+                    found += [f"{path.name} cell {cell.get('id')}: {ast.unparse(node)[:80]}" for _ in calls[:1]]
+    assert not found, found

@@ -292,3 +292,20 @@ def test_snapshot_figure_and_progress_bar():
     assert repr(bar) == "training: step 0 / 10"
     bar(5, 1.23456)
     assert bar.bar.value == 5 and "1.2346" in bar.label.value and "loss 1.2346" in repr(bar)
+
+
+def test_the_unscaled_hints_say_what_the_runs_measure():
+    """11.4(2): the hint quotes the steps the shipped runs take and claims nothing they do not measure (the
+    notebook's own plain-gradient-descent run shows a SMALLER gap than Adam's)."""
+    runs = load_runs()
+    scaled, unscaled = (int(np.argmax(runs[f"reverse, d_model 128, {k}"].losses < 0.1)) + 1
+                        for k in ("scaled", "unscaled"))
+    for wrong in ("a", "c"):
+        verdict = check_training_prediction(wrong, "unscaled")
+        assert not verdict and f"step {unscaled} unscaled, at step {scaled} scaled" in verdict.hint
+        assert "plain gradient descent" not in verdict.hint
+
+
+def test_an_attention_prediction_names_its_task_and_does_not_ask_to_train_again():
+    verdict = check_attention_prediction([0, 0, 1, 2, 3, 4, 5, 6], task="copy previous")
+    assert verdict and verdict.message.startswith("copy previous:") and "Now train" not in verdict.message
