@@ -257,7 +257,7 @@ class Explorer:
 
     def figure(self, **overrides):
         """Draw a new figure for the current values (updated with ``overrides``) and return it."""
-        values = self._checked(overrides)
+        values = {**self.values, **overrides}
         fig = Figure(figsize=self.figsize, layout="constrained")
         FigureCanvasAgg(fig)
         _prepare(fig)
@@ -266,7 +266,7 @@ class Explorer:
 
     def render(self, **overrides) -> tuple[bytes, str]:
         """``(png, note)`` of the live figure: blitted via ``update``, else redrawn with a cached layout."""
-        values = self._checked(overrides)
+        values = {**self.values, **overrides}
         fig = self._live
         if self.update is not None and self._background is not None:
             try:
@@ -328,8 +328,9 @@ class Explorer:
         return self.render(**overrides)[0]
 
     def static(self, **overrides):
-        """Show the figure once, without controls (the fallback for GitHub and print)."""
-        fig = self.figure(**overrides)
+        """Show the figure once, without controls (the fallback for GitHub and print); an option the controls do
+        not offer is refused with a ValueError that lists the options."""
+        fig = self.figure(**self._checked(overrides))
 
         def keep_layout(event):  # the notebook's display draws it: its solved layout serves the live figure too
             self._positions.setdefault(self._structure(fig), [ax.get_position() for ax in fig.axes])
