@@ -161,7 +161,7 @@ def check_attention_prediction(predicted_keys, task="reverse"):
         return Verdict(False, f"{task!r} is not a task with a pattern known in advance",
                        f"use one of {', '.join(repr(n) for n in known)}")
     T = TASKS[task].seq_len
-    got = _read_keys(predicted_keys, T, f"each of the {T} queries", T)
+    got = _read_keys(predicted_keys, T, f"each of the {T} queries", T, f"the {task} prediction")
     if isinstance(got, Verdict):
         return got
     expected = TASKS[task].expected_pattern(TASKS[task].seq_len).argmax(axis=-1)  # (T,): the key of each query
