@@ -208,3 +208,14 @@ def test_query_times_the_table_is_named():
 
     verdict = check_cosine_scores(cosine_slip)
     assert not verdict.passed and "use vectors @ query" in verdict.hint, verdict
+
+
+def test_a_zero_guard_that_also_catches_short_rows_is_named():
+    """01.2: where=lengths > 1 protects the zero vector but zeroes every row shorter than 1 as well."""
+    def guarded_too_much(query, vectors):
+        dots = vectors @ query
+        lengths = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+        return np.divide(dots, lengths, out=np.zeros_like(dots), where=lengths > 1)
+
+    verdict = check_cosine_scores(guarded_too_much)
+    assert not verdict.passed and "where=lengths > 0" in verdict.hint

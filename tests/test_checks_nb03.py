@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attn_helpers import softmax
-from attn_helpers.checks import Verdict, check_cold_choice, check_softmax_any_axis, check_spot_the_slip
+from attn_helpers.checks import NOTES_SCORES, Verdict, check_cold_choice, check_softmax_any_axis, check_spot_the_slip
 from attn_helpers.checks.nb03 import softmax_any_axis
 from attn_helpers.examples import JOURNEY_TOKENS
 from attn_helpers.measures import entropy_curve
@@ -73,7 +73,7 @@ def test_only_1d_support_is_caught():
         return exps / exps.sum()
 
     verdict = check_softmax_any_axis(one_d_only)
-    assert not verdict.passed and "(6, 6)" in verdict.message
+    assert not verdict.passed and "(3, 3)" in verdict.message and "WHOLE array" in verdict.hint  # the first 2-D case
 
 
 def test_other_failures():
@@ -257,3 +257,18 @@ def _max_over_the_last_axis(x, axis=-1):
 def test_a_max_along_another_axis_than_the_sum_is_named():
     verdict = check_softmax_any_axis(_max_over_the_last_axis)
     assert not verdict.passed and "max along one axis and summed along another" in verdict.hint, verdict
+
+
+def test_the_scores_summed_instead_of_the_weights_is_named():
+    verdict = check_spot_the_slip(float(np.sum(NOTES_SCORES)))
+    assert not verdict.passed and "sum of the SCORES" in verdict.hint
+
+
+def test_a_softmax_over_another_axis_is_told_which_one():
+    """Always axis=-1, always axis=0, or the other axis than asked: on the first failing case two of them agree,
+    so the checker asks the function for both axes before it names one."""
+    swapped = check_softmax_any_axis(lambda x, axis=-1: softmax(x, axis=0 if axis in (-1, 1) else -1))
+    always_0 = check_softmax_any_axis(lambda x, axis=-1: softmax(x, axis=0))
+    always_last = check_softmax_any_axis(lambda x, axis=-1: softmax(x, axis=-1))
+    assert "always uses" not in swapped.hint and "another axis" in swapped.hint
+    assert "always uses axis=0" in always_0.hint and "always uses axis=-1" in always_last.hint

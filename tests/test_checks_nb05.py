@@ -399,3 +399,10 @@ def test_transposed_weights_are_named():
 
     verdict = check_self_attention_qkv(transposed)
     assert not verdict.passed and "weights.T @ V" in verdict.hint, verdict
+
+
+def test_asymmetric_keys_reports_every_pair_whose_scores_differ():
+    """05.2: the solution makes all three pairs asymmetric; the verdict names all three, so a learner can judge
+    a prediction of how many change."""
+    verdict = check_asymmetric_keys(asymmetric_keys())
+    assert verdict.passed and verdict.message.count("but score(") == 3 and "all 3 pairs" in verdict.message

@@ -137,7 +137,7 @@ def test_masked_attention_nan_on_fully_masked_rows_gets_specific_hint():
     (lambda q, k, v, m: masked_attention(q / np.sqrt(q.shape[-1]), k, v, m), "divided by d_k"),
     (_with_weights(lambda q, k, v, m: _softmax(np.where(m, _scores(q, k) / np.sqrt(q.shape[-1]), -1e9))), "-1e9"),
     (lambda q, k, v, m: masked_attention(q, k, v, m)[1], "return context, weights"),
-    (lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], "shape"),
+    (lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], "the other way round"),
     (lambda q, k, v, m: (np.swapaxes(masked_attention(q, k, v, m)[0], -1, -2), masked_attention(q, k, v, m)[1]),
      "transposed"),
 ])
@@ -310,3 +310,21 @@ def test_causal_mask_with_the_shape_as_two_arguments_is_named():
     for slip in (lambda T: np.tril(np.ones(T, T)) > 0, lambda T: np.tril(np.ones(T, T, dtype=bool))):
         verdict = check_causal_mask(slip)  # np.ones(T, T): numpy reads the second T as a dtype
         assert not verdict.passed and "give the shape as ONE tuple" in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("shift", ["min", "plus max", "whole array"])
+def test_a_softmax_shifted_the_wrong_way_meets_scores_near_1000(shift):
+    """07.2: shifting by the row minimum or adding the maximum overflows on scores near 1000, and the maximum
+    of the whole array underflows a row near 0 (notebook 03's lesson), each with a hint that names it."""
+    def shifted(q, k, v, m):
+        scores = np.where(m, q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -np.inf)
+        row = {"min": scores.min(axis=-1, keepdims=True), "plus max": -scores.max(axis=-1, keepdims=True),
+               "whole array": scores.max(keepdims=True)}[shift]
+        exps = np.exp(scores - np.where(np.isfinite(row), row, 0.0))
+        total = exps.sum(axis=-1, keepdims=True)
+        weights = exps / np.where(total > 0, total, 1.0)
+        return weights @ v, weights
+
+    verdict = check_masked_attention(shifted)
+    assert not verdict.passed and "1000" in verdict.message
+    assert ("WHOLE array" if shift == "whole array" else "overflows") in verdict.hint

@@ -194,7 +194,7 @@ def test_weights_shape_prediction_matches_the_helper():
     ((2, 8, 4, 8), "head axis comes before"),
     ((1, 2, 3), "follow the shapes"),
     ("(2, 4, 8, 8)", "a tuple of whole numbers"),
-    ((2.0, 4, 8, 8), "a tuple of whole numbers"),
+    ((2.5, 4, 8, 8), "a tuple of whole numbers"),
 ])
 def test_weights_shape_wrong_predictions_get_hints(wrong, hint):
     verdict = check_weights_shape(wrong)

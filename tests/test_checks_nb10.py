@@ -332,3 +332,16 @@ def test_static_figures_draw():
         fig = Figure()
         draw(fig)
         assert fig.axes
+
+
+def test_a_count_without_the_attention_biases_names_them_as_well_as_the_layer_norms():
+    """Leaving out the four attention biases (4 d per block) gives the total of leaving out the two layer norms
+    (2 x 2d per block): no case can tell them apart, so the hint names both."""
+    from attn_helpers.block import parameter_count
+
+    def without_attention_biases(config):
+        counts = parameter_count(config)
+        return counts["total"] - config["num_layers"] * 4 * config["d_model"]
+
+    verdict = check_gpt2_parameter_count(without_attention_biases)
+    assert not verdict.passed and "four biases of attention" in verdict.hint and "layer norms" in verdict.hint

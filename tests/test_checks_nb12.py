@@ -280,3 +280,19 @@ def test_head_summary_numbers_come_from_the_fingerprints():
     fp = head_fingerprints(result.attentions)
     line = nb12.head_summary(result, 1, 8)
     assert f"next {fp['next'][1, 8]:.2f}" in line and f"entropy {fp['entropy'][1, 8]:.2f}" in line
+
+
+def test_a_mean_started_at_token_2_is_named():
+    def from_token_2(attentions):
+        rows = np.arange(2, attentions.shape[-1])
+        return attentions[..., rows, rows - 1].mean(axis=-1)
+
+    verdict = check_previous_token_weight(from_token_2)
+    assert not verdict.passed and "started at token 2" in verdict.hint
+
+
+@pytest.mark.parametrize("form", [np.float32, np.int64, float])
+def test_the_previous_token_head_as_numpy_or_float_numbers_passes(form):
+    fingerprints = head_fingerprints([load_minilm().run(s).attentions for s in FINGERPRINT_SENTENCES])
+    best = np.unravel_index(np.argmax(fingerprints["previous"]), fingerprints["previous"].shape)
+    assert check_previous_token_head(tuple(form(i) for i in best)).passed

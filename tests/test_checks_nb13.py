@@ -254,3 +254,21 @@ def test_the_splits_solution_equals_the_core_for_every_number_of_splits():
     expected = scaled_dot_product_attention(query[None], keys, values)[0][0]
     for splits in range(1, 10):
         np.testing.assert_allclose(attention_by_splits(query, keys, values, splits), expected, rtol=1e-12)
+def test_a_first_term_dropped_from_the_sum_is_named():
+    """13.1: seeded with m = scores[0] and l = 0, looping from the second score, the first exp() = 1 is lost."""
+    def first_term_dropped(scores):
+        m, l = scores[0], 0.0
+        for s in scores[1:]:
+            new_m = max(m, s)
+            l = l * np.exp(m - new_m) + np.exp(s - new_m)
+            m = new_m
+        return np.exp(np.asarray(scores, dtype=float) - m) / l
+
+    verdict = check_online_softmax(first_term_dropped)
+    assert not verdict.passed and "first score's term is missing" in verdict.hint
+
+
+def test_the_two_slips_that_give_the_same_tile_count_share_one_hint():
+    """The tiles above the diagonal with those on it, and the tiles computed: t(t-1)/2 + t = t*t - t(t-1)/2."""
+    verdict = check_skipped_tiles(10)
+    assert not verdict.passed and "ON the diagonal" in verdict.hint and "number of tiles computed" in verdict.hint

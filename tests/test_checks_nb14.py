@@ -18,7 +18,7 @@ from attn_helpers.checks.nb14 import (  # noqa: E402
     previous_token_weights,
     top_p_keep_solution,
 )
-from attn_helpers.gpt import WEIGHTS_PATH  # noqa: E402
+from attn_helpers.gpt import WEIGHTS_PATH, load_tiny_gpt  # noqa: E402
 
 needs_weights = pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
 
@@ -325,3 +325,44 @@ def test_labels_name_a_lone_punctuation_mark_and_draw_what_the_fonts_lack():
                                                                          "⏎", "··"]
     labels, _, missing = drawable_labels(["\U0001F642 über"])
     assert labels == [NO_GLYPH + " über"] and missing == {"\U0001F642"}
+
+
+def test_a_merge_that_reads_past_the_end_of_the_list_is_told_so_about_the_list():
+    """14.1: without the ``i + 1 < len(ids)`` check, ids[i + 1] raises IndexError; the input is a list, so the
+    hint speaks of the list's end, not of an array's rows and columns."""
+    def unchecked(ids, pair, new_id):
+        out, i = [], 0
+        while i < len(ids):
+            if ids[i] == pair[0] and ids[i + 1] == pair[1]:
+                out.append(new_id)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        return out
+
+    verdict = check_merge_pair(unchecked)
+    assert "IndexError" in verdict.message and "i + 1 < len(ids)" in verdict.hint and "shape" not in verdict.hint
+
+
+def test_the_nucleus_boundary_is_a_case_and_its_slip_is_named():
+    """14.3: the tokens ranked above a token sum to exactly top_p (binary fractions, so exactly): keeping it too
+    (before <= top_p) is a slip with its own hint, and a mask of numbers instead of True/False is named."""
+    def up_to_and_including(probs, top_p):
+        order = np.argsort(-probs, kind="stable")
+        keep = np.zeros(len(probs), dtype=bool)
+        keep[order] = np.cumsum(probs[order]) - probs[order] <= top_p
+        return keep
+
+    verdict = check_top_p(up_to_and_including)
+    assert not verdict.passed and "exactly top_p" in verdict.message and "before < top_p" in verdict.hint
+    floats = check_top_p(lambda probs, top_p: top_p_keep_solution(probs, top_p).astype(float))
+    assert not floats.passed and "dtype=bool" in floats.hint
+
+
+@pytest.mark.parametrize("form", [np.float32, np.float64, np.int64, np.int8, float])
+def test_the_right_count_of_previous_token_heads_in_any_numeric_form_passes(form):
+    right = solution("previous_token_heads")
+    count = int((previous_token_weights(load_tiny_gpt(), attention_sentence()) > 0.5).sum())
+    assert right is not None and check_previous_token_heads(form(count)).passed
+    assert not check_previous_token_heads(count + 0.5).passed

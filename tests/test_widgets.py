@@ -1,9 +1,12 @@
 """The explorers' shared machinery (``attn_helpers.widgets``): static figures and the PNG they send."""
 
 import io
+import re
 from types import SimpleNamespace
 
+import ipywidgets
 import numpy as np
+import pytest
 from IPython.core.formatters import DisplayFormatter
 from matplotlib.figure import Figure
 from PIL import Image
@@ -61,3 +64,54 @@ def test_live_figure_png_is_the_drawn_canvas():
     png = explorer.render_png(value=2)
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))),
                                   np.asarray(explorer._live.canvas.buffer_rgba()))
+
+
+def _every_explorer():
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(widgets.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"attn_helpers.widgets.{info.name}")
+        for name, factory in getattr(module, "EXPLORERS", {}).items():
+            yield f"{info.name}.{name}", factory
+
+
+EVERY_EXPLORER = dict(_every_explorer())
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_EXPLORER))
+def test_every_explorer_refuses_an_option_it_does_not_know_in_one_sentence(name, monkeypatch):
+    """static(...) with an unknown keyword, a string that is none of a dropdown's choices, a number outside a
+    slider's range or a non-boolean for a box: a ValueError that lists what it takes, and nothing drawn."""
+    explorer = EVERY_EXPLORER[name]()
+    monkeypatch.setattr(widgets, "show_figure", lambda fig: pytest.fail("drew a figure for a wrong option"))
+    before = explorer.values
+    with pytest.raises(ValueError, match="not an option of this explorer: its options are") as refused:
+        explorer.static(no_such_option=1)
+    assert all(control in str(refused.value) for control in explorer.controls)
+    probed = 0
+    for control_name, control in explorer.controls.items():
+        choices, bounds = widgets._choices(control), widgets._bounds(control)
+        if isinstance(control, (ipywidgets.Checkbox, ipywidgets.ToggleButton)):
+            wrong, words = "yes", "is not one of its options: True, False"
+        elif choices is not None:
+            wrong, words = "no such choice", f"is not one of its options: {choices[0]!r}"
+        elif bounds is not None:
+            wrong, words = bounds[1] + abs(bounds[1] - bounds[0]) + 1, "is outside its range: a number from"
+        else:  # free text: any string is an option
+            continue
+        with pytest.raises(ValueError, match=re.escape(words)) as refused:
+            explorer.static(**{control_name: wrong})
+        assert str(refused.value).startswith(f"{control_name}={wrong!r}") and str(refused.value).count(". ") == 0
+        probed += 1
+    assert probed and explorer.values == before and explorer.renders == 0
+
+
+def test_the_stream_explorer_draws_post_norm_only_when_asked_by_its_name():
+    from attn_helpers.widgets.nb10 import PLACEMENTS, draw_stream, stream_explorer
+
+    with pytest.raises(ValueError, match="placement='post-norm' is not one of its options"):
+        stream_explorer().static(placement="post-norm")
+    with pytest.raises(ValueError, match="is not one of its options"):
+        draw_stream(Figure(), placement="post-norm")
+    assert len(PLACEMENTS) == 2

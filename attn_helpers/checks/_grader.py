@@ -28,7 +28,7 @@ from ._progress import record
 
 __all__ = ["Verdict", "Case", "Wrong", "grade_function", "grade_value", "grade_choice", "register_solution", "solution",
            "SOLUTIONS", "TIME_LIMIT", "TimeLimit", "call_quietly", "as_numbers", "describe_error", "read_answer",
-           "failed_call", "never_raises", "shows_verdict", "read_filled"]
+           "failed_call", "never_raises", "shows_verdict", "read_filled", "whole_number"]
 
 TIME_LIMIT = 5.0  # seconds a learner's function may run before a checker stops waiting for it
 
@@ -225,6 +225,23 @@ def read_answer(value, name: str = "value"):
     return _as_result_array(value, subject=f"{name} is")
 
 
+def whole_number(value):
+    """``value`` as an ``int`` when it is a whole number in any form (``3``, ``np.int64(3)``, ``3.0``,
+    ``np.float32(3)``), else ``None`` (``True``, ``3.5``, ``3 + 0j``, ``"3"``, an array of several numbers).
+
+    Every checker that reads a count, a position or an index reads it through this, so that the right number in
+    a NumPy form (what ``np.argmax`` or ``.sum()`` return) is never refused.
+
+    >>> whole_number(np.float32(3)), whole_number(np.int64(2)), whole_number(2.5), whole_number(True)
+    (3, 2, None, None)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return int(value) if np.isfinite(value) and float(value).is_integer() else None
+
+
 def read_filled(value, name: str, *, example: str, hint: str = "", shape: tuple | None = None,
                 numbers: bool = True):
     """A checker's preamble: ``(answer, None)`` when ``value`` is filled in and, with ``numbers``, real finite
@@ -332,7 +349,8 @@ def grade_function(learner_fn, reference_fn: Callable[..., Any], cases: Sequence
     """Grade a learner's function against ``reference_fn`` on ``cases``: on the first failing case, say whether
     it raised, returned no array, NaN, a known wrong answer (``wrongs``), a wrong shape or wrong values.
 
-    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"tuple"`` and ``"nan"``;
+    ``hints`` gives the lesson's own hint for ``"matmul"`` (inner sizes disagree), ``"index"`` (an IndexError),
+    ``"tuple"`` and ``"nan"``;
     ``hint``, the one for values that differ in no known way (default: :data:`VALUES_DIFFER`)."""
     hints = dict(hints or {})
     if not callable(learner_fn):
@@ -394,8 +412,8 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
     elif type(error).__name__ == "AxisError":  # numpy's, wherever its version keeps it
         hint = "that axis does not exist: an array of shape (T, d) has axis 0 (rows) and 1 (columns), or -2 and -1"
     elif isinstance(error, IndexError):
-        hint = ("an index or a loop went past the end of an axis: check the size each loop runs over "
-                "(X.shape[0] counts the rows, X.shape[1] the columns)")
+        hint = (hints or {}).get("index") or ("an index or a loop went past the end of an axis: check the size each "
+                                              "loop runs over (X.shape[0] counts the rows, X.shape[1] the columns)")
     else:
         hint = ("the error above names the problem: call your function on this case yourself and print the shape "
                 "of each intermediate array to find the line")

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._grader import Verdict, read_filled
+from ._grader import Verdict, read_filled, whole_number
 
 __all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex", "read_choice", "read_letter"]
 
@@ -23,9 +23,8 @@ def is_complex(item) -> bool:
 def _one_token(item, tokens: Sequence[str]):
     if isinstance(item, str):
         return tokens.index(item) if item in tokens else None
-    if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)) and 0 <= int(item) < len(tokens):
-        return int(item)
-    return None
+    position = whole_number(item)
+    return position if position is not None and 0 <= position < len(tokens) else None
 
 
 def as_token_set(answer, tokens: Sequence[str], name: str):
@@ -35,7 +34,7 @@ def as_token_set(answer, tokens: Sequence[str], name: str):
     _, problem = read_filled(answer, name, example=f"your prediction, {example}", numbers=False)
     if problem is not None:
         return None, problem
-    items = [answer] if isinstance(answer, (str, int, np.integer)) else answer
+    items = [answer] if isinstance(answer, str) or whole_number(answer) is not None else answer
     try:
         items = list(items)
     except TypeError:
@@ -92,10 +91,10 @@ def as_shape(answer, name: str):
     if items is not None and any(is_complex(n) for n in items):
         return None, Verdict(False, f"{name} contains complex numbers, not whole numbers",
                              "a shape is a tuple of whole numbers, e.g. (2, 3)")
-    if items is None or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in items):
+    if items is None or any(whole_number(n) is None for n in items):
         return None, Verdict(False, f"{name} is not a tuple of whole numbers",
                              "a shape is a tuple of whole numbers, e.g. (2, 3)")
-    return tuple(int(n) for n in items), None
+    return tuple(whole_number(n) for n in items), None
 
 
 def read_choice(answer, choices):

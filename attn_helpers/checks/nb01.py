@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grader import Case, Verdict, Wrong, grade_function, grade_value, register_solution, shows_verdict
+from ._grader import Case, Verdict, Wrong, call_quietly, grade_function, grade_value, register_solution, shows_verdict
 
 __all__ = ["check_shared_neighbours", "check_one_hot", "check_cosine_scores"]
 
@@ -71,6 +71,7 @@ def check_one_hot(fn):
 
 # Exercise 01.2: cosine similarity of one query with every row of a table
 ZERO_ROW_LABEL = "a table whose last row is the zero vector"
+SHORT_LABEL = "query [0.3, 0.4] and short rows [[0.6, 0.8], [0.1, 0], [-0.3, 0.4]] (every length below 1)"
 
 
 @register_solution("cosine_scores")
@@ -90,6 +91,7 @@ def _cosine_cases():
         Case((np.array([3.0, 4.0]), np.array([[3.0, 4.0], [4.0, -3.0], [-6.0, -8.0], [1.0, 0.0]])),
              label="query [3, 4] and the table [[3, 4], [4, -3], [-6, -8], [1, 0]]"),
         Case((rng.standard_normal(6), 3.0 * rng.standard_normal((7, 6))), label="a random (7, 6) table"),
+        Case((np.array([0.3, 0.4]), np.array([[0.6, 0.8], [0.1, 0.0], [-0.3, 0.4]])), label=SHORT_LABEL),
         Case((rng.standard_normal(5), with_zero), label=ZERO_ROW_LABEL),
     ]
 
@@ -132,6 +134,12 @@ def check_cosine_scores(fn):
         shape_hint="return one similarity per row of vectors: shape (N,). Reduce over the feature axis (axis=1)",
         success="cosine similarity, with a zero vector scoring 0 instead of NaN.",
     )
+    if not verdict.passed and SHORT_LABEL in verdict.message and "values differ" in verdict.message:
+        got, _ = call_quietly(fn, *next(c for c in _cosine_cases() if c.label == SHORT_LABEL).args)
+        if got is not None and np.allclose(np.asarray(got, dtype=float), 0.0):  # every short row came out 0
+            return Verdict(False, verdict.message,
+                           "every row came out 0: the condition that protects the zero vector also caught lengths "
+                           "that are merely short. Only a length of exactly 0 needs it: where=lengths > 0")
     if not verdict.passed and ZERO_ROW_LABEL in verdict.message and "NaN" in verdict.message:
         return Verdict(False, verdict.message,
                        "a zero vector has length 0, so dot / length is 0 / 0 = NaN. Return 0 for it, for example "

@@ -10,9 +10,11 @@ from ._grader import (
     Case,
     Verdict,
     Wrong,
+    call_quietly,
     grade_choice,
     grade_function,
     grade_value,
+    read_answer,
     read_filled,
     register_solution,
     shows_verdict,
@@ -47,6 +49,7 @@ def _cases():
     scores = X @ X.T  # (T, d_model) @ (d_model, T) -> (T, T)
     return [
         Case((np.array([1.0, 2.0, 3.0]),), label="the 1-D scores [1, 2, 3] (default axis)"),
+        Case((np.random.default_rng(40).standard_normal((3, 3)),), label="a square (3, 3) array (default axis)"),
         Case((scores,), label="the (6, 6) 'journey' score matrix (default axis)"),
         Case((rng.standard_normal((3, 4)),), {"axis": -1}, label="a (3, 4) array, axis=-1"),
         Case((rng.standard_normal((3, 4)),), {"axis": 0}, label="a (3, 4) array, axis=0"),
@@ -82,9 +85,12 @@ def _keepdims_hint():
             "up with x. Use x.max(axis=axis, keepdims=True) and exps.sum(axis=axis, keepdims=True)")
 
 
+_AXIS_HINT = ("the slices don't sum to 1 along the axis you were asked for: you normalised over another axis. "
+              "Pass the axis argument to both the max and the sum")
+
+
 def _wrongs():
-    axis_hint = ("the slices don't sum to 1 along the axis you were asked for: you normalised over another axis. "
-                 "Pass the axis argument to both the max and the sum")
+    axis_hint = _AXIS_HINT
     return [
         Wrong(lambda x, axis=-1: _reference(x, axis=-1), axis_hint + " (your function always uses axis=-1)"),
         Wrong(lambda x, axis=-1: _reference(x, axis=0), axis_hint + " (your function always uses axis=0)"),
@@ -104,11 +110,28 @@ def _wrongs():
     ]
 
 
-def _refine(verdict: Verdict) -> Verdict:
+def _axis_used(fn):
+    """The hint for a softmax over another axis, told apart by asking for both axes of one (3, 4) array: always
+    axis=-1, always axis=0, or the other axis than asked."""
+    x = np.random.default_rng(41).standard_normal((3, 4))
+    used = []
+    for asked in (-1, 0):
+        got, error = call_quietly(fn, x.copy(), axis=asked)
+        got, problem = read_answer(got) if error is None else (None, "raised")
+        if problem or got.shape != x.shape:
+            return _AXIS_HINT
+        used += [axis for axis in (-1, 0) if np.allclose(got, _reference(x, axis=axis), rtol=1e-4, atol=1e-5)][:1]
+    return {(-1, -1): _AXIS_HINT + " (your function always uses axis=-1)",
+            (0, 0): _AXIS_HINT + " (your function always uses axis=0)"}.get(tuple(used), _AXIS_HINT)
+
+
+def _refine(verdict: Verdict, fn=None) -> Verdict:
     """Replace the grader's generic hints by softmax-specific ones."""
     if verdict.passed:
         return verdict
     message = verdict.message
+    if verdict.hint.startswith(_AXIS_HINT) and fn is not None:
+        return Verdict(False, message, _axis_used(fn))
     if "NaN or inf" in message:
         if _MIXED_LABEL in message:
             return Verdict(False, message, "one row is in the 1000s and the other near 0: you subtracted the max of "
@@ -125,7 +148,7 @@ def _refine(verdict: Verdict) -> Verdict:
 @shows_verdict
 def check_softmax_any_axis(fn):
     """Grade ``fn(x, axis=-1)``: a stable softmax for any shape and axis (1-D, 2-D, batches, values in the 1000s)."""
-    return _refine(grade_function(
+    return _refine(fn=fn, verdict=grade_function(
         fn, _reference, _cases(), what="softmax_any_axis", wrongs=_wrongs(),
         shape_hint="a softmax returns an array of the same shape as its input: did a max or a sum drop an axis?",
         success="a stable softmax over any axis: each slice along `axis` is positive and sums to 1, even for "
@@ -169,6 +192,8 @@ def check_spot_the_slip(total, weights=...):
         return problem
     found = grade_value(total, notes.sum(), name="the sum of the notes' weights", atol=1e-6, wrongs=[
         (1.0, "1 is what a softmax SHOULD sum to. Add up the four numbers the notes printed: notes.sum()"),
+        (sum(NOTES_SCORES), "that is the sum of the SCORES, notes_scores: add up the printed weights, "
+                            "notes_weights.sum()"),
     ])
     if not found.passed:
         return found

@@ -15,7 +15,17 @@ from ..examples import (
     journey_embeddings,
     qkv_attention_steps,
 )
-from ._grader import Case, Verdict, Wrong, grade_function, never_raises, read_filled, register_solution, shows_verdict
+from ._grader import (
+    Case,
+    Verdict,
+    Wrong,
+    grade_function,
+    never_raises,
+    read_filled,
+    register_solution,
+    shows_verdict,
+    whole_number,
+)
 from ._predict import grade_token_set
 
 __all__ = ["check_self_attention_qkv", "check_asymmetric_keys", "check_changed_rows", "check_score_slip",
@@ -158,10 +168,16 @@ def check_asymmetric_keys(W_k):
         return Verdict(False, "Q @ K.T is still symmetric",
                        f"the scores are X (W_q W_kᵀ) Xᵀ, symmetric exactly when M = W_q @ my_W_k.T is. Yours is "
                        f"{shown}: make M[0, 1] differ from M[1, 0]")
-    tokens = ("I", "love", "AI")
-    i, j = np.unravel_index(np.argmax(np.abs(S - S.T)), S.shape)
-    return Verdict(True, f"score({tokens[i]} → {tokens[j]}) = {S[i, j]:.2f} but score({tokens[j]} → {tokens[i]}) = "
-                         f"{S[j, i]:.2f}: now a token can attend to another without being attended back.")
+    tokens = I_LOVE_AI_TOKENS
+    pairs = [(i, j) for i in range(len(tokens)) for j in range(i + 1, len(tokens))
+             if not np.isclose(S[i, j], S[j, i], atol=1e-9)]  # every pair whose two scores differ
+    said = "; ".join(f"score({tokens[i]} → {tokens[j]}) = {S[i, j]:.2f} but score({tokens[j]} → {tokens[i]}) = "
+                     f"{S[j, i]:.2f}" for i, j in pairs)
+    total = len(tokens) * (len(tokens) - 1) // 2
+    which = "the only pair" if len(pairs) == 1 else f"all {total} pairs" if len(pairs) == total else \
+        f"{len(pairs)} of the {total} pairs"
+    return Verdict(True, f"{said} ({which} whose two scores differ): now a token can attend to another without "
+                         "being attended back.")
 
 
 # Predict, then run: which rows of the scores change when one entry of W_q changes?
@@ -207,8 +223,8 @@ def check_score_slip(slip_key, corrected=None):
     _, problem = read_filled(slip_key, "my_slip_key", example='a token, e.g. "I"', numbers=False)
     if problem is not None:
         return problem
-    if isinstance(slip_key, (int, np.integer)) and not isinstance(slip_key, bool) and 0 <= slip_key < len(tokens):
-        slip_key = tokens[int(slip_key)]
+    if whole_number(slip_key) is not None and 0 <= whole_number(slip_key) < len(tokens):
+        slip_key = tokens[whole_number(slip_key)]
     if slip_key not in tokens:
         return Verdict(False, f"my_slip_key is {slip_key!r}, not one of the keys {list(tokens)}",
                        'name the key (the column) whose score the notes got wrong, e.g. "I"')

@@ -92,6 +92,9 @@ def _weights(q, k, mask=None, scale=None):
 
 def _weights_wrongs():
     return [
+        Wrong(lambda q, k, v, m: masked_attention(q, k, v, m)[0],
+              "your function returns (weights, context), the other way round: return context, weights, like the "
+              "helper (the context first)"),
         Wrong(lambda q, k, v, m: _weights(q, k),
               "the mask is not applied: set masked scores to -inf BEFORE the softmax, "
               "np.where(mask, scores, -np.inf)"),
@@ -111,11 +114,23 @@ def _weights_wrongs():
               "you divided by sqrt(d_v), the dimension of the values; d_k is the last axis of the queries and keys"),
         Wrong(lambda q, k, v, m: _weights(q, k, m, scale=1.0 / np.sqrt(k.shape[-2])),
               "you divided by sqrt(T_k), the number of keys; d_k is the LAST axis: queries.shape[-1]"),
+        Wrong(_shifted_by_the_largest_score,
+              "one row reaches 1000 and another is near 0: you subtracted the maximum of the WHOLE array, so "
+              "every exp() of the small row underflows to 0. Subtract each row's own maximum: "
+              "scores.max(axis=-1, keepdims=True)"),
         Wrong(lambda q, k, v, m: softmax(np.where(m, attention_scores(q, k) / np.sqrt(q.shape[-1]), -1e9)),
               "a fully masked row came out uniform (1/T_k each): that is what the magic constant -1e9 does, "
               "since every score in the row is then equal. Use -np.inf, which needs no constant, and give a row "
               "with no allowed key all-zero weights"),
     ]
+
+
+def _shifted_by_the_largest_score(q, k, v, m):
+    """The weights when every row is shifted by the largest score of the whole array (a row far below underflows)."""
+    scores = np.where(m, attention_scores(q, k) / np.sqrt(q.shape[-1]), -np.inf)
+    exps = np.exp(scores - scores.max())
+    total = exps.sum(axis=-1, keepdims=True)
+    return exps / np.where(total > 0, total, 1.0)
 
 
 def _cases(rng=None):
@@ -126,11 +141,23 @@ def _cases(rng=None):
     v2 = rng.standard_normal((2, 5, 3))
     lengths = np.array([5, 3])
     padding = np.arange(5) < lengths[:, None]  # (B, T): True for real tokens
+    q3 = np.array([[40.0, 0, 0, 0], [0.01, 0, 0, 0], [0, 40.0, 0, 0]])  # rows 0 and 2 large, row 1 near 0
+    k3 = np.array([[50.0, 0, 0, 0], [49.95, 25.0, 0, 0], [-30.0, 24.98, 0, 0]])  # scaled scores: row 0 1000, 999, -600
     return [
         Case((q1, k1, v1, np.tril(np.ones((4, 4), dtype=bool))), label="T = 4, d_k = 3, a causal mask"),
         Case((q2, k2, v2, padding[:, None, :]),
              label="a batch of 2 sequences of lengths 5 and 3, key-padding mask of shape (2, 1, 5)"),
+        Case((q3, k3, rng.standard_normal((3, 2)), np.ones((3, 3), dtype=bool)), label=LARGE_LABEL),
     ]
+
+
+#: The case whose scores reach 1000 (rows 0 and 2) and near 0 (row 1): notebook 03's overflow lesson.
+LARGE_LABEL = "T = 3, no key masked, scaled scores up to 1000 in rows 0 and 2 and near 0 in row 1"
+
+_LARGE_HINT = ("exp() of scores near 1000 overflows to inf, and inf / inf = NaN: subtract each row's own "
+               "maximum before exp(), scores - scores.max(axis=-1, keepdims=True), so the largest exponent is 0 "
+               "(notebook 03). Shifting by the row's minimum, or adding the maximum, makes the exponents larger "
+               "instead")
 
 
 def _fully_masked_case():
@@ -211,6 +238,8 @@ def check_masked_attention(fn):
                            "for a batch, swap only the last two axes: np.swapaxes(keys, -1, -2) turns "
                            "(B, T_k, d_k) into (B, d_k, T_k), so queries @ np.swapaxes(keys, -1, -2) has shape "
                            "(B, T_q, T_k)")
+        if LARGE_LABEL in verdict.message and "NaN or inf" in verdict.message:
+            return Verdict(False, verdict.message, _LARGE_HINT)
         return _clean(verdict)
     full = _fully_masked_case()
     nan_verdict = _nan_rows_hint(fn, full)

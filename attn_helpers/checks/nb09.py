@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import re
 
 import numpy as np
@@ -20,6 +19,7 @@ from ._grader import (
     read_filled,
     register_solution,
     shows_verdict,
+    whole_number,
 )
 
 __all__ = ["check_sinusoidal_encoding", "check_order_prediction", "check_length_prediction"]
@@ -194,7 +194,7 @@ def check_order_prediction(prediction):
         if value is Ellipsis or value is None:
             return Verdict(False, f"your prediction {key!r} is not filled in yet",
                            "replace the ... with a whole number from 0 to 3")
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= 3:
+        if whole_number(value) is None or not 0 <= whole_number(value) <= 3:
             return Verdict(False, f"your prediction {key!r} is {value!r}",
                            "predict a count of words: a whole number from 0 to 3")
     actual = {key: changed_words(with_positions=(key == "with positions")) for key in _KEYS}

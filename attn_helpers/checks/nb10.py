@@ -367,7 +367,9 @@ _COUNT_WRONGS = [
     Wrong(lambda c: _without(c, "layer_norms", "final_norm"),
           "the layer norms are missing: two per block plus a final one, each a gamma and a beta of d_model"),
     Wrong(lambda c: _without(c, "layer_norms"),
-          "the two layer norms inside each block are missing (a gamma and a beta of d_model each)"),
+          "4 * d_model numbers per block are missing: the two layer norms inside each block (a gamma and a beta "
+          "of d_model each), or the four biases of attention (W_q, W_k, W_v and W_o each have one of d_model): "
+          "the two give the same total, so check both"),
     Wrong(lambda c: _count(c) - c["num_layers"] * 2 * c["d_model"] - c["d_model"],
           "a layer norm has TWO vectors of d_model numbers: gamma (scale) and beta (shift)"),
     Wrong(lambda c: _count(c, tied_embeddings=False),

@@ -2,7 +2,6 @@
 and the previous-token head (12.3), graded on measurements of the real model."""
 from __future__ import annotations
 
-import numbers
 from functools import lru_cache
 
 import numpy as np
@@ -11,7 +10,7 @@ from ..ablation import ablation_effects, load_all_heads
 from ..core import softmax
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
-from ._grader import Case, Verdict, Wrong, grade_function, read_filled, register_solution, shows_verdict
+from ._grader import Case, Verdict, Wrong, grade_function, read_filled, register_solution, shows_verdict, whole_number
 from ._predict import read_choice, read_letter
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_two_back_head", "check_sink_prediction",
@@ -65,6 +64,9 @@ _PREVIOUS_WRONGS = [
           "row 0 has no previous token, but rows - 1 gives -1 there, which numpy reads as the LAST column "
           "(it wraps around): you averaged row 0's weight on the last token in. Start at row 1: "
           "rows = np.arange(1, T)"),
+    Wrong(lambda a: a[..., np.arange(2, a.shape[-1]), np.arange(1, a.shape[-1] - 1)].mean(axis=-1),
+          "you started at token 2: token 1 has a previous token too (token 0), so the mean runs over tokens "
+          "1 .. T - 1, rows = np.arange(1, T)"),
     Wrong(lambda a: np.diagonal(a, offset=-1).mean(axis=-1),
           "np.diagonal takes the first two axes unless told otherwise (layers and heads here): "
           "pass axis1=-2, axis2=-1"),
@@ -100,17 +102,18 @@ def check_previous_token_head(answer):
         return Verdict(False, f"the model could not be loaded ({type(err).__name__}: {err})")
     next_weight, previous = fingerprints["next"], fingerprints["previous"]
     best = tuple(int(i) for i in np.unravel_index(np.argmax(previous), previous.shape))
-    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool):
-        if int(answer) == int(np.argmax(previous)):
+    if whole_number(answer) is not None:
+        answer = whole_number(answer)
+        if answer == int(np.argmax(previous)):
             return Verdict(False, f"{answer} is the position in the flattened array, not (layer, head)",
                            "np.argmax on a 2-D array counts cells row by row; turn it into (layer, head) with "
                            "np.unravel_index(index, shape)")
         return Verdict(False, f"{answer!r} is one number", "give two: answer = (layer, head)")
     try:
         layer, head = answer
-        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (layer, head)):
+        if whole_number(layer) is None or whole_number(head) is None:
             raise TypeError
-        layer, head = int(layer), int(head)
+        layer, head = whole_number(layer), whole_number(head)
     except (TypeError, ValueError):
         return Verdict(False, f"{answer!r} is not a pair of integers", "write answer = (layer, head), e.g. (3, 7)")
     if (layer, head) == best:

@@ -46,6 +46,16 @@ def _rescale_upside_down(scores):
     return np.exp(np.asarray(scores, dtype=float) - m) / l
 
 
+def _first_term_dropped(scores):
+    """Seeded with m = scores[0] but l = 0, then looped from the second score: the first exp() is never added."""
+    m, l = scores[0], 0.0
+    for s in scores[1:]:
+        new_m = max(m, s)
+        l = l * np.exp(m - new_m) + np.exp(s - new_m)
+        m = new_m
+    return np.exp(np.asarray(scores, dtype=float) - m) / l
+
+
 _ONLINE_SOFTMAX_WRONGS = [
     Wrong(_no_rescale_sum,
           "your sum is not rescaled when the max grows: the terms added before were exp(s - m_old), and they must "
@@ -54,6 +64,10 @@ _ONLINE_SOFTMAX_WRONGS = [
     Wrong(_rescale_upside_down,
           "the rescaling factor is upside down: the old terms were exp(s - m_old); to make them exp(s - m_new), "
           "multiply by exp(m_old - m_new), which is <= 1"),
+    Wrong(_first_term_dropped,
+          "the first score's term is missing from the sum: you start from m = scores[0] and loop from the second "
+          "score, but with l = 0 the first exp(scores[0] - m) = 1 is never added. Start with l = 1.0, or loop over "
+          "every score from m = -inf, l = 0"),
     Wrong(lambda scores: np.exp(np.asarray(scores, dtype=float) - np.max(scores)),
           "the weights do not sum to 1: divide exp(score - m) by the running sum l at the end"),
 ]
@@ -157,6 +171,12 @@ def check_online_attention(fn):
 
 
 # Predict, then run
+#: Two slips give the same count: the tiles above the diagonal with those on it, and the tiles computed.
+_WITH_DIAGONAL = ("that counts the tiles ON the diagonal too (it is also the number of tiles computed, on and below "
+                  "the diagonal): they hold the diagonal itself (token i attends to itself) and the keys before it, "
+                  "so they are computed; only the tiles strictly above it are skipped")
+
+
 @never_raises("could not grade this prediction", "give a whole number, for example my_skipped_tiles = 3")
 def check_skipped_tiles(prediction, T=8, block_size=2):
     """Grade a prediction of how many tiles a causal mask lets tiled attention skip."""
@@ -165,9 +185,8 @@ def check_skipped_tiles(prediction, T=8, block_size=2):
     return grade_value(prediction, skipped, name="prediction", success=(
         f"{skipped} of the {tiles * tiles} tiles lie entirely above the diagonal: every key in them is in the "
         f"future of every query row. The {tiles} tiles ON the diagonal are computed, half masked."), wrongs=[
-        (skipped + tiles, "that counts the tiles on the diagonal too, but they hold the diagonal itself "
-                          "(token i attends to itself) and the keys before it: they must be computed"),
-        (tiles * tiles - skipped, "that is the number of tiles COMPUTED (on and below the diagonal)"),
+        (skipped + tiles, _WITH_DIAGONAL),
+        (tiles * tiles - skipped, _WITH_DIAGONAL),  # the same number: t * t - t(t - 1)/2 = t(t - 1)/2 + t
         (T * (T - 1) // 2, "that is the number of masked CELLS; a tile is skipped only if all of its cells are"),
         (tiles * tiles / 2, "half the tiles: but the tiles ON the diagonal are computed (half masked), so fewer "
                             "than half are skipped"),

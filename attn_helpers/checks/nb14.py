@@ -24,6 +24,7 @@ from ._grader import (
     read_filled,
     register_solution,
     shows_verdict,
+    whole_number,
 )
 from ._predict import is_complex
 
@@ -47,8 +48,8 @@ def _as_pair(answer):
     if isinstance(answer, str) and len(answer.encode("utf-8")) == 2:
         return tuple(answer.encode("utf-8"))
     if isinstance(answer, (tuple, list)) and len(answer) == 2 and all(
-            isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= i < 256 for i in answer):
-        return tuple(int(i) for i in answer)
+            whole_number(i) is not None and 0 <= whole_number(i) < 256 for i in answer):
+        return tuple(whole_number(i) for i in answer)
     return None
 
 
@@ -117,10 +118,11 @@ def check_previous_token_heads(prediction):
                                       numbers=False)
     if problem is not None:
         return problem
-    if not isinstance(prediction, numbers.Integral) or isinstance(prediction, bool):
+    if whole_number(prediction) is None:
         kind = "complex" if is_complex(prediction) else type(prediction).__name__
         return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
                        "write a whole number from 0 to 8")
+    prediction = whole_number(prediction)
     try:
         with np.errstate(all="ignore"):
             previous = previous_token_weights(load_tiny_gpt(), attention_sentence())
@@ -231,7 +233,9 @@ def check_merge_pair(fn):
         ids, pair, new_id = case.args
         result, error = call_quietly(fn, list(ids), tuple(pair), new_id)  # copies: the learner may change them
         if error is not None:
-            return failed_call(error, case.label)
+            return failed_call(error, case.label, {"index": (
+                "ids[i + 1] went past the end of the list: on the last token there is no next one. Check "
+                "i + 1 < len(ids) before reading ids[i + 1] (the last token is then copied as it is)")})
         got, problem = call_quietly(_as_ids, result)[0] or (None, "your function returned something unreadable")
         if problem:
             return Verdict(False, f"on {case.label}, {problem}", "build a new list and return it")
@@ -386,7 +390,12 @@ def _top_p_cases():
         Case((np.array([0.2, 0.7, 0.1]), 0.5), label="probs [0.2, 0.7, 0.1], top_p = 0.5: one token is enough"),
         Case((np.array([0.05, 0.15, 0.3, 0.5]), 0.9), label="probs [0.05, 0.15, 0.3, 0.5], top_p = 0.9"),
         Case((np.array([0.4, 0.35, 0.25]), 0.01), label="probs [0.4, 0.35, 0.25], a tiny top_p = 0.01"),
+        Case((np.array([0.125, 0.5, 0.125, 0.25]), 0.75), label=_BOUNDARY_LABEL),
     ]
+
+
+#: The case whose two most probable tokens sum to exactly top_p (binary fractions: every sum is exact).
+_BOUNDARY_LABEL = "probs [0.125, 0.5, 0.125, 0.25], top_p = 0.75: the two most probable sum to exactly top_p"
 
 
 def _top_p_wrongs():
@@ -406,6 +415,12 @@ def _top_p_wrongs():
     def mapped_back_the_wrong_way(probs, top_p):  # keep = keep_sorted[order] instead of keep[order] = keep_sorted
         return in_sorted_order(probs, top_p)[np.argsort(-probs, kind="stable")]
 
+    def up_to_and_including(probs, top_p):  # before <= top_p: one token too many where a sum hits top_p
+        order = np.argsort(-probs, kind="stable")
+        keep = np.zeros(len(probs), dtype=bool)
+        keep[order] = np.cumsum(probs[order]) - probs[order] <= top_p
+        return keep
+
     def ascending(probs, top_p):  # np.argsort(probs): the LEAST probable first
         order = np.argsort(probs, kind="stable")
         keep = np.zeros(len(probs), dtype=bool)
@@ -420,6 +435,9 @@ def _top_p_wrongs():
         Wrong(cumulative_below, "you kept the tokens whose cumulative sum stays below top_p, which drops the token "
                                 "that crosses it (and with a small top_p leaves nothing). Keep the SMALLEST set whose "
                                 "sum reaches top_p: a token stays while the tokens ranked ABOVE it sum to < top_p"),
+        Wrong(up_to_and_including, "the tokens ranked above the third one already sum to exactly top_p, so the "
+                                   "nucleus is complete without it: keep a token while the tokens above it sum to "
+                                   "LESS than top_p (before < top_p), not before <= top_p"),
         Wrong(unsorted, "sort first: the nucleus is the most PROBABLE tokens, so add them up from the largest "
                         "probability down (np.argsort(-probs)), not in token order"),
         Wrong(ascending, "np.argsort(probs) puts the LEAST probable token first: sort by -probs (or reverse the "
@@ -432,8 +450,18 @@ def _top_p_wrongs():
 @shows_verdict
 def check_top_p(fn):
     """Grade ``fn(probs, top_p) -> keep``: a boolean mask of the tokens top-p (nucleus) sampling keeps."""
-    return grade_function(fn, lambda probs, top_p: np.isfinite(filter_logits(np.log(probs), top_p=top_p)),
-                          _top_p_cases(), what="top_p_keep", wrongs=_top_p_wrongs(),
-                          shape_hint="return one True/False per token, in the tokens' original order",
-                          success="your nucleus matches filter_logits(..., top_p=...) on every case.")
+    verdict = grade_function(fn, lambda probs, top_p: np.isfinite(filter_logits(np.log(probs), top_p=top_p)),
+                             _top_p_cases(), what="top_p_keep", wrongs=_top_p_wrongs(),
+                             shape_hint="return one True/False per token, in the tokens' original order",
+                             success="your nucleus matches filter_logits(..., top_p=...) on every case.")
+    if not verdict.passed:
+        return verdict
+    case = _top_p_cases()[0]
+    dtype = np.asarray(call_quietly(fn, *(np.array(a, copy=True) for a in case.args))[0]).dtype
+    if dtype != np.bool_:
+        return Verdict(False, f"on {case.label}, the right tokens are marked, but with numbers of dtype {dtype}, "
+                              "not True/False",
+                       "np.zeros(len(probs)) makes an array of floats: pass dtype=bool, so that the mask can pick "
+                       "tokens (probs[keep]) and be inverted (~keep)")
+    return verdict
 

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from ..plotting import HIGHLIGHT_EDGE, OKABE_ITO
 
 __all__ = ["Explorer", "FullRedraw", "redraw_dynamic", "slider", "dropdown", "toggle", "query_dropdown", "pick",
-           "value_bars", "set_bars", "sentence_explorer", "show_figure", "png_bytes", "LABEL_STYLE"]
+           "value_bars", "set_bars", "sentence_explorer", "show_figure", "png_bytes", "LABEL_STYLE", "checked_option"]
 
 
 class FullRedraw(Exception):  # noqa: N818 - a signal, not an error
@@ -35,6 +35,52 @@ class FullRedraw(Exception):  # noqa: N818 - a signal, not an error
 
 #: Wide labels, so "temperature" or "query token" is never cut off.
 LABEL_STYLE = {"description_width": "initial"}
+
+
+def _choices(control) -> list | None:
+    """The values a control offers: a dropdown's (or buttons') values; ``None`` for a slider, box or text."""
+    if not hasattr(control, "options"):
+        return None
+    return [option[1] if isinstance(option, tuple) and len(option) == 2 else option for option in control.options]
+
+
+def _bounds(control) -> tuple[float, float] | None:
+    """The range of a numeric slider or number box (a log slider in its own units, base ** min to base ** max)."""
+    if isinstance(control, widgets.FloatLogSlider):
+        return control.base ** control.min, control.base ** control.max
+    if isinstance(control, (widgets.IntSlider, widgets.FloatSlider, widgets.BoundedIntText, widgets.BoundedFloatText)):
+        return control.min, control.max
+    return None
+
+
+def _same_option(value, choice) -> bool:
+    """Whether ``value`` is ``choice``: equal, and both text or both not (1 is not "1"), both True/False or not."""
+    if isinstance(value, str) != isinstance(choice, str) or isinstance(value, (bool, np.bool_)) != isinstance(
+            choice, (bool, np.bool_)):
+        return False
+    try:
+        return bool(value == choice)
+    except (TypeError, ValueError):  # an array: never one option
+        return False
+
+
+def checked_option(name: str, value, choices=None, bounds=None):
+    """``value`` when it is one of ``choices`` (or a number within ``bounds``), else a ValueError that names the
+    option and lists what it takes, in one sentence.
+
+    >>> checked_option("placement", "post-norm", choices=["pre-norm (GPT-2)", "post-norm (original)"])
+    Traceback (most recent call last):
+    ...
+    ValueError: placement='post-norm' is not one of its options: 'pre-norm (GPT-2)', 'post-norm (original)'
+    """
+    if choices is not None and not any(_same_option(value, c) for c in choices):
+        raise ValueError(f"{name}={value!r} is not one of its options: {', '.join(map(repr, choices))}")
+    if bounds is not None:
+        low, high = bounds
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not low <= value <= high:
+            raise ValueError(f"{name}={value!r} is outside its range: a number from {low:g} to {high:g}")
+    return value
 
 
 def slider(description, value, min, max, step, *, integer=False, readout_format=None, **kwargs):  # noqa: A002
@@ -174,6 +220,7 @@ class Explorer:
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self.renders = 0
+        self._muted = False
         self._live = None  # the reused figure of the live widget
         self._background = None  # its cached background, when it has an update function
         self._middle = None  # the background with the middle layer drawn over it
@@ -182,6 +229,31 @@ class Explorer:
     @property
     def values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
+
+    def _checked(self, overrides: dict) -> dict:
+        """The current values updated with ``overrides``, each the name of a control and a value it offers; a
+        ValueError in one sentence otherwise (a dropdown's values, a slider's range, True/False for a box)."""
+        unknown = [name for name in overrides if name not in self.controls]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not an option of this explorer: its options are "
+                             f"{', '.join(self.controls)}")
+        saved, self._muted = self.values, True
+        sliders = {name: value for name, value in overrides.items() if _bounds(self.controls[name]) is not None}
+        try:  # the choices first, set for a moment: a slider's range may follow one (the tiles of a tile size)
+            for name, value in overrides.items():
+                control = self.controls[name]
+                if name not in sliders:
+                    boxes = isinstance(control, (widgets.Checkbox, widgets.ToggleButton))
+                    control.value = checked_option(name, value, choices=[True, False] if boxes else
+                                                   _choices(control))
+            for name, value in sliders.items():
+                checked_option(name, value, bounds=_bounds(self.controls[name]))
+        finally:  # every value back as it was, the choices before the sliders whose ranges follow them
+            for name in sorted(saved, key=lambda name: _bounds(self.controls[name]) is not None):
+                if self.controls[name].value != saved[name]:
+                    self.controls[name].value = saved[name]
+            self._muted = False
+        return {**saved, **overrides}
 
     def figure(self, **overrides):
         """Draw a new figure for the current values (updated with ``overrides``) and return it."""
@@ -256,8 +328,9 @@ class Explorer:
         return self.render(**overrides)[0]
 
     def static(self, **overrides):
-        """Show the figure once, without controls (the fallback for GitHub and print)."""
-        fig = self.figure(**overrides)
+        """Show the figure once, without controls (the fallback for GitHub and print); an option the controls do
+        not offer is refused with a ValueError that lists the options."""
+        fig = self.figure(**self._checked(overrides))
 
         def keep_layout(event):  # the notebook's display draws it: its solved layout serves the live figure too
             self._positions.setdefault(self._structure(fig), [ax.get_position() for ax in fig.axes])
@@ -281,7 +354,8 @@ class Explorer:
         self.text.value = f"<div style='font-size:1.05em'>{note}</div>" if note else ""
 
     def _on_change(self, change):
-        self.refresh()
+        if not self._muted:  # a value set for a moment while overrides are checked draws nothing
+            self.refresh()
 
     def show(self):
         """Display the controls and draw the first figure."""

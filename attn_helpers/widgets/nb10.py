@@ -10,7 +10,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from ..block import parameter_count
 from ..examples import CREATURE_TOKENS, GPT2_FAMILY, creature_block_example, parameter_shares, stack_diagnostics
 from ..plotting import OKABE_ITO, SERIES_COLOURS, heatmap
-from . import Explorer, dropdown, slider, toggle
+from . import Explorer, checked_option, dropdown, slider, toggle
 
 __all__ = ["PLACEMENTS", "PARAMETER_PARTS", "draw_block_diagram", "draw_parameter_breakdown",
            "all_diagnostics", "draw_stream", "update_stream", "stream_explorer", "EXPLORERS"]
@@ -181,7 +181,8 @@ def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, 
 def update_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, **_):
     """Refill the highlighted curves, the similarity matrix and the titles (the live widget's fast path)."""
     h = fig.handles
-    norm_first = bool(PLACEMENTS.get(placement, placement) if isinstance(placement, str) else placement)
+    norm_first = bool(PLACEMENTS[checked_option("placement", placement, choices=list(PLACEMENTS))]
+                      if isinstance(placement, str) else placement)
     residual = bool(residual)
     d = h["diagnostics"][(norm_first, residual)]
     depth = len(d["norm"]) - 1
