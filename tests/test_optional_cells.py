@@ -129,7 +129,8 @@ def test_a_name_only_an_optional_cell_defines_is_caught(tmp_path):
     only an optional cell makes fails."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("total = 1"),
-                nbformat.v4.new_code_cell("# Optional: a tangent\ntotal += 1\nshortcut = 2", metadata={"tags": [OPTIONAL]}),
+                nbformat.v4.new_code_cell("# Optional: a tangent\ntotal += 1\nshortcut = 2",
+                                          metadata={"tags": [OPTIONAL]}),
                 nbformat.v4.new_code_cell("print(total)"),
                 nbformat.v4.new_code_cell("print(shortcut)")]
     for cell in nb.cells[2:]:
