@@ -257,3 +257,20 @@ def _max_over_the_last_axis(x, axis=-1):
 def test_a_max_along_another_axis_than_the_sum_is_named():
     verdict = check_softmax_any_axis(_max_over_the_last_axis)
     assert not verdict.passed and "max along one axis and summed along another" in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("query", JOURNEY_TOKENS)
+def test_temperature_explorer_marks_never_cover_a_label(query):
+    """At τ = 20 every bar is near 1/6 and the τ = 1 marks sat on the bars' numbers: no mark crosses a label."""
+    explorer = temperature_explorer()
+    for temperature in TEMPERATURES:
+        fig = explorer.figure(query=query, temperature=temperature)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        parts = fig.handles
+        to_pixels = parts["left"].transData.transform
+        for label, segment in zip(parts["labels"], parts["reference"].get_segments(), strict=True):
+            box = label.get_window_extent(renderer)
+            (x0, y), (x1, _) = to_pixels(segment)
+            crosses = box.y0 - 1 < y < box.y1 + 1 and min(x1, box.x1) > max(x0, box.x0)
+            assert not crosses, f"{query!r} at τ = {temperature:g}: the τ = 1 mark crosses the label {label.get_text()}"
