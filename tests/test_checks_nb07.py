@@ -310,3 +310,22 @@ def test_causal_mask_with_the_shape_as_two_arguments_is_named():
     for slip in (lambda T: np.tril(np.ones(T, T)) > 0, lambda T: np.tril(np.ones(T, T, dtype=bool))):
         verdict = check_causal_mask(slip)  # np.ones(T, T): numpy reads the second T as a dtype
         assert not verdict.passed and "give the shape as ONE tuple" in verdict.hint, verdict
+
+
+def test_explorer_labels_padding_and_draws_masked_keys_at_zero():
+    """Padding keys are labelled <pad> on every axis, and a masked key is a thin hatched strip at 0: a tall hatched
+    bar read as a weight of 1."""
+    from attn_helpers.widgets.nb07 import MASKED_STRIP, PAD
+
+    explorer = EXPLORERS["mask_explorer"]()
+    explorer.render_png()
+    for length in (3, 8, 5):
+        explorer.render(causal=True, query="roamed", length=length)
+        fig = explorer._live
+        fig.canvas.draw()
+        left, right = fig.handles["left"], fig.handles["right"]
+        expected = [token if k < length else PAD for k, token in enumerate(CREATURE_TOKENS)]
+        for labels in (left.get_xticklabels(), left.get_yticklabels(), right.get_xticklabels()):
+            assert [label.get_text() for label in labels] == expected
+        top = fig.handles["row_hatch"].get_path().vertices[:, 1].max()
+        assert top <= MASKED_STRIP < 0.1
