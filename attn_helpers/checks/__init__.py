@@ -28,8 +28,13 @@ from .nb08 import (
     check_weights_shape,
 )
 from .nb09 import check_length_prediction, check_order_prediction, check_sinusoidal_encoding
-from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_layer_norm, check_pre_norm_block
-from .nb10 import check_dropout_mean
+from .nb10 import (
+    check_decoder_changed_rows,
+    check_dropout_mean,
+    check_gpt2_parameter_count,
+    check_layer_norm,
+    check_pre_norm_block,
+)
 from .nb11 import (
     check_attention_prediction,
     check_induction_prediction,
