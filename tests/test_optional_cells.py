@@ -7,7 +7,7 @@ figure later that only those cells defined, and can tell which cells those are.
 - A learner does not see tags: each run of optional cells opens with a line that says "optional" (a
   markdown cell's first line, a code cell's first comment), and a markdown cell that opens with
   "Optional" is tagged.
-- An optional detour that derives something (it has a display equation) names its way past in its
+- An optional detour that derives something (a display equation, a fraction, a derivative) names its way past in its
   first paragraph: the check or result a learner who skips it can rely on ("skip it: the printed table
   is enough").
 
@@ -30,6 +30,8 @@ from test_rerun_notebooks import CELL_TIMEOUT_S, IGNORE_TAG, NOTEBOOKS, _run_in_
 OPTIONAL = "optional"
 SAYS_OPTIONAL = re.compile(r"\boptional\b", re.IGNORECASE)
 OPENS_AS_OPTIONAL = re.compile(r"^\s*(#+\s*|\*+|_)?\s*(\d+\s*·\s*)?optional\b", re.IGNORECASE)
+#: a detour that derives something: a display equation, a fraction or a derivative, or says so
+DERIVES = re.compile(r"\$\$|\\frac|\\partial|\bderiv", re.IGNORECASE)
 #: words with which a detour names the way past it: "skip it", "... is enough", "the way past"
 WAY_PAST = re.compile(r"\b(skip|skipping|enough|way past|all you need)\b", re.IGNORECASE)
 
@@ -112,7 +114,7 @@ def test_optional_cells_say_so(notebook):
         if not SAYS_OPTIONAL.search(opening_line(first)):
             problems.append(f"cell {run[0]} opens {len(run)} optional cell(s) but its first line does not say "
                             f"so: {opening_line(first)[:80]!r}")
-        if any("$$" in nb.cells[i].source for i in run if nb.cells[i].cell_type == "markdown"):
+        if any(DERIVES.search(nb.cells[i].source) for i in run if nb.cells[i].cell_type == "markdown"):
             paragraphs = first.source.strip().split("\n\n") if first.cell_type == "markdown" else [""]
             paragraph = "\n\n".join(paragraphs[:2] if paragraphs[0].startswith("#") else paragraphs[:1])
             if not WAY_PAST.search(paragraph):
