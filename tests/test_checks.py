@@ -25,6 +25,7 @@ from attn_helpers import checks
 from attn_helpers.block import transformer_block
 from attn_helpers.checks import Verdict, _grader, solution
 from attn_helpers.checks._grader import SOLUTIONS
+from attn_helpers.checks.nb10 import DROPOUT_P
 from attn_helpers.checks.nb11 import induction_queries
 from attn_helpers.core import causal_mask, scaled_dot_product_attention, softmax
 from attn_helpers.examples import (
@@ -173,6 +174,7 @@ KNOWN_ANSWERS = {
     "check_induction_layers_prediction": "abc"[min(induction_study(load_smollm2())["top"][0][0] // 10, 2)],
     "check_cache_size_prediction": kv_cache_bytes(*(SMOLLM2_CONFIG[k] for k in ("num_layers", "num_kv_heads",
                                                                                  "head_dim")), 1000, 4) / 2**20,
+    "check_dropout_mean": (1 - DROPOUT_P) / (1 - DROPOUT_P),  # the expected value: the kept share times 1 / (1 - p)
 }
 
 # Checkers whose right answer is a choice (a word, a letter), not numbers: the complex probe does not apply.

@@ -272,3 +272,18 @@ def test_a_softmax_over_another_axis_is_told_which_one():
     always_last = check_softmax_any_axis(lambda x, axis=-1: softmax(x, axis=-1))
     assert "always uses" not in swapped.hint and "another axis" in swapped.hint
     assert "always uses axis=0" in always_0.hint and "always uses axis=-1" in always_last.hint
+@pytest.mark.parametrize("query", JOURNEY_TOKENS)
+def test_temperature_explorer_marks_never_cover_a_label(query):
+    """At τ = 20 every bar is near 1/6 and the τ = 1 marks sat on the bars' numbers: no mark crosses a label."""
+    explorer = temperature_explorer()
+    for temperature in TEMPERATURES:
+        fig = explorer.figure(query=query, temperature=temperature)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        parts = fig.handles
+        to_pixels = parts["left"].transData.transform
+        for label, segment in zip(parts["labels"], parts["reference"].get_segments(), strict=True):
+            box = label.get_window_extent(renderer)
+            (x0, y), (x1, _) = to_pixels(segment)
+            crosses = box.y0 - 1 < y < box.y1 + 1 and min(x1, box.x1) > max(x0, box.x0)
+            assert not crosses, f"{query!r} at τ = {temperature:g}: the τ = 1 mark crosses the label {label.get_text()}"

@@ -406,3 +406,11 @@ def test_asymmetric_keys_reports_every_pair_whose_scores_differ():
     a prediction of how many change."""
     verdict = check_asymmetric_keys(asymmetric_keys())
     assert verdict.passed and verdict.message.count("but score(") == 3 and "all 3 pairs" in verdict.message
+def test_static_documents_the_names_of_its_entries(capsys):
+    """`explorer.static(...)` is how a learner without a kernel tries an edit: its help names every entry."""
+    explorer = nb05.qkv_explorer()
+    doc = type(explorer).static.__doc__
+    assert "W_q_00" in doc and "W_q[0, 0]" in doc and "W_v_11" in doc
+    assert set(explorer.controls) == {f"{name}_{r}{c}" for name in nb05.MATRIX_NAMES for r in (0, 1) for c in (0, 1)}
+    explorer.static(W_q_00=2)
+    assert "Q = X W_q: I [2.00 0.00]" in capsys.readouterr().out

@@ -328,3 +328,20 @@ def test_a_softmax_shifted_the_wrong_way_meets_scores_near_1000(shift):
     verdict = check_masked_attention(shifted)
     assert not verdict.passed and "1000" in verdict.message
     assert ("WHOLE array" if shift == "whole array" else "overflows") in verdict.hint
+def test_explorer_labels_padding_and_draws_masked_keys_at_zero():
+    """Padding keys are labelled <pad> on every axis, and a masked key is a thin hatched strip at 0: a tall hatched
+    bar read as a weight of 1."""
+    from attn_helpers.widgets.nb07 import MASKED_STRIP, PAD
+
+    explorer = EXPLORERS["mask_explorer"]()
+    explorer.render_png()
+    for length in (3, 8, 5):
+        explorer.render(causal=True, query="roamed", length=length)
+        fig = explorer._live
+        fig.canvas.draw()
+        left, right = fig.handles["left"], fig.handles["right"]
+        expected = [token if k < length else PAD for k, token in enumerate(CREATURE_TOKENS)]
+        for labels in (left.get_xticklabels(), left.get_yticklabels(), right.get_xticklabels()):
+            assert [label.get_text() for label in labels] == expected
+        top = fig.handles["row_hatch"].get_path().vertices[:, 1].max()
+        assert top <= MASKED_STRIP < 0.1

@@ -345,3 +345,30 @@ def test_a_count_without_the_attention_biases_names_them_as_well_as_the_layer_no
 
     verdict = check_gpt2_parameter_count(without_attention_biases)
     assert not verdict.passed and "four biases of attention" in verdict.hint and "layer norms" in verdict.hint
+# --- predict, then run: the mean of ones after dropout (section 9) -------------------------------------
+
+
+def test_dropout_mean_against_an_independent_draw():
+    from attn_helpers.checks.nb10 import DROPOUT_ONES, DROPOUT_P, dropout_mean
+    from attn_helpers.examples import SEED
+
+    draw = np.random.default_rng(SEED).random(DROPOUT_ONES)
+    dropped = np.where(draw < DROPOUT_P, 0.0, 1 / (1 - DROPOUT_P))  # a loop-free independent inverted dropout
+    assert dropout_mean() == pytest.approx(dropped.mean(), abs=1e-12)
+    assert abs(dropout_mean() - 1) < 0.01
+
+
+@pytest.mark.parametrize(("answer", "hint"), [(0.5, "survive"), (2, "counts them too"), (0, "not all of them"),
+                                               (0.25, "not multiplied"), (1.5, "average the two")])
+def test_dropout_mean_slips_get_their_hint(answer, hint):
+    from attn_helpers.checks import check_dropout_mean
+
+    verdict = check_dropout_mean(answer)
+    assert not verdict.passed and hint in verdict.hint
+
+
+@pytest.mark.parametrize("answer", [1, 1.0, np.float32(1.004)])
+def test_dropout_mean_right_answers_pass(answer):
+    from attn_helpers.checks import check_dropout_mean
+
+    assert check_dropout_mean(answer).passed

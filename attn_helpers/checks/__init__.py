@@ -28,7 +28,13 @@ from .nb08 import (
     check_weights_shape,
 )
 from .nb09 import check_length_prediction, check_order_prediction, check_sinusoidal_encoding
-from .nb10 import check_decoder_changed_rows, check_gpt2_parameter_count, check_layer_norm, check_pre_norm_block
+from .nb10 import (
+    check_decoder_changed_rows,
+    check_dropout_mean,
+    check_gpt2_parameter_count,
+    check_layer_norm,
+    check_pre_norm_block,
+)
 from .nb11 import (
     check_attention_prediction,
     check_induction_prediction,
@@ -82,6 +88,7 @@ __all__ = [
     "check_length_prediction", "check_order_prediction", "check_sinusoidal_encoding",  # 09 Positions
     "check_decoder_changed_rows", "check_gpt2_parameter_count", "check_layer_norm",  # 10 The transformer block
     "check_pre_norm_block",
+    "check_dropout_mean",
     "check_attention_prediction", "check_induction_prediction", "check_softmax_backward",  # 11 Training
     "check_training_prediction",
     "check_ablation_prediction", "check_previous_token_head", "check_previous_token_weight",  # 12 Pretrained

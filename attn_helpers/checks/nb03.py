@@ -202,7 +202,7 @@ def check_spot_the_slip(total, weights=...):
                              example="one line: the softmax of notes_scores", numbers=False)
     if problem is not None:
         return problem
-    return grade_value(weights, softmax(scores), name="the corrected weights", atol=5e-4, wrongs=[
+    return grade_value(weights, softmax(scores), name="my_weights", atol=5e-4, wrongs=[
         (notes, "those are the notes' own (wrong) numbers: compute softmax(scores) yourself"),
         (np.exp(scores), "you stopped after exp(): divide by the sum so that the weights add up to 1"),
         (notes / notes.sum(), "rescaling the wrong numbers makes them sum to 1 but does not make them a softmax: "

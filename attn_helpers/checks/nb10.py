@@ -405,3 +405,37 @@ def check_gpt2_parameter_count(fn):
         return Verdict(True, f"GPT-2 small has {total:,} parameters, and your function counts any size of GPT-2.")
     return verdict
 
+
+
+# Predict, then run (section 9, optional): the mean of 100,000 ones after inverted dropout with p = 0.5
+#: The question: how many ones, and the dropout probability.
+DROPOUT_ONES, DROPOUT_P = 100_000, 0.5
+
+
+def dropout_mean(count=DROPOUT_ONES, p=DROPOUT_P):
+    """The mean of ``count`` ones after the package's inverted dropout (the notebook's draw, seeded the same way)."""
+    from ..examples import SEED
+    from ..multihead import _keep
+
+    return float((np.ones(count) * _keep((count,), p, np.random.default_rng(SEED), np.float64)).mean())
+
+
+@shows_verdict
+def check_dropout_mean(prediction):
+    """Grade a prediction: the mean of 100,000 ones after inverted dropout with p = 0.5, zeros included."""
+    from ._grader import grade_value
+
+    p, kept = DROPOUT_P, 1 / (1 - DROPOUT_P)
+    return grade_value(prediction, dropout_mean(), name="your prediction", rtol=0.0, atol=0.01, wrongs=[
+        (1 - p, f"that is the share of ones that survive; each survivor is also divided by 1 - p, so it becomes "
+                f"{kept:g}: the mean counts both"),
+        (kept, f"{kept:g} is what each survivor becomes; but a share p = {p:g} of the numbers are now 0, and the mean "
+               "counts them too"),
+        (0.0, "dropout zeroes a share p of the numbers, not all of them"),
+        ((1 - p) ** 2, "the survivors are divided by 1 - p, not multiplied by it: the division makes up for the zeros"),
+    ], hint=f"a share p = {p:g} of the ones become 0, the rest become 1 / (1 - p) = {kept:g}: average the two",
+        success=f"about 1: a share {p:g} became 0 and the rest {kept:g}, so the mean, the expected value of each "
+                "number, stays 1. That is what the division by 1 - p is for: nothing needs rescaling at inference.")
+
+
+__all__ += ["check_dropout_mean"]

@@ -22,6 +22,10 @@ TEMPERATURES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.
 CURVE_COLOUR = OKABE_ITO["black"]
 
 
+#: How far above a bar (in weight) a τ = 1 mark would cover the bar's label: the label then sits on the mark.
+MARK_CLEARANCE = 0.09
+
+
 def temperature_slider(value=1.0, options=TEMPERATURES):
     """A log-spaced temperature slider (a SelectionSlider whose values are the temperatures themselves)."""
     options = tuple(float(t) for t in options)
@@ -91,7 +95,7 @@ def update_temperature(fig, query="journey", temperature=1.0, **_):
     temperature = _as_temperature(temperature)
     scores = parts["scores"][i]  # (T,): the query's scores over the keys
     if parts["query"] != query:  # the τ = 1 marks and the entropy curve depend on the query only
-        plain = softmax(scores)
+        plain = parts["plain"] = softmax(scores)
         parts["reference"].set_segments([[(p - 0.4, w), (p + 0.4, w)]
                                          for p, w in zip(parts["positions"], plain, strict=True)])
         parts["curve"].set_ydata(entropy_curve(scores, parts["grid"]))
@@ -100,6 +104,9 @@ def update_temperature(fig, query="journey", temperature=1.0, **_):
     H = float(entropy(weights))
     j = int(np.argmax(weights))
     set_bars(parts["bars"], weights, parts["labels"], highlight=j)
+    for label, weight, mark in zip(parts["labels"], weights, parts["plain"], strict=True):
+        if -0.01 <= mark - weight < MARK_CLEARANCE:  # a τ = 1 mark at or just above the bar: label above the mark
+            label.xy = (label.xy[0], mark + 0.015)
     parts["point"].set_data([temperature], [H])
     parts["left"].set_title(f"softmax(scores / τ) for query {query!r}, τ = {temperature:g}")
     parts["right"].set_title(f"entropy H = {H:.2f} nats")

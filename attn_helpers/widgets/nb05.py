@@ -117,6 +117,11 @@ class MatrixExplorer(Explorer):
         self.widget = widgets.VBox([panel, self.image, self.text])
         self.widget.add_class("attn-explorer")
 
+    def static(self, **entries):
+        """Show the figure once, without controls. Change entries by name: ``W_q_00`` is ``W_q[0, 0]``, ``W_q_01``
+        is ``W_q[0, 1]``, and so on to ``W_v_11``; for example ``explorer.static(W_q_00=2, W_v_10=0)``."""
+        super().static(**entries)
+
     def reset(self):
         """Restore the hand-worked values, redrawing once (not once per box)."""
         for name, control in self.controls.items():

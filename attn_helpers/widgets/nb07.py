@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Patch, PathPatch, Rectangle
 from matplotlib.path import Path
+from matplotlib.ticker import FixedFormatter
 
 from ..core import scaled_dot_product_attention
 from ..examples import CREATURE_TOKENS, combined_mask, creature_example
@@ -13,6 +14,10 @@ from . import dropdown, pick, sentence_explorer, set_bars, slider, toggle, value
 
 #: Bar colours: a key the query may see (itself or earlier), a later key (visible only without the mask).
 EARLIER_COLOUR, LATER_COLOUR = SERIES_COLOURS[0], SERIES_COLOURS[1]
+#: How a padding position is labelled on the axes.
+PAD = "<pad>"
+#: Height of the hatched strip that marks a masked key in the bar chart: its weight is 0, not a bar of 1.
+MASKED_STRIP = 0.05
 
 __all__ = ["draw_masking", "update_masking", "mask_explorer", "EXPLORERS"]
 
@@ -57,11 +62,13 @@ def draw_masking(fig, causal=True, query="creature", length=8, example=None, tok
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_title(" ")
     legend = [Patch(color=EARLIER_COLOUR, label="itself or earlier"), Patch(color=LATER_COLOUR, label="later token"),
-              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR, label="masked")]
+              Patch(facecolor=MASKED_COLOUR, hatch="///", edgecolor=HATCH_COLOUR, label="masked: weight 0")]
     right.legend(handles=legend, loc="upper left", fontsize=11, frameon=False)
     fig.handles = {"example": example, "tokens": tokens, "image": image, "cells": cells, "outline": outline,
-                   "row_hatch": row_hatch, "bars": bars, "labels": labels, "left": left, "right": right}
+                   "row_hatch": row_hatch, "bars": bars, "labels": labels, "left": left, "right": right,
+                   "names": tokens}
     fig.dynamic = [image, cells, outline, left.title, row_hatch, *bars, *labels, right.title]
+    fig.middle = [left.xaxis, left.yaxis, right.xaxis]  # their tick labels name padding keys <pad>
     return update_masking(fig, causal=causal, query=query, length=length)
 
 
@@ -83,7 +90,14 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
     handles["left"].set_title(title)
     row = weights[i]
     blocked = np.flatnonzero(~mask[i])  # the keys this query may not see
-    handles["row_hatch"].set_path(_hatch_path(blocked - 0.4, np.zeros(len(blocked)), 0.8, 1.0))
+    handles["row_hatch"].set_path(_hatch_path(blocked - 0.4, np.zeros(len(blocked)), 0.8, MASKED_STRIP))
+    padding = ~combined_mask(T, causal=False, length=length)[0]  # (T,): True for the keys after ``length``
+    names = [PAD if pad else token for token, pad in zip(tokens, padding, strict=True)]
+    if names != handles["names"]:  # new tick labels: redraw the middle layer, where the axes are
+        handles["names"] = names
+        for axis in (handles["left"].xaxis, handles["left"].yaxis, handles["right"].xaxis):
+            axis.set_major_formatter(FixedFormatter(names))
+        fig.middle_changed = True
     future = np.arange(T) > i
     colours = [LATER_COLOUR if later else EARLIER_COLOUR for later in future]
     set_bars(handles["bars"], row, handles["labels"], colours=colours,
