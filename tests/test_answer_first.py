@@ -21,7 +21,6 @@ from attn_helpers.checks import _grader
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-OTHER_BRANCH = "fixed on branch learner-stumbles (issue 40's stumbles of notebooks 11-14); unmark after its merge"
 
 
 @cache
@@ -59,16 +58,16 @@ def _cache_forms():
     return [f"{gib:.2f} GiB", f"{gib:g} GiB"]
 
 
-def _previous_head_forms():
+def _two_back_head_forms():
     from attn_helpers.checks import nb12
 
     try:
-        previous = nb12._model_fingerprints()["previous"]
+        two_back = nb12._diagonal_weights()[-2]
     except Exception as err:  # noqa: BLE001 - the model files are an optional install
         pytest.skip(f"notebook 12's model could not be loaded: {err}")
     import numpy as np
 
-    layer, head = np.unravel_index(np.argmax(previous), previous.shape)
+    layer, head = np.unravel_index(np.argmax(two_back), two_back.shape)
     return [f"({layer}, {head})", f"layer {layer}, head {head}"]
 
 
@@ -101,11 +100,8 @@ ANSWERS = [
     (6, "check_score_std_prediction", _std_forms, ()),
     (8, "check_weights_shape", _shape_forms, ()),
     (14, "check_first_pair", _first_pair_forms, ()),
-    (11, "check_induction_prediction", _induction_forms,
-     (pytest.mark.xfail(strict=True, reason=f"11 cell 45 prints 'the token at position 5', layer 1's first key: "
-                                            f"{OTHER_BRANCH}"),)),
-    (12, "check_previous_token_head", _previous_head_forms,
-     (pytest.mark.xfail(strict=True, reason=f"12 cell 26 prints (0, 2), the answer to 12.3b: {OTHER_BRANCH}"),)),
+    (11, "check_induction_prediction", _induction_forms, ()),
+    (12, "check_two_back_head", _two_back_head_forms, ()),
     (13, "check_cache_prediction", _cache_forms, ()),
 ]
 
@@ -169,11 +165,7 @@ def exercises():
     return found
 
 
-LEAKED_SOLUTIONS = {
-    name: (pytest.mark.xfail(strict=True, reason=f"{why}: {OTHER_BRANCH}"),)
-    for name, why in [("merge_pair", "14 cell 9 prints merge_pair, the answer to 14.1"),
-                      ]
-}
+LEAKED_SOLUTIONS: dict = {}  # name -> pytest marks, for a leak known and not yet fixed (none today)
 
 
 @pytest.mark.parametrize(("number", "name", "start"), exercises())

@@ -152,20 +152,20 @@ def _read_head(answer, name, flat_best):
     answer, problem = read_filled(answer, name, example="(layer, head), two integers", numbers=False)
     if problem is not None:
         return None, problem
-    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool):
-        if int(answer) == flat_best:
+    if whole_number(answer) is not None:
+        if whole_number(answer) == flat_best:
             return None, Verdict(False, f"{answer} is the position in the flattened array, not (layer, head)",
                                  "np.argmax on a 2-D array counts cells row by row; turn it into (layer, head) "
                                  "with np.unravel_index(index, shape)")
         return None, Verdict(False, f"{answer!r} is one number", f"give two: {name} = (layer, head)")
     try:
-        layer, head = answer
-        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (layer, head)):
+        layer, head = (whole_number(v) for v in answer)
+        if layer is None or head is None:
             raise TypeError
     except (TypeError, ValueError):
         return None, Verdict(False, f"{answer!r} is not a pair of integers",
                              f"write {name} = (layer, head), e.g. (3, 7)")
-    return (int(layer), int(head)), None
+    return (layer, head), None
 
 
 @shows_verdict
