@@ -106,3 +106,22 @@ def test_three_students_log_in_pull_the_series_and_run_notebook_00(hub, tmp_path
     record_property("hub", f"3 students: {seconds:.0f} s")
     print(f"hub smoke test, 3 students: {seconds:.0f} s")
     assert seconds <= SMOKE_BUDGET_S
+
+
+def test_the_guides_sizing_table_is_the_benchmarks_output():
+    import json
+
+    bench = load_bench()
+    record = json.loads((ROOT / "benchmarks" / "hub.json").read_text())
+    assert record["students"] >= 30 and {"00", "12", "14"} <= set(record["notebooks"])
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    assert f"{bench.START}\n{bench.table(record)}\n{bench.END}" in guide, "run benchmarks/bench_hub.py --write-guide"
+
+
+def load_bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_hub", ROOT / "benchmarks" / "bench_hub.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
