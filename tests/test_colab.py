@@ -143,10 +143,26 @@ STANDIN_OUTPUT = '''calls = []
 def enable_custom_widget_manager():
     calls.append("enable_custom_widget_manager")
 '''
-PROBE = """import json, sys, attn_helpers, numpy, matplotlib, ipywidgets, IPython, ipykernel
+PROBE = """import gc, json, sys, attn_helpers, numpy, matplotlib, ipywidgets, IPython, ipykernel
 from importlib import metadata
 from google.colab import output
+from attn_helpers.widgets import Explorer
+
+changes = 0  # every live explorer's controls moved as a learner would: first, middle and last choice, both ends
+explorers = [o for o in gc.get_objects() if isinstance(o, Explorer)]
+for explorer in explorers:
+    for control in explorer.controls.values():
+        if getattr(control, "options", None):
+            for index in sorted({0, len(control.options) // 2, len(control.options) - 1}):
+                control.index, changes = index, changes + 1
+        elif hasattr(control, "min") and hasattr(control, "max"):
+            for value in (control.max, control.min):
+                control.value, changes = value, changes + 1
+        elif isinstance(control.value, bool):
+            control.value, changes = not control.value, changes + 1
 print(json.dumps({"attn_helpers": attn_helpers.__file__, "prefix": sys.prefix, "calls": output.calls,
+                  "explorers": len(explorers), "changes": changes,
+                  "renders": sum(explorer.renders for explorer in explorers),
                   "versions": {name: metadata.version(name) for name in %r}}))
 """
 
@@ -215,7 +231,7 @@ def test_every_notebook_runs_on_colabs_packages(tmp_path, monkeypatch, record_pr
     built = time.perf_counter() - start
     content = tmp_path / "content"  # Colab's working folder
     content.mkdir()
-    report, differences = [], []
+    report, differences, explored = [], [], 0
     for path in NOTEBOOKS:
         nb, probe, setup_seconds = run_on_colab(path, content)
         stored = {c.get("id"): compared_text(c) for c in nbformat.read(path, as_version=4).cells
@@ -230,8 +246,11 @@ def test_every_notebook_runs_on_colabs_packages(tmp_path, monkeypatch, record_pr
         assert probe["versions"] == COLAB, f"{path.name}: Colab's packages were changed: {probe['versions']}"
         assert probe["attn_helpers"].startswith(probe["prefix"]), probe  # the installed copy, not the checkout
         assert probe["calls"] == ["enable_custom_widget_manager"], probe
+        explored += probe["explorers"]
+        assert probe["renders"] >= probe["changes"] > 0 or probe["explorers"] == 0, probe  # each move redraws
         report.append(f"{path.name}: set-up cell {setup_seconds:.1f} s")
-    line = f"venv with Colab's packages {built:.0f} s; " + "; ".join(report)
+    assert explored >= len(NOTEBOOKS) - 1, f"only {explored} explorers found and moved"
+    line = f"venv with Colab's packages {built:.0f} s; {explored} explorers moved; " + "; ".join(report)
     record_property("colab", line)
     print(line)
     first_install = float(re.search(r"set-up cell ([\d.]+) s", report[0]).group(1))
