@@ -226,7 +226,7 @@ def test_every_notebook_runs_on_colabs_packages(tmp_path, monkeypatch, record_pr
             pytest.fail("CI=true: " + message)
         pytest.skip(message)
     start = time.perf_counter()
-    venv, jupyter_data = colab_runtime(tmp_path, python)
+    _, jupyter_data = colab_runtime(tmp_path, python)
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_data))
     built = time.perf_counter() - start
     content = tmp_path / "content"  # Colab's working folder
