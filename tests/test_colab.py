@@ -6,11 +6,12 @@ cell does nothing and prints nothing (so the stored outputs stay what "Run All" 
 
 ``test_every_notebook_runs_on_colabs_packages`` (marker ``colab``; CI runs it in a step of its own, ``pytest -m
 colab``; a few minutes) builds a virtual environment with exactly the versions Colab publishes for its runtime
-(``COLAB`` below, on Python 3.12), loads a stand-in ``google.colab`` module at kernel start as Colab does, points
-the set-up cell at a git repository made from this checkout (``ATTN_HELPERS_SOURCE``) and runs every notebook,
-the first on a fresh runtime (its set-up cell timed), each in a kernel of its own. Then: no errors, the text
-outputs the notebook stores (those nbval compares) printed again, Colab's packages unchanged, the series
-imported from the installed copy. What it cannot show: Colab's own frontend (its widget manager, its rendering),
+(``COLAB`` below; on Python 3.12 and on 3.13), loads a stand-in ``google.colab`` module at kernel start as Colab
+does, points the set-up cell at a git repository made from this checkout (``ATTN_HELPERS_SOURCE``), runs every
+notebook, the first on a fresh runtime (its set-up cell timed), each in a kernel of its own, and moves every
+live explorer's controls. Then: no errors, the text outputs the notebook stores (those nbval compares) printed
+again, every move redrawn, Colab's packages unchanged, the series imported from the installed copy. What it
+cannot show: Colab's own frontend (its widget manager, its rendering),
 which only a browser on colab.research.google.com runs.
 """
 
@@ -33,7 +34,7 @@ from tool_loader import ROOT, load_tool
 colab = load_tool("colab")
 NOTEBOOKS = colab.notebooks()
 # Colab's runtime as Colab publishes it (the versions its users get; replacing them breaks its widget frontend).
-COLAB_PYTHON = "3.12"
+COLAB_PYTHONS = ["3.12", "3.13"]  # the runtime's Python now, and the next one
 COLAB = {"numpy": "2.1.3", "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1",
          "ipython": "7.34.0"}
 INSTALL_BUDGET_S = 60
@@ -94,15 +95,15 @@ def test_on_colab_the_cell_never_upgrades_colabs_packages_and_installs_the_model
 # --------------------------------------------------------------------------- the emulated runtime
 
 
-def colab_python() -> str | None:
-    """A Python of Colab's minor version that runs: ATTN_COLAB_PYTHON, pyenv's, or pythonX.Y on PATH."""
+def colab_python(minor: str) -> str | None:
+    """A Python ``minor`` (e.g. "3.12") that runs: ATTN_COLAB_PYTHON, pyenv's, or pythonX.Y on PATH."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    candidates = [os.environ.get("ATTN_COLAB_PYTHON"), *sorted(pyenv.glob(f"{COLAB_PYTHON}.*/bin/python3"),
-                                                               reverse=True), shutil.which(f"python{COLAB_PYTHON}")]
+    candidates = [os.environ.get("ATTN_COLAB_PYTHON"), *sorted(pyenv.glob(f"{minor}.*/bin/python3"),
+                                                               reverse=True), shutil.which(f"python{minor}")]
     for python in filter(None, candidates):
         version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                                  capture_output=True, text=True)
-        if version.stdout.strip() == COLAB_PYTHON:
+        if version.stdout.strip() == minor:
             return str(python)
     return None
 
@@ -218,10 +219,11 @@ def _when(stamp: str) -> float:
 @pytest.mark.colab
 @pytest.mark.simd_independent
 @pytest.mark.timeout(900)
-def test_every_notebook_runs_on_colabs_packages(tmp_path, monkeypatch, record_property):
-    python = colab_python()
+@pytest.mark.parametrize("minor", COLAB_PYTHONS)
+def test_every_notebook_runs_on_colabs_packages(minor, tmp_path, monkeypatch, record_property):
+    python = colab_python(minor)
     if python is None:
-        message = f"no Python {COLAB_PYTHON} found (pyenv's, python{COLAB_PYTHON}, or ATTN_COLAB_PYTHON)"
+        message = f"no Python {minor} found (pyenv's, python{minor}, or ATTN_COLAB_PYTHON)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI=true: " + message)
         pytest.skip(message)
@@ -250,7 +252,7 @@ def test_every_notebook_runs_on_colabs_packages(tmp_path, monkeypatch, record_pr
         assert probe["renders"] >= probe["changes"] > 0 or probe["explorers"] == 0, probe  # each move redraws
         report.append(f"{path.name}: set-up cell {setup_seconds:.1f} s")
     assert explored >= len(NOTEBOOKS) - 1, f"only {explored} explorers found and moved"
-    line = f"venv with Colab's packages {built:.0f} s; {explored} explorers moved; " + "; ".join(report)
+    line = f"Python {minor}: venv with Colab's packages {built:.0f} s; {explored} explorers moved; " + "; ".join(report)
     record_property("colab", line)
     print(line)
     first_install = float(re.search(r"set-up cell ([\d.]+) s", report[0]).group(1))
