@@ -24,11 +24,11 @@ import shutil
 import subprocess
 import sys
 import time
-from configparser import ConfigParser
 from pathlib import Path
 
 import nbformat
 import pytest
+from test_rerun_notebooks import texts
 from tool_loader import ROOT, load_tool
 
 colab = load_tool("colab")
@@ -108,31 +108,10 @@ def colab_python(minor: str) -> str | None:
     return None
 
 
-def sanitized(text: str) -> str:
-    config = ConfigParser()
-    config.read(ROOT / "tests" / "sanitize.cfg")
-    for section in config.sections():
-        text = re.sub(config[section]["regex"], config[section]["replace"], text)
-    return text
-
-
 def compared_text(cell) -> list[str]:
-    """The text outputs of a code cell that nbval compares: streams (consecutive pieces of one stream joined, as
-    a saved notebook stores them) and plain-text results, sanitized."""
-    if IGNORE_TAG in cell.metadata.get("tags", []):
-        return []
-    texts: list[str] = []
-    previous = None
-    for output in cell.get("outputs", []):
-        if output.output_type == "stream":
-            if previous == output.name:
-                texts[-1] += output.text
-            else:
-                texts.append(output.name + ": " + output.text)
-        elif output.output_type in ("execute_result", "display_data") and "image/png" not in output.data:
-            texts.append(output.data.get("text/plain", ""))
-        previous = output.name if output.output_type == "stream" else None
-    return [sanitized(text) for text in texts]
+    """The text outputs of a code cell that nbval compares (sanitized as nbval does), unless it is tagged to be
+    left out."""
+    return [] if IGNORE_TAG in cell.metadata.get("tags", []) else texts(cell)
 
 
 STANDIN = '''"""A stand-in for Colab's google.colab, as much of it as the notebooks use."""
@@ -151,19 +130,24 @@ from attn_helpers.widgets import Explorer
 
 changes = 0  # every live explorer's controls moved as a learner would: first, middle and last choice, both ends
 explorers = [o for o in gc.get_objects() if isinstance(o, Explorer)]
+before = sum(explorer.renders for explorer in explorers)
 for explorer in explorers:
     for control in explorer.controls.values():
         if getattr(control, "options", None):
-            for index in sorted({0, len(control.options) // 2, len(control.options) - 1}):
-                control.index, changes = index, changes + 1
+            moves = [("index", k) for k in sorted({0, len(control.options) // 2, len(control.options) - 1})]
         elif hasattr(control, "min") and hasattr(control, "max"):
-            for value in (control.max, control.min):
-                control.value, changes = value, changes + 1
+            moves = [("value", control.max), ("value", control.min)]
         elif isinstance(control.value, bool):
-            control.value, changes = not control.value, changes + 1
+            moves = [("value", not control.value), ("value", control.value)]
+        else:
+            moves = []
+        for name, value in moves:
+            if getattr(control, name) != value:
+                setattr(control, name, value)
+                changes += 1
 print(json.dumps({"attn_helpers": attn_helpers.__file__, "prefix": sys.prefix, "calls": output.calls,
                   "explorers": len(explorers), "changes": changes,
-                  "renders": sum(explorer.renders for explorer in explorers),
+                  "renders": sum(explorer.renders for explorer in explorers) - before,
                   "versions": {name: metadata.version(name) for name in %r}}))
 """
 
