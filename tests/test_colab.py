@@ -202,7 +202,7 @@ def _when(stamp: str) -> float:
 
 @pytest.mark.colab
 @pytest.mark.simd_independent
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("minor", COLAB_PYTHONS)
 def test_every_notebook_runs_on_colabs_packages(minor, tmp_path, monkeypatch, record_property):
     python = colab_python(minor)
