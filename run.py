@@ -11,6 +11,8 @@ Sets up everything the series needs (a virtual environment in .venv), then:
   slides     write one offline slide deck per notebook (slides/NN_topic.html)
   offline    write offline/, every wheel the series needs, for a room without good Wi-Fi
              (its README.txt has the two lines that install from it; --here: this machine only)
+  hub-link HUB_URL  print the link that puts the series in each student's home on your JupyterHub
+             (nbgitpuller; opening it again later brings updates and keeps their work)
 
 Needs Python 3.10 to 3.13. The first run installs the packages (a few minutes, with
 progress); later runs start at once, and reinstall only when a requirements file or
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 import webbrowser
 from collections import deque
@@ -371,7 +374,32 @@ def offline(args):
     return subprocess.call([python, str(ROOT / "tools" / "offline_bundle.py"), *args])
 
 
-COMMANDS = {"lab": lab, "test": test, "site": site, "classroom": classroom, "slides": slides, "offline": offline}
+def repository_url():
+    """The GitHub repository pyproject.toml's [project.urls] names (the Binder badge and the Colab links use it)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    return re.search(r'^Repository = "(https://github\.com/[\w.-]+/[\w.-]+)"$', text, re.M).group(1)
+
+
+def nbgitpuller_link(hub_url, repository=None, branch="main"):
+    """The nbgitpuller link of the series for the hub at ``hub_url``: it clones the repository into each
+    student's home (folder named like the repository) on the first click and merges updates on later ones,
+    keeping what the student changed; it opens notebook 00 in JupyterLab."""
+    repository = repository or repository_url()
+    folder = repository.rstrip("/").split("/")[-1]
+    query = urllib.parse.urlencode([("repo", repository), ("branch", branch),
+                                    ("urlpath", "lab/tree/" + folder + "/" + START_PAGE)])
+    return hub_url.rstrip("/") + "/hub/user-redirect/git-pull?" + query
+
+
+def hub_link(args):
+    if len(args) != 1 or not re.match(r"https?://[^/\s]+", args[0]):
+        raise Failure("give the hub's address: python3 run.py hub-link https://hub.example.edu")
+    print(nbgitpuller_link(args[0]))
+    return 0
+
+
+COMMANDS = {"lab": lab, "test": test, "site": site, "classroom": classroom, "slides": slides, "offline": offline,
+            "hub-link": hub_link}
 
 
 def main(argv):

@@ -35,8 +35,9 @@ def pins_for(path, python: str) -> dict[str, str]:
     return chosen
 
 
-def test_binder_installs_exactly_the_runtime_pins():
-    assert pins("binder/requirements.txt") == pins("requirements.txt")
+def test_binder_installs_exactly_the_runtime_pins_and_nbgitpuller():
+    # nbgitpuller: the image is also a JupyterHub's single-user image (python3 run.py hub-link)
+    assert pins("binder/requirements.txt") == sorted(pins("requirements.txt") + ["nbgitpuller==1.3.0"])
 
 
 def test_every_requirement_is_pinned():
@@ -165,10 +166,10 @@ def test_a_pin_is_one_line_in_pyproject(tmp_path, monkeypatch):
     tool = _sync_requirements()
     pyproject = (ROOT / "pyproject.toml").read_text()
     pins = tool.extras(pyproject)
-    assert set(pins) == {"notebooks", "test", "teacher"} and "attn-helpers[notebooks]" in pins["test"]
-    own = [line for line in pins["test"] if line.startswith("attn-helpers[")]  # the extras above, by name
-    assert own == ["attn-helpers[notebooks]", "attn-helpers[teacher]"]
-    assert all(PIN.fullmatch(line) for line in pins["notebooks"] + pins["teacher"] + pins["test"] if line not in own)
+    assert set(pins) == {"notebooks", "test", "teacher", "singleuser", "hub"}
+    own = [line for line in pins["test"] + pins["hub"] if line.startswith("attn-helpers[")]  # the extras, by name
+    assert own == ["attn-helpers[notebooks]", "attn-helpers[teacher]", "attn-helpers[hub]", "attn-helpers[singleuser]"]
+    assert all(PIN.fullmatch(line) for name in pins for line in pins[name] if line not in own)
     (tmp_path / "pyproject.toml").write_text(pyproject.replace("    'ruff==", "    'pyyaml==6.0.2',\n    'ruff=="))
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     assert "pyyaml==6.0.2\nruff==" in tool.rendered()["requirements-test.txt"]

@@ -29,12 +29,15 @@ def rendered() -> dict[str, str]:
     """Each requirements file as it should read."""
     pins = extras((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     runtime = "".join(line + "\n" for line in pins["notebooks"])
-    own = {"attn-helpers[notebooks]": ["-r requirements.txt"], "attn-helpers[teacher]": pins["teacher"]}
+    own = {"attn-helpers[notebooks]": ["-r requirements.txt"], "attn-helpers[teacher]": pins["teacher"],
+           "attn-helpers[hub]": [line for pin in pins["hub"] for line in
+                                 (pins["singleuser"] if pin == "attn-helpers[singleuser]" else [pin])]}
     test = "".join(line + "\n" for pin in pins["test"] for line in own.get(pin, [pin]))
     return {
         "requirements.txt": GENERATED + "# What a learner needs to run the series.\n" + runtime,
-        "binder/requirements.txt": GENERATED + "# What Binder installs: the same lines as ../requirements.txt.\n"
-                                   + runtime,
+        "binder/requirements.txt": GENERATED + "# What Binder installs: the same lines as ../requirements.txt, and "
+                                   "nbgitpuller (the image serves a JupyterHub too).\n"
+                                   + runtime + "".join(line + "\n" for line in pins["singleuser"]),
         "requirements-test.txt": GENERATED + "# Maintainers and CI: the learner's packages plus the test tools.\n"
                                  + test,
     }

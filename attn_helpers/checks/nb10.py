@@ -414,10 +414,10 @@ DROPOUT_ONES, DROPOUT_P = 100_000, 0.5
 
 def dropout_mean(count=DROPOUT_ONES, p=DROPOUT_P):
     """The mean of ``count`` ones after the package's inverted dropout (the notebook's draw, seeded the same way)."""
-    from ..examples import SEED
-    from ..multihead import _keep
+    from ..config import SEED
+    from ..multihead import dropout_mask
 
-    return float((np.ones(count) * _keep((count,), p, np.random.default_rng(SEED), np.float64)).mean())
+    return float((np.ones(count) * dropout_mask((count,), p, np.random.default_rng(SEED), np.float64)).mean())
 
 
 @shows_verdict
