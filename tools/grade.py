@@ -38,7 +38,6 @@ import itertools
 import json
 import linecache
 import os
-import pkgutil
 import re
 import select
 import shutil
@@ -105,12 +104,13 @@ def sandbox_command(site: Path, hidden: list[Path], uid: int) -> list[str]:
     python = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     for path in sorted(homes):  # private files (keys, mail) stay out of what a learner's code could print
         command += ["--tmpfs", str(path)]
-    for path in sorted(python):  # but Python and its packages, wherever they live
-        command += ["--ro-bind", str(path), str(path)]
     for path in hidden:
         command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-    command += ["--ro-bind", str(site), str(site), "--ro-bind", str(WORKER), KERNEL, "--chdir", "/tmp"]
-    return [*command, sys.executable, "-I", KERNEL, str(site), str(uid)]
+    for path, there in [*((p, p) for p in sorted(python)), (site, site), (WORKER, Path(KERNEL))]:
+        for folder in reversed(there.parents[:-1]):  # readable by the learner's user where a tmpfs hides them
+            command += ["--perms", "0755", "--dir", str(folder)]
+        command += ["--ro-bind", str(path), str(there)]  # Python and its packages, the checkers, the worker
+    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, str(site), str(uid)]
 
 
 def _limits():  # in the child, before bubblewrap starts: no big files, no core dumps, bounded memory
