@@ -180,6 +180,8 @@ class Learner:
         while wanted:
             left = max(deadline - time.monotonic(), 0)  # an answer already there is read even after the deadline
             if not select.select([stream], [], [], left)[0]:
+                if header is not None:  # the worker writes a frame at once: this one trickles, or was cut short
+                    raise Refused("an answer that did not arrive whole in time (a slow trickle, or cut short)")
                 return None
             chunk = os.read(stream, min(wanted, 1 << 20))
             if not chunk:
