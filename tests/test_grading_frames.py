@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import random
 import resource
 import struct
 import sys
