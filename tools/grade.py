@@ -850,6 +850,9 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
         return False, f"0 points: {learner.violation}"
     if state["ended"]:
         return False, state["ended"]
+    if state["error"]:  # as in the notebook, where the cell stops at the raise and its check never runs
+        return False, (f"your exercise cell raised {state['error']['type']}: {state['error']['message']} (a cell that "
+                       "raises costs its exercise: run it again until it runs without an error)")
     call = _checker_call(test)
     checker = getattr(checks, call.func.id)
     args = []
@@ -860,9 +863,7 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
         try:
             args.append(learner_value(learner, node.id, time_limit, stop, code))
         except Refused as refused:
-            cell = state["error"]
-            why = f": your exercise cell raised {cell['type']}: {cell['message']}" if cell else ""
-            return False, f"{refused}{why}"
+            return False, str(refused)
         except stop as stopped:
             return False, f"0 points: {learner.violation}" if learner.violation else f"your code {stopped}"
     try:
