@@ -220,3 +220,42 @@ def test_a_checker_that_watches_the_products_sees_them_through_the_sandbox(learn
     assert verdict.passed == (named is None)
     if named:
         assert f"uses {named}" in verdict.message
+
+
+EXHAUST = {  # a cell that takes all it can of one resource, and records how much it got before it was refused
+    "processes": ("import os, time\ngot, why = 0, ''\ntry:\n    while True:\n        if os.fork() == 0:\n"
+                  "            time.sleep(30)\n            os._exit(0)\n        got += 1\n"
+                  "except OSError as err:\n    why = type(err).__name__", lambda: grade.worker.PROCESSES),
+    "disk": ("got, why = 0, ''\ntry:\n    while True:\n        with open(f'/tmp/fill{got}', 'wb') as f:\n"
+             "            f.write(b'x' * 2**20)\n        got += 1\nexcept OSError as err:\n    why = err.strerror",
+             lambda: grade.TMP_SIZE // 2**20),
+    "one file": ("got, why = 0, ''\ntry:\n    with open('/dev/shm/big', 'wb') as f:\n        while True:\n"
+                 "            f.write(b'x' * 2**20)\n            got += 1\n"
+                 "except OSError as err:\n    why = err.strerror",
+                 lambda: grade.FILE_SIZE // 2**20),
+    "memory": ("import numpy as np\ngot, why, blocks = 0, '', []\ntry:\n    while True:\n"
+               "        blocks.append(np.ones(2**27))\n        got += 1\nexcept MemoryError as err:\n"
+               "    why = type(err).__name__\nblocks.clear()", lambda: grade.MEMORY // 2**30),
+}
+
+
+@pytest.mark.parametrize("resource", EXHAUST)
+def test_a_sandbox_that_exhausts_a_resource_is_refused_it_as_an_ordinary_user(resource):
+    """The caps hold although the grader runs as root: a fork bomb, a disk filler and a memory filler each get
+    their cap's worth and an error; the next exercise's process is unchanged."""
+    sandbox_or_skip()
+    cell, cap = EXHAUST[resource]
+    one = grade.Learner(ROOT, [])
+    try:
+        assert one.request({"op": "run", "context": [], "cell": cell}, 60) == {"error": None}
+        got, why = grade.learner_value(one, "got", 10, TimeoutError), grade.learner_value(one, "why", 10, TimeoutError)
+    finally:
+        one.close()
+    assert 0 < got <= cap() and why, (got, why)
+    after = grade.Learner(ROOT, [])
+    try:
+        after.request({"op": "run", "context": [], "cell": "import os\nseen = os.listdir('/tmp'), os.getuid()"}, 30)
+        files, uid = grade.learner_value(after, "seen", 5, TimeoutError)
+    finally:
+        after.close()
+    assert files == [] and uid >= grade.UID_BASE
