@@ -200,8 +200,13 @@ def drop_root(uid: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (PROCESSES, PROCESSES))
     if os.getuid() == 0:
         os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
+        for user in (uid, 65534):  # nobody, where a container maps only the usual numbers
+            try:
+                os.setgid(user)
+                os.setuid(user)
+                break
+            except OSError:
+                continue
     if os.getuid() == 0:
         raise SystemExit("could not give up root")
 
