@@ -259,3 +259,30 @@ def test_a_sandbox_that_exhausts_a_resource_is_refused_it_as_an_ordinary_user(re
     finally:
         after.close()
     assert files == [] and uid >= grade.UID_BASE
+
+
+WATCHED = {  # slips that only a checker watching the learner's operations names: the hint must survive the sandbox
+    "check_context_vectors": ("context_vectors", "def context_vectors(X):\n    exps = np.exp(X @ X.T)\n"
+                              "    return exps / exps.sum(axis=1) @ X"),  # on symmetric scores: a softmax on axis 0
+    "check_masked_attention": ("masked_attention", "def masked_attention(queries, keys, values, mask):\n"
+                               "    scores = queries @ keys.T / np.sqrt(queries.shape[-1])\n"
+                               "    scores = np.where(mask, scores, -np.inf)\n"
+                               "    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+                               "    weights = weights / weights.sum(axis=-1, keepdims=True)\n"
+                               "    return weights @ values, weights"),
+    "check_dot_score": ("dot_score", "def dot_score(query, key):\n    return float(np.asarray(query) @ key)"),
+}
+
+
+@pytest.mark.parametrize("checker", WATCHED)
+def test_a_watching_checker_gives_the_same_verdict_through_the_sandbox(learner, checker):
+    from attn_helpers import checks
+    from attn_helpers.checks._grader import TimeLimit
+
+    name, cell = WATCHED[checker]
+    here = {"np": np}
+    exec(cell, here)  # noqa: S102 - the test's own code
+    learner.request({"op": "run", "context": ["import numpy as np"], "cell": cell}, 30)
+    fn = grade.learner_value(learner, name, 5, TimeLimit, grade.Code(["import numpy as np", cell]))
+    expected, got = getattr(checks, checker)(here[name]), getattr(checks, checker)(fn)
+    assert not expected.passed and repr(got) == repr(expected)

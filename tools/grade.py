@@ -348,7 +348,7 @@ def _value(data, arrays: dict, make_function, depth: int, budget: list):
 #: The exception classes a learner's error arrives as (the builtins and numpy's AxisError); others are labels.
 EXCEPTIONS = {**{name: cls for name, cls in vars(builtins).items() if isinstance(cls, type)
                  and issubclass(cls, BaseException) and not name.endswith("ExceptionGroup")},
-              "AxisError": np.exceptions.AxisError}
+              "AxisError": getattr(np, "exceptions", np).AxisError}
 
 
 def learner_error(report: dict) -> BaseException:
