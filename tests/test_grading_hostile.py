@@ -3,6 +3,11 @@
 One course folder, one batch of submissions, one `nbgrader autograde`: each submission gets its expected mark
 (out of 2: spot_the_slip and softmax_any_axis), and afterwards the checkers, the gradebook, the honest
 learners' grades (graded after the hostile ones) and their folders are unchanged, and no connection was made.
+The batch holds last round's attacks and this round's (issue 38): replies forged by a learner's cell that takes
+over the sandbox's writer, forged dataclasses, a fork bomb, disk and memory fillers, the checkers' SOLUTIONS
+bound, a function that behaves differently when it sees the grader's stack or an odd second, a ``pwn.py``
+handed in beside the notebook; and honest learners a comment or a helper's name once cost their marks. The
+grader's own memory (the nbgrader process, not the sandboxes) stays within 500 MB.
 benchmarks/bench_grading.py builds its class from the same submissions.
 """
 
