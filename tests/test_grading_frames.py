@@ -321,3 +321,18 @@ def test_a_hostile_sandbox_costs_its_exercise_and_nothing_else(tmp_path, monkeyp
     assert not passed and why in text and len(text.splitlines()) == 1, text
     assert time.monotonic() - start < 20
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # kB
+
+
+def test_a_sandbox_that_stops_reading_does_not_block_the_grader(monkeypatch):
+    monkeypatch.setattr(grade, "sandbox_command", lambda site, hidden, uid: [
+        sys.executable, "-c", "import time\ntime.sleep(60)"])
+    monkeypatch.setattr(grade, "_limits", lambda: None)
+    learner = grade.Learner(ROOT, [])
+    try:
+        start = time.monotonic()
+        learner.send({"op": "call", "args": [np.zeros(2**20)]}, timeout=1)  # 8 MB: more than a pipe holds
+        with pytest.raises(grade.Ended, match="did not finish"):
+            learner.receive(1)
+        assert time.monotonic() - start < 10
+    finally:
+        learner.close()

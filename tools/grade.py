@@ -144,11 +144,18 @@ class Learner:
         self.send(message)
         return self.receive(timeout, make_function)
 
-    def send(self, message: dict) -> None:
+    def send(self, message: dict, timeout: float = CELL_LIMIT) -> None:
+        """Write ``message`` to the child, giving up after ``timeout`` s if it stops reading (receive() then says
+        that it did not answer)."""
         self.sent = time.monotonic()
+        data = memoryview(worker.pack(message, classes=True))
         try:
-            self.process.stdin.write(worker.pack(message, classes=True))
-            self.process.stdin.flush()
+            stream = self.process.stdin.fileno()
+            os.set_blocking(stream, False)
+            while data:
+                if not select.select([], [stream], [], max(self.sent + timeout - time.monotonic(), 0))[1]:
+                    return
+                data = data[os.write(stream, data):]
         except (OSError, ValueError):  # a broken pipe, or closed: the process has ended, which receive() says
             pass
 
@@ -217,8 +224,11 @@ class Learner:
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.wait()
-        self.process.stdin.close()
-        self.process.stdout.close()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
         self.printed = self.output()
         self.printed_to.close()
 
