@@ -235,7 +235,7 @@ def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
                 (notebook.parent / "pwn.py").write_text(PWN.format(str(pwned)))
         (out / "pwn.py").write_text(PWN.format(str(pwned)))
         handed_in = digest(out / "submitted", suffix="*")
-        checkers = digest(out / ".grader", ROOT / "attn_helpers" / "checks")
+        checkers = digest(ROOT / "attn_helpers")
         host = {folder: set(folder.iterdir()) for folder in (Path("/tmp"), Path("/dev/shm"))}
         classroom = load_tool("classroom")
         stop, peak = peak_memory("autograde")
@@ -250,7 +250,7 @@ def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
     assert scores(out) == expected
     assert not accepted, "a submission reached the network"
     assert not pwned.exists(), "a file handed in beside a notebook ran in the grader"
-    assert digest(out / ".grader", ROOT / "attn_helpers" / "checks") == checkers
+    assert digest(out / ".grader" / "attn_helpers") == digest(ROOT / "attn_helpers") == checkers
     assert digest(out / "submitted", suffix="*") == handed_in, "a submission changed what was handed in"
     written = [f for folder, files in host.items() for f in set(folder.iterdir()) - files if "fill" in f.name]
     assert not written and not list(out.rglob("fill*")), "a submission wrote outside its sandbox"
