@@ -129,6 +129,13 @@ def test_forged_replies_are_refused_with_a_sentence(header):
     assert isinstance(judged(frame(header, np.zeros((2, 2)))), str)
 
 
+@pytest.mark.parametrize("op, header", [("call", reply(value=1)), ("call", reply(error=None)),
+                                        ("value", reply(result=1, error=None)), ("run", reply(value=1))])
+def test_a_reply_of_another_request_is_refused(op, header):
+    with pytest.raises(grade.Refused, match="without the parts"):
+        grade.parse(frame(header), op=op)
+
+
 def test_the_names_a_reply_gives_are_labels_only():
     error = reply(error=reply(type=CANARY, message="boom", traceback=""))
     report = grade.parse(frame(error))["error"]
@@ -300,6 +307,7 @@ def notebooks():
 @pytest.mark.parametrize("mode, header, why", [
     ("raw", reply(result={"__dataclass__": [CANARY, "run"], "fields": {}}, error=None), "unknown kind"),
     ("raw", reply(result=None, events=[[0, "function", CANARY, "run"]]), "without the parts"),
+    ("raw", reply(value={"t": "function", "h": 0, "name": CANARY}), "without the parts"),
     ("raw", None, "cannot be read"),
     ("huge", None, "more than the"),
     ("truncated", reply(result=1.0, error=None), "did not arrive whole"),

@@ -142,7 +142,7 @@ class Learner:
         """The child's answer to ``message``: :class:`Ended` when it does not answer within ``timeout`` s,
         :class:`Refused` when its answer is not data of the agreed form."""
         self.send(message)
-        return self.receive(timeout, make_function)
+        return self.receive(timeout, make_function, message["op"])
 
     def send(self, message: dict, timeout: float = CELL_LIMIT) -> None:
         """Write ``message`` to the child, giving up after ``timeout`` s if it stops reading (receive() then says
@@ -159,15 +159,16 @@ class Learner:
         except (OSError, ValueError):  # a broken pipe, or closed: the process has ended, which receive() says
             pass
 
-    def receive(self, timeout: float, make_function=None):
-        """The answer to the last message, if all of it comes within ``timeout`` s of sending it."""
+    def receive(self, timeout: float, make_function=None, op: str = "run"):
+        """The answer to the last message (an ``op`` request), if all of it comes within ``timeout`` s of sending
+        it."""
         try:
             payload = self._read_frame(self.sent + timeout)
             if payload is None:
                 timed_out = self.process.poll() is None
                 raise Ended(f"did not finish within {timeout:g} s: is there a loop that never ends?" if timed_out
                             else "ended its Python process (os._exit, a crash, or memory) before answering")
-            return parse(payload, make_function)
+            return parse(payload, make_function, op)
         except Refused as refused:
             self.violation = self.violation or f"your code sent the grader something that is not an answer: {refused}"
             self.close()
@@ -238,8 +239,9 @@ class Learner:
 #: The form of every tagged value a reply may hold: its tag and exactly these keys.
 FORMS = {"array": {"t", "i"}, "scalar": {"t", "i"}, "tuple": {"t", "v"}, "dict": {"t", "v"}, "complex": {"t", "v"},
          "ellipsis": {"t"}, "function": {"t", "h", "name"}, "object": {"t", "type", "repr"}}
-#: The replies, by their keys: the exercise cell ran (or the notebook's own cells failed), a value, a call.
-REPLIES = ({"error"}, {"setup_error"}, {"value"}, {"result", "error"})
+#: The replies to each request, by their keys: the exercise cell ran (or the notebook's own cells failed), a
+#: value (or the name is not defined), a call's result (or the learner's exception).
+REPLIES = {"run": ({"error"}, {"setup_error"}), "value": ({"value"}, {"error"}), "call": ({"result", "error"},)}
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")
 
 
@@ -259,12 +261,12 @@ def _named(base: type, name: str) -> type:
     return type(name, (base,), {"__module__": "learner"})
 
 
-def parse(payload: bytes, make_function=None):
+def parse(payload: bytes, make_function=None, op: str = ""):
     """The reply in one frame's ``payload``, as plain values; :class:`Refused` (one sentence) for anything else.
 
     The payload is an uncompressed ``.npz``: ``header.npy`` (UTF-8 JSON) and ``a0.npy``, ``a1.npy``... (arrays of
     numbers, booleans or text, read without numpy's pickle path). ``make_function(handle, name)`` stands in for
-    a function that stays in the sandbox."""
+    a function that stays in the sandbox; ``op``, the request it answers (any request's reply when empty)."""
     try:
         arrays = _arrays(payload)
         header = arrays.pop("header")
@@ -276,7 +278,7 @@ def parse(payload: bytes, make_function=None):
         raise
     except Exception as err:  # noqa: BLE001 - whatever breaks while reading it, it is not an answer
         raise Refused(f"a reply that cannot be read ({type(err).__name__})") from None
-    if not isinstance(reply, dict) or set(reply) not in REPLIES:
+    if not isinstance(reply, dict) or set(reply) not in REPLIES.get(op, sum(REPLIES.values(), ())):
         raise Refused("a reply without the parts an answer has")
     for key in ("error", "setup_error"):
         if reply.get(key) is not None:
@@ -831,12 +833,13 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
                 if answer.get("setup_error"):
                     state["ended"] = ("the notebook's own cells failed before your exercise cell ran "
                                       f"({answer['setup_error']['type']}: {answer['setup_error']['message']})")
-                elif "error" in answer and len(answer) == 1:
+                elif "error" in answer:
                     state["error"] = answer["error"]
                 else:
-                    raise Refused("a reply to the exercise cell that is not one")
+                    learner.violation = "your code sent the grader something that is not an answer: a setup error " \
+                                        "without its report"
             except Refused:
-                learner.violation = learner.violation or "your code sent the grader something that is not an answer"
+                pass  # learner.violation says what
             except Ended as ended:
                 state["ended"] = f"your exercise cell {ended}"
             outputs[exercise] = (learner.output(), state["error"])
