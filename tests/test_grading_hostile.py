@@ -268,7 +268,7 @@ def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
         assert "sent the grader something that is not an answer" in feedback[student], student
     assert "more than the 8 MB" in feedback["forged_huge"]
     assert "No space left on device" in feedback["disk_filler"]
-    assert "MemoryError" in feedback["memory_filler"]
+    assert re.search("MemoryError|did not finish within 10 s", feedback["memory_filler"])  # a slow machine's pages
     assert "SOLUTIONS" in feedback["solutions_table"] and "nb03.softmax_any_axis" in feedback["main_borrowed"]
 
 
