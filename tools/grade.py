@@ -888,7 +888,7 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
     if verdict:
         for arg, node in zip(args, call.args):
             unfair = borrowed(node.id, arg, code) if isinstance(node, ast.Name) else ""
-            unfair = unfair or unsteady(arg, time_limit, stop)
+            unfair = unfair or unsteady(arg)
             if learner.violation or unfair:
                 return False, f"0 points: {learner.violation or unfair}"
     return bool(verdict), repr(verdict)
@@ -921,9 +921,9 @@ def borrowed(name: str, fn, code: Code, limit: float = 10.0) -> str:
     return ""
 
 
-def unsteady(fn, time_limit: float, stop, most: int = 6) -> str:
-    """A sentence when the learner's function ``fn`` answers the checker's calls differently when they are made
-    again at a second of the other parity (an answer that depends on the time, or on being graded), else ``""``."""
+def unsteady(fn, most: int = 6) -> str:
+    """A sentence when the learner's function ``fn`` answers (up to ``most`` of) the checker's calls differently
+    when they are made again at a second of the other parity (an answer that depends on the time), else ``""``."""
     made = _calls(fn)
     if not made:
         return ""
