@@ -286,3 +286,31 @@ def test_a_watching_checker_gives_the_same_verdict_through_the_sandbox(learner, 
     fn = grade.learner_value(learner, name, 5, TimeLimit, grade.Code(["import numpy as np", cell]))
     expected, got = getattr(checks, checker)(here[name]), getattr(checks, checker)(fn)
     assert not expected.passed and repr(got) == repr(expected)
+
+
+def recorded(fn, *calls):
+    """``fn`` with ``calls`` noted as the proxy notes them: ``(args, kwargs, result, time)``."""
+    fn.calls = list(calls)
+    return fn
+
+
+def test_an_answer_that_changes_with_the_second_is_caught_and_a_steady_one_is_not():
+    x, even = np.ones(3), float(int(time.time()) // 2 * 2)
+    clock = recorded(lambda x: x if int(time.time()) % 2 == 0 else 0 * x, ([x], {}, x, even))
+    steady = recorded(lambda x: x, ([x], {}, x, even))
+    assert "differently when called again" in grade.unsteady(clock)
+    assert grade.unsteady(steady) == ""
+
+
+def test_a_helper_returning_the_answer_is_found_by_computing_it_here():
+    from attn_helpers import softmax
+
+    x = np.arange(6.0).reshape(2, 3)
+    borrowing = grade.Code(["from attn_helpers import softmax", "def f(x, axis=-1):\n    return softmax(x, axis=axis)"])
+    own = grade.Code(["from attn_helpers import softmax", "def f(x, axis=-1):\n    e = np.exp(x - x.max(axis, "
+                      "keepdims=True))\n    return e / e.sum(axis, keepdims=True)"])
+    fn = recorded(lambda x, axis=-1: None, ([x], {"axis": 0}, softmax(x, axis=0), time.time()))
+    assert "what attn_helpers.core.softmax computed" in grade.borrowed("f", fn, borrowing)
+    assert grade.borrowed("f", fn, own) == ""
+    solved = grade.Code(["import attn_helpers.checks.nb03 as m", "f = m.softmax_any_axis"])
+    assert "the series' own solution" in grade.borrowed("f", fn, solved)
