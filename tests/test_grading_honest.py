@@ -80,3 +80,30 @@ def test_the_grading_process_cannot_import_a_submission(tmp_path, monkeypatch):
     assert str(course / ".grader") in sys.path
     for name in ("submitted", "submitted.alice", "pwn", "pwn_course"):
         assert importlib.util.find_spec(name.split(".")[0]) is None, name
+
+
+def test_a_notebooks_exercises_run_at_most_children_at_once(course, monkeypatch):
+    """Memory for a notebook's exercises together: at most ``children`` processes, each within its limit."""
+    sandbox_or_skip()
+    out, written = course
+    (assignment,) = [name for name in written if name.startswith("08_")]
+    live, most = set(), [0]
+    opened, closed = grade.Learner.__init__, grade.Learner.close
+
+    def start(self, *args):
+        opened(self, *args)
+        live.add(id(self))
+        most[0] = max(most[0], len(live))
+
+    def stop(self):
+        live.discard(id(self))
+        closed(self)
+
+    monkeypatch.setattr(grade.Learner, "__init__", start)
+    monkeypatch.setattr(grade.Learner, "close", stop)
+    teacher = source(out, assignment)
+    results = grade.grade_notebook(teacher, teacher, ROOT, [out], children=2)
+    results.pop(None)
+    exercises = sum(1 for cell in teacher.cells if cell.metadata.get("nbgrader", {}).get("solution"))
+    assert exercises > 2 and most[0] == 2 and not live
+    assert all(passed for passed, _ in results.values())
