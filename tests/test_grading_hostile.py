@@ -121,7 +121,7 @@ def submissions(out: Path, port: int) -> dict:
         "forged_events": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format(
             "{'result': None, 'events': [[0, 'function', 'pwn', 'run']], 'patched': [], 'borrowed': ''}")}, []),
         "forged_raw": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE_RAW}, []),
-        "forged_huge": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format("{**m, 'x': np.zeros(10**7)}")}, []),
+        "forged_huge": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format("{**m, 'x': np.zeros(2 * 10**6)}")}, []),
         "forged_missing": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format("{}")}, []),
         "dataclass_forged": (1, {spot: "SOLVED", soft: FORGED_CLASS.format("attn_helpers.checks._progress", "record",
                                                                            f"path={str(other)!r}")}, []),
