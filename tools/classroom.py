@@ -273,6 +273,19 @@ def source_notebook(path: Path, registered: dict):
     return nb, graded
 
 
+def exercises() -> dict:
+    """``{exercise: (kind, [checker names])}`` of every notebook's graded exercises; kind ``"function"`` when the
+    learner writes a function (a ``raise NotImplementedError`` stub), ``"value"`` for ``name = ...`` lines."""
+    registered, found = solutions(), {}
+    for path in core_path.notebooks(ROOT, None).values():
+        for cell in source_notebook(path, registered)[0].cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("solution"):
+                kind = "function" if "raise NotImplementedError" in cell.source else "value"
+                found[meta["grade_id"]] = (kind, [call.split("(")[0] for call in _checker_calls(cell.source)])
+    return found
+
+
 def build(out: Path = OUT, numbers=None) -> dict:
     """Write the course folder ``out`` (every notebook, or those numbered in ``numbers``);
     returns ``{assignment: [grade ids]}``."""
