@@ -140,7 +140,7 @@ def _probabilities(rows, finite) -> bool:
                 and (np.isclose(sums, 1) | np.isclose(sums, 0)).all())
 
 
-# --------------------------------------------------------------------------- the visible cases, as the checker uses them
+# ---------------------------------------------------------------- the visible cases, as checkers use them
 
 
 @contextlib.contextmanager
