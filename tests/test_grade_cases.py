@@ -125,3 +125,42 @@ def test_a_function_that_loops_on_new_cases_stops_at_the_first():
     mark = cases.with_hidden_cases(checker(loops_unless_shown), "softmax_any_axis", checker, [loops_unless_shown],
                                    "ada/03_softmax")
     assert not mark and "wrong on 1 of 11" in mark.message and "did not return" in mark.message
+
+
+def _table_source(name, fn_name):
+    """A learner's exercise cell: ``fn_name`` answers the checker's visible cases from literal arrays (copied from
+    the notebook's checker) and zeros elsewhere, as issue 38's 03.2 answer did."""
+    rows = []
+    for case in cases.visible_calls(name, _checker(name))[0]:
+        out = SOLUTIONS[name](*cases._copied(case.args), **(case.kwargs or {}))
+        rows.append(f"    (np.array({np.asarray(case.args[0]).tolist()!r}), {(case.kwargs or {}).get('axis', -1)}, "
+                    f"np.array({np.asarray(out).tolist()!r})),")
+    return ("TABLE = [\n" + "\n".join(rows) + "\n]\n\n"
+            f"def {fn_name}(x, axis=-1):\n"
+            "    for given, given_axis, answer in TABLE:\n"
+            "        if given.shape == np.shape(x) and np.allclose(given, x) and given_axis == axis:\n"
+            "            return answer\n"
+            "    return np.zeros_like(x)\n")
+
+
+@pytest.mark.slow
+def test_through_the_sandbox_the_table_scores_0_and_the_solution_full_marks(tmp_path):
+    from test_grading_hostile import sandbox_or_skip
+
+    sandbox_or_skip()
+    import nbformat
+
+    grade = load_tool("grade")
+    classroom.build(tmp_path, {"03"})
+    source = nbformat.read(tmp_path / "source" / "03_softmax" / "03_softmax.ipynb", 4)
+    table = nbformat.reads(nbformat.writes(source), 4)
+    (cell,) = [c for c in table.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax_any_axis"]
+    cell.source = "import numpy as np\n\n" + _table_source("softmax_any_axis", "softmax_any_axis")
+    site = classroom.install_grader(tmp_path)
+    marks = {who: grade.grade_notebook(nb, source, site, [tmp_path], seed=f"{who}/03_softmax")
+             for who, nb in (("ada", source), ("tables", table))}
+    assert marks["ada"]["test_softmax_any_axis"][0] and "new cases drawn with seed 'ada/03_softmax'" \
+        in marks["ada"]["test_softmax_any_axis"][1]
+    passed, text = marks["tables"]["test_softmax_any_axis"]
+    assert not passed and "right on the notebook's cases, wrong on 11 of 11 new cases like x = " in text, text
+    assert marks["tables"]["test_spot_the_slip"][0], "the other exercise keeps its mark"
