@@ -152,3 +152,21 @@ def test_the_nbgrader_cycle_full_marks_for_the_solutions_zero_for_an_untouched_n
         assert float(full["max_score"]) == len(written[assignment]) >= 2
         assert float(full["score"]) == float(full["max_score"])
         assert float(untouched["score"]) == 0.0
+
+
+def test_autograde_takes_the_number_or_the_assignments_name_and_names_the_valid_ones(capsys):
+    assert classroom.assignment_numbers(["03", "3", "03_softmax", "03_Softmax.ipynb"]) == {"03"}
+    assert classroom.assignment_numbers([path.stem for path in NOTEBOOKS]) == {path.stem[:2] for path in NOTEBOOKS}
+    assert classroom.main(["autograde", "softmax"]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("'softmax': not a notebook of the series") and len(said.splitlines()) == 1
+    assert all(f"{path.stem[:2]} or {path.stem}" in said for path in NOTEBOOKS)
+
+
+def test_the_names_browsers_jupyter_and_lmss_give_copies_are_read_as_the_assignment():
+    submissions = load_tool("submissions")
+    for name in ("03_softmax.ipynb", "03_softmax (1).ipynb", "03_softmax(2).ipynb", "03_softmax-Copy1.ipynb",
+                 "03_softmax - Copy.ipynb", "03_softmax copy 2.ipynb", "03_Softmax.IPYNB", "03 softmax.ipynb",
+                 "03-softmax.ipynb", "03_softmax-1.ipynb", "03_softmax-Copy1 (1)-2.ipynb", " 03_softmax .ipynb"):
+        assert submissions.notebook_id(name) == "03_softmax", name
+    assert submissions.notebook_id("03_softmax_v2.ipynb") != "03_softmax"

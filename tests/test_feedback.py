@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import zipfile
 
 import pytest
@@ -66,12 +67,14 @@ def nbgrader(folder, *args):
 
 
 ROSTER = [{"id": "1234", "first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.org"},
-          {"id": "5678", "first_name": "Alan", "last_name": "Turing", "email": "alan@example.org"}]
+          {"id": "5678", "first_name": "Alan", "last_name": "Turing", "email": "alan@example.org"},
+          {"id": "4321", "first_name": "Grace", "last_name": "Hopper", "email": "grace@example.org"},
+          {"id": "8765", "first_name": "Emmy", "last_name": "Noether", "email": "emmy@example.org"}]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
+def test_roster_lms_archive_and_course_exchange_without_root(tmp_path, capsys):
     out = tmp_path / "classroom"
     classroom.build(out, {SAMPLE[:2]})
     nbgrader(out, "generate_assignment", SAMPLE, "--force")
@@ -86,18 +89,24 @@ def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
     listed = nbgrader(out, "db", "student", "list").stdout
     assert all(f"{s['id']} ({s['last_name']}, {s['first_name']}) -- {s['email']}" in listed for s in ROSTER), listed
 
-    # Canvas's "Download submissions": one zip, each notebook renamed name_id_submission_file; a late one and a
-    # resubmission ("-1") among them, and a file that is not a notebook.
+    # Canvas's "Download submissions": one zip, each notebook renamed name_id_submission_file, with the names
+    # browsers and Jupyter give copies; a late one, a resubmission ("-1"), a file that is not a notebook and
+    # another assignment's notebook among them. Emmy (8765) hands in nothing.
     archive = out / "downloaded" / SAMPLE / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as lms:
-        lms.write(released, f"lovelaceada_1234_901_{SAMPLE}.ipynb")
-        lms.write(released, f"turingalan_LATE_5678_902_{SAMPLE}-1.ipynb")
+        lms.write(released, f"lovelaceada_1234_901_{SAMPLE} (1).ipynb")
+        lms.write(released, f"turingalan_LATE_5678_902_{SAMPLE}-Copy1-1.ipynb")
+        lms.write(released, f"hoppergrace_4321_904_{SAMPLE.replace('_', ' ').title()}.ipynb")
         lms.writestr("turingalan_5678_903_notes.txt", "not a notebook")
-    nbgrader(out, "zip_collect", SAMPLE)
+        lms.write(released, "hoppergrace_4321_905_03_softmax.ipynb")
+    done = nbgrader(out, "zip_collect", SAMPLE)
     collected = sorted(p.relative_to(out / "submitted") for p in (out / "submitted").rglob("*") if p.is_file())
-    assert [str(p) for p in collected] == [f"{s['id']}/{SAMPLE}/{SAMPLE}.ipynb" for s in ROSTER]
+    assert sorted(map(str, collected)) == sorted(f"{s['id']}/{SAMPLE}/{SAMPLE}.ipynb" for s in ROSTER[:3])
     assert all((out / "submitted" / p).read_bytes() == released.read_bytes() for p in collected)
+    log = done.stdout + done.stderr
+    assert "turingalan_5678_903_notes.txt" in log and "03_softmax" in log and "3 files collected, 2 files skipped" \
+        in log, log[-2000:]
 
     # Release, fetch, submit and collect through the course's own exchange, all as this (unprivileged) user.
     nbgrader(out, "release_assignment", SAMPLE, "--force")
@@ -111,3 +120,23 @@ def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
     nbgrader(out, "collect", SAMPLE)
     (mine,) = [p for p in (out / "submitted").iterdir() if p.name not in {s["id"] for s in ROSTER}]
     assert (mine / SAMPLE / released.name).is_file()
+
+    # Grading says what it did: who was graded, who is missing (and "missing" in grades.csv, not 0), what was
+    # skipped; a copy's name handed in straight into submitted/ is read too.
+    from test_grading_hostile import sandbox_or_skip
+
+    sandbox_or_skip()
+    shutil.rmtree(mine)
+    (out / "submitted" / "1234" / SAMPLE / f"{SAMPLE}.ipynb").rename(
+        out / "submitted" / "1234" / SAMPLE / f"{SAMPLE}-Copy1.ipynb")
+    (out / "submitted" / "4321" / SAMPLE / "scratch.py").write_text("x = 1\n")
+    capsys.readouterr()
+    assert classroom.main(["autograde", "--out", str(out), SAMPLE]) == 0
+    said = capsys.readouterr().out
+    assert f"{SAMPLE}: graded 3 submissions (1234, 4321, 5678)" in said, said
+    assert f"renamed a copy's name: submitted/1234/{SAMPLE}/{SAMPLE}-Copy1.ipynb -> {SAMPLE}.ipynb" in said, said
+    assert re.search(r"missing \(no .*\): 8765$", said, re.MULTILINE), said
+    assert f"skipped (not the assignment's notebook, not graded): submitted/4321/{SAMPLE}/scratch.py" in said, said
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        scores = {row["student_id"]: row["score"] for row in csv.DictReader(handle)}
+    assert scores["8765"] == "missing" and all(float(scores[s["id"]]) == 0.0 for s in ROSTER[:3]), scores
