@@ -349,6 +349,9 @@ def assignment_numbers(names) -> set:
     return numbers
 
 
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader submit adds beside the notebook
+
+
 def _handed_in(out: Path, assignment: str) -> tuple[list, list, list]:
     """``(students, renamed, skipped)`` of ``out/submitted/*/assignment``: who handed in the assignment's notebook
     (a copy's name, ``03_softmax (1).ipynb``, is renamed to it), the renames, and each file that is not graded."""
@@ -364,7 +367,7 @@ def _handed_in(out: Path, assignment: str) -> tuple[list, list, list]:
         if notebook.is_file():
             students.append(folder.parent.name)
         skipped += [str(p.relative_to(out)) for p in sorted(folder.rglob("*")) if p.is_file() and p != notebook
-                    and p.name != "timestamp.txt" and ".ipynb_checkpoints" not in p.parts]
+                    and p.name not in NBGRADER_FILES and ".ipynb_checkpoints" not in p.parts]
     return students, renamed, skipped
 
 
