@@ -170,3 +170,18 @@ def test_the_names_browsers_jupyter_and_lmss_give_copies_are_read_as_the_assignm
                  "03-softmax.ipynb", "03_softmax-1.ipynb", "03_softmax-Copy1 (1)-2.ipynb", " 03_softmax .ipynb"):
         assert submissions.notebook_id(name) == "03_softmax", name
     assert submissions.notebook_id("03_softmax_v2.ipynb") != "03_softmax"
+
+
+def test_the_container_installs_what_run_py_installs_the_model_included():
+    """The container route grades every notebook: each requirements file run.py installs (notebook 12's model by
+    hash, without its dependencies) is copied into the image and installed with the same options."""
+    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    run_py = (ROOT / "run.py").read_text(encoding="utf-8")
+    model = re.search(r'^MODEL_REQUIREMENTS = "([^"]+)"', run_py, re.MULTILINE).group(1)
+    options = re.search(r'pip_install\(python, \[((?:"--[\w-]+", )+)"-r", str\(ROOT / MODEL_REQUIREMENTS\)\]\)',
+                        run_py).group(1)
+    flags = " ".join(re.findall(r'"(--[\w-]+)"', options))
+    assert flags == "--no-deps --require-hashes"
+    copied = [name for line in re.findall(r"^COPY (.+) \./$", dockerfile, re.MULTILINE) for name in line.split()]
+    assert model in copied
+    assert re.search(rf"^RUN pip install --no-cache-dir {flags} -r {re.escape(model)}$", dockerfile, re.MULTILINE)

