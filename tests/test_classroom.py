@@ -185,3 +185,21 @@ def test_the_container_installs_what_run_py_installs_the_model_included():
     copied = [name for line in re.findall(r"^COPY (.+) \./$", dockerfile, re.MULTILINE) for name in line.split()]
     assert model in copied
     assert re.search(rf"^RUN pip install --no-cache-dir {flags} -r {re.escape(model)}$", dockerfile, re.MULTILINE)
+
+
+def test_the_hostile_batch_runs_in_the_container_as_the_guide_says():
+    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    stages = re.findall(r"^FROM \S+ AS (\w+)$", dockerfile, re.MULTILINE)
+    assert stages == ["grading", "hostile"]
+    hostile = dockerfile.split("AS hostile")[1]
+    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*?\])$", hostile.replace("\\\n", ""), re.MULTILINE | re.DOTALL)
+                       .group(1))
+    assert entry[:3] == ["python3", "-m", "pytest"] and "tests/test_grading_hostile.py" in entry
+    assert all((ROOT / path).is_file() for path in entry[3:])
+    assert all((ROOT / path).exists() for path in re.findall(r"^COPY (\S+)", hostile, re.MULTILINE))
+    comments = " ".join(line.lstrip("#").strip() for line in dockerfile.splitlines() if line.startswith("#"))
+    commands = [re.match(r".*?attn-grading-hostile(?: \.)?", piece).group(0) for piece in
+                comments.replace("\\ ", "").split("docker ")[1:] if "attn-grading-hostile" in piece]
+    assert len(commands) == 2 and all(f"docker {command}" in guide for command in commands), commands
+    assert "--target hostile" in guide
