@@ -89,7 +89,7 @@ def read_config(out, monkeypatch, tools: bool) -> list[str]:
     """The names of the autograde steps that ``out/nbgrader_config.py`` sets, read as nbgrader reads it."""
     from traitlets.config import Config
 
-    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools"]
+    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools" and Path(p).name != ".grader"]
     monkeypatch.setattr(sys, "path", [str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
     monkeypatch.delitem(sys.modules, "grade", raising=False)
     monkeypatch.setenv("ATTN_HELPERS_PROGRESS", "off")  # which the config sets
@@ -98,14 +98,15 @@ def read_config(out, monkeypatch, tools: bool) -> list[str]:
     return [step.__name__ for step in config["c"].Autograde.autograde_preprocessors]
 
 
-def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch):
+def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch, tmp_path):
     from nbgrader.converters import Autograde
 
     out, _ = course
     default = [step.__name__ for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     steps = read_config(out, monkeypatch, tools=True)
     assert steps == [name.replace("Execute", "SandboxedGrading") for name in default] and "SaveAutoGrades" in steps
-    assert read_config(out, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs, not Execute"
+    shutil.copy(out / "nbgrader_config.py", tmp_path)  # a course folder whose grading copy is gone
+    assert read_config(tmp_path, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs"
 
 
 def nbgrader(out, *args):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import re
 import shutil
 import socket
 import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -49,6 +51,26 @@ def course(out: Path, cell_limit: float) -> dict:
 
 ZEROS = "def softmax_any_axis(x, axis=-1):\n    return np.zeros_like(x)\n"
 LOOP = "while True:\n    pass\n"
+
+
+#: The learner's cell replaces the sandbox's writer of replies: each reply it sends is ``{}`` (``m`` the real one).
+FORGE = ("import __main__\nimport numpy as np\nsend = __main__.pack\n"
+         "__main__.pack = lambda m, classes=False: send({})\n")
+#: ... by a frame written by hand, naming a module and a class to rebuild (``pwn.py`` is beside the notebook).
+FORGE_RAW = ("import io, json, struct, zipfile\nimport numpy as np\nimport __main__\n\n"
+             "def forged(m, classes=False):\n    z = io.BytesIO()\n    with zipfile.ZipFile(z, 'w') as a:\n"
+             "        h = json.dumps({'result': {'__dataclass__': ['pwn', 'run'], 'fields': {}}, 'error': None})\n"
+             "        b = io.BytesIO()\n        np.save(b, np.frombuffer(h.encode(), dtype=np.uint8))\n"
+             "        a.writestr('header.npy', b.getvalue())\n"
+             "    return struct.pack('!Q', len(z.getvalue())) + z.getvalue()\n\n"
+             "__main__.pack = forged\n")
+#: A function returning a dataclass whose module and name are forged as the series' ``{0}.{1}``.
+FORGED_CLASS = ("import dataclasses\nRecord = dataclasses.make_dataclass('{1}', ['path', 'steps'])\n"
+                "Record.__module__, Record.__qualname__ = '{0}', '{1}'\n\n"
+                "def softmax_any_axis(x, axis=-1):\n    return Record(**{{'path': None, 'steps': 1, **dict({2})}})\n")
+#: Files handed in beside a notebook: a module that writes into the course folder if the grader imports it.
+PWN = "open({!r}, 'w').write('ran in the grader')\n"
+PWNED = ("forged_events", "forged_raw")  # students who hand in pwn.py too
 
 
 def submissions(out: Path, port: int) -> dict:
@@ -90,6 +112,36 @@ def submissions(out: Path, port: int) -> dict:
         "network_opened": (0, {soft: f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n"},
                            []),
         "first_cell_retyped": (2, {**perfect, "__first__": "import numpy as np\n"}, []),
+        # this round's (issue 38): the sandbox's replies forged, the sandbox's resources exhausted, names read
+        "forged_events": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format(
+            "{'result': None, 'events': [[0, 'function', 'pwn', 'run']], 'patched': [], 'borrowed': ''}")}, []),
+        "forged_raw": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE_RAW}, []),
+        "forged_huge": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format("{**m, 'x': np.zeros(10**8)}")}, []),
+        "forged_missing": (1, {spot: "SOLVED", soft: "SOLVED\n" + FORGE.format("{}")}, []),
+        "dataclass_forged": (1, {spot: "SOLVED", soft: FORGED_CLASS.format("attn_helpers.checks._progress", "record",
+                                                                           f"path={str(other)!r}")}, []),
+        "train_forged": (1, {spot: "SOLVED", soft: FORGED_CLASS.format("attn_helpers.training", "train",
+                                                                       "steps=10**9")}, []),
+        "fork_bomb": (1, {spot: "SOLVED", soft: "SOLVED\nimport os\nwhile True:\n    os.fork()\n"}, []),
+        "disk_filler": (1, {spot: "SOLVED", soft: "k = 0\nwhile True:\n    with open(f'fill{k}', 'wb') as f:\n"
+                                                  "        f.write(b'x' * 2**20)\n    k += 1\n" + "SOLVED"}, []),
+        "memory_filler": (1, {spot: "SOLVED", soft: "blocks = []\nwhile True:\n    blocks.append(np.ones(2**27))\n"
+                                                    + "SOLVED"}, []),
+        "solutions_table": (0, perfect, ["from attn_helpers.checks._grader import SOLUTIONS\n"]),
+        "main_borrowed": (0, {spot: "SOLVED", soft: "import __main__\n__main__.borrowed = lambda *a: ''\n"
+                                                    "from attn_helpers.checks import nb03\n\n"
+                                                    "def softmax_any_axis(x, axis=-1):\n"
+                                                    "    return nb03.softmax_any_axis(x, axis)\n"}, []),
+        "stack_detect": (1, {spot: "SOLVED", soft: "SOLVED\nimport inspect\nright = softmax_any_axis\n\n"
+                                                   "def softmax_any_axis(x, axis=-1):\n"
+                                                   "    names = ' '.join(f.filename for f in inspect.stack())\n"
+                                                   "    return right(x, axis) if 'grade' in names else 0 * x\n"}, []),
+        "even_seconds": (1, {spot: "SOLVED", soft: "SOLVED\nimport time\nright = softmax_any_axis\n\n"
+                                                   "def softmax_any_axis(x, axis=-1):\n    even = time.time() % 2 < 1\n"
+                                                   "    return right(x, axis) if even else 0 * x\n"}, []),
+        "honest_comment": (2, {spot: "SOLVED", soft: "SOLVED  # \u2705 finally works!\n"}, []),
+        "honest_helper": (2, perfect, ["def check_rows_sum_to_one(w):\n    return np.allclose(w.sum(axis=-1), 1)\n\n"
+                                       "check_rows_sum_to_one(softmax_any_axis(np.ones((2, 3))))\n"]),
         HONEST: (2, perfect, []),
         "z2_untouched": (0, {}, []),
     }
@@ -112,8 +164,30 @@ def write(out: Path, student: str, answers: dict, extra: list, solutions: dict) 
     return folder / f"{ASSIGNMENT}.ipynb"
 
 
-def digest(*paths: Path) -> str:
-    files = sorted(f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py")) if "__pycache__" not in str(f))
+def peak_memory(pattern: str):
+    """A thread that notes the largest resident size (bytes) of any process whose command line holds
+    ``pattern`` (this process's descendants), until ``stop`` is set: ``(stop, peaks)``."""
+    import psutil
+
+    stop, peaks = threading.Event(), [0]
+
+    def watch():
+        me = psutil.Process()
+        while not stop.wait(0.2):
+            for process in me.children(recursive=True):
+                try:
+                    if pattern in " ".join(process.cmdline()):
+                        peaks[0] = max(peaks[0], process.memory_info().rss)
+                except psutil.Error:
+                    pass
+
+    threading.Thread(target=watch, daemon=True).start()
+    return stop, peaks
+
+
+def digest(*paths: Path, suffix: str = "*.py") -> str:
+    files = sorted(f for p in paths for f in ([p] if p.is_file() else p.rglob(suffix))
+                   if f.is_file() and "__pycache__" not in str(f))
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
@@ -140,7 +214,7 @@ def scores(out: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # one nbgrader run of 22 submissions, three of them looping (10 s each here)
+@pytest.mark.timeout(1800)  # one nbgrader run of 37 submissions, five of them looping or bombing (10 s each here)
 def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
     sandbox_or_skip()
     out = tmp_path / "classroom"
@@ -148,19 +222,34 @@ def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
     server, accepted = listen()
     try:
         expected = {}
+        pwned = tmp_path / "PWNED"
         for student, (mark, answers, extra) in submissions(out, server.getsockname()[1]).items():
-            write(out, student, answers, extra, solutions)
+            notebook = write(out, student, answers, extra, solutions)
             expected[student] = mark
-        honest = (out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+            if student in PWNED:
+                (notebook.parent / "pwn.py").write_text(PWN.format(str(pwned)))
+        (out / "pwn.py").write_text(PWN.format(str(pwned)))
+        handed_in = digest(out / "submitted", suffix="*")
         checkers = digest(out / ".grader", ROOT / "attn_helpers" / "checks")
+        host = {folder: set(folder.iterdir()) for folder in (Path("/tmp"), Path("/dev/shm"))}
         classroom = load_tool("classroom")
+        stop, peak = peak_memory("autograde")
+        start = time.monotonic()
         assert classroom.autograde(out, {"03"}) == 0
+        seconds = time.monotonic() - start
+        stop.set()
     finally:
         server.close()
+    print(f"{len(expected)} submissions: autograde + feedback + export in {seconds:.0f} s; the grader's peak "
+          f"memory {peak[0] / 2**20:.0f} MB")
     assert scores(out) == expected
     assert not accepted, "a submission reached the network"
+    assert not pwned.exists(), "a file handed in beside a notebook ran in the grader"
     assert digest(out / ".grader", ROOT / "attn_helpers" / "checks") == checkers
-    assert (out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == honest
+    assert digest(out / "submitted", suffix="*") == handed_in, "a submission changed what was handed in"
+    written = [f for folder, files in host.items() for f in set(folder.iterdir()) - files if "fill" in f.name]
+    assert not written and not list(out.rglob("fill*")), "a submission wrote outside its sandbox"
+    assert 0 < peak[0] <= 500 * 2**20, f"the grader took {peak[0] / 2**20:.0f} MB (budget: 500 MB)"
     assert (out / "gradebook.db").is_file()
     feedback = {student: (out / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text("utf-8")
                 for student in expected}
@@ -169,7 +258,13 @@ def test_hostile_submissions_get_their_marks_and_change_nothing_else(tmp_path):
     assert "what attn_helpers.core.softmax computed" in feedback["helper_returned"]
     assert "changes numpy.allclose" in feedback["numpy_patched"]
     assert "prints a verdict" in feedback["fake_verdict"]
-    assert "Read-only file system" in feedback["checker_file_appended"]
+    assert re.search("Read-only file system|Permission denied", feedback["checker_file_appended"])
+    for student in ("forged_events", "forged_raw", "forged_huge", "forged_missing"):
+        assert "sent the grader something that is not an answer" in feedback[student], student
+    assert "more than the 8 MB" in feedback["forged_huge"]
+    assert "No space left on device" in feedback["disk_filler"]
+    assert "MemoryError" in feedback["memory_filler"]
+    assert "SOLUTIONS" in feedback["solutions_table"] and "nb03.softmax_any_axis" in feedback["main_borrowed"]
 
 
 def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch, capsys):

@@ -30,7 +30,8 @@ worker = grade.worker
 
 
 def roundtrip(value):
-    return worker.unpack(worker.pack({"value": value})[8:])["value"]
+    """``value`` as the learner's process sends it and the grader reads it."""
+    return grade.parse(worker.pack({"value": value})[8:])["value"]
 
 
 def test_plain_data_round_trips_what_checkers_pass_and_learners_return():
@@ -43,9 +44,11 @@ def test_plain_data_round_trips_what_checkers_pass_and_learners_return():
     np.testing.assert_array_equal(back["x"], value["x"])
     assert back["pair"] == (np.float32(1.5), [1, 2, (3, "a")]) and isinstance(back["pair"][0], np.float32)
     assert back["none"] is None and back["dots"] is Ellipsis and back["z"] == 1 + 2j and back["big"] == 10**30
-    assert type(back["params"]) is type(params)
-    np.testing.assert_array_equal(back["params"].W_q, params.W_q)
+    assert isinstance(back["params"], dict), "a dataclass the learner returns arrives as its fields"
+    np.testing.assert_array_equal(back["params"]["W_q"], params.W_q)
     assert back["words"].tolist() == ["a", "bc"]
+    request = worker.unpack_request(worker.pack({"value": params}, classes=True)[8:])  # the grader's request
+    assert type(request["value"]) is type(params), "the checker's own dataclass is rebuilt in the sandbox only"
 
 
 def test_an_object_that_is_not_data_arrives_as_its_name_only():
@@ -57,17 +60,16 @@ def test_an_object_that_is_not_data_arrives_as_its_name_only():
             return "<sneaky>"
 
     back = roundtrip(Sneaky())
-    assert type(back).__name__ == "Sneaky" and repr(back) == "<sneaky>"
-    with pytest.raises(ValueError, match="not a class of the series"):
-        worker.decode({"__dataclass__": ["os", "system"], "fields": {}}, [])
+    assert type(back).__name__ == "Sneaky" and repr(back) == "<sneaky>" and isinstance(back, grade.Opaque)
+    assert not callable(back)
 
 
 def test_a_pickled_array_is_refused():
     buffer = io.BytesIO()
-    np.savez(buffer, header=np.frombuffer(b'{"value": {"__array__": 0, "scalar": false}}', dtype=np.uint8),
+    np.savez(buffer, header=np.frombuffer(b'{"t": "dict", "v": {"value": {"t": "array", "i": 0}}}', dtype=np.uint8),
              a0=np.array([object()], dtype=object))
-    with pytest.raises(ValueError, match="allow_pickle"):
-        worker.unpack(buffer.getvalue())
+    with pytest.raises(grade.Refused, match="not of numbers"):
+        grade.parse(buffer.getvalue())
     assert struct.unpack("!Q", worker.pack({})[:8])[0] == len(worker.pack({})) - 8
 
 
@@ -86,13 +88,35 @@ HOSTILE = {
     "from attn_helpers.checks import solution\nprint(solution('softmax_any_axis').source)": "calls solution",
     "import attn_helpers.checks as c\nc.SOLUTIONS": "reads c.SOLUTIONS",
     "from attn_helpers.checks import Verdict\nVerdict(True, 'yes')": "calls Verdict",
+    "from attn_helpers.checks._grader import SOLUTIONS": "imports SOLUTIONS",
+    "from attn_helpers.checks import _grader": "imports _grader",
+    "import attn_helpers.checks._grader": "imports attn_helpers.checks._grader",
+    "from attn_helpers.checks._grader import *\nSOLUTIONS['softmax_any_axis']": "imports *",
+    "import attn_helpers.checks.nb03 as m\nf = m.softmax_any_axis": "reads m.softmax_any_axis",
+    "check_softmax_any_axis: object = print": "rebinds check_softmax_any_axis",
+    "print('\\N{WHITE HEAVY CHECK MARK} Correct!')": "prints a verdict",
+    "'✅ Correct!'": "prints a verdict",
+    "x = 1\nf'{x} ✅'": "prints a verdict",
 }
+HONEST = [  # code that an honest learner writes: none of it is tampering
+    "def softmax_any_axis(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis, keepdims=True))  # ✅ finally works!\n"
+    "    return e / e.sum(axis=axis, keepdims=True)",
+    'def check_rows_sum_to_one(w):\n    """Prints ✅ when each row sums to 1."""\n    return np.allclose(w.sum(-1), 1)',
+    "'✅ a note to myself, never shown'\nx = 1",
+    "check_rows = lambda w: w.sum(-1)\nimport numpy as check_np",
+    "from attn_helpers.checks import check_softmax_any_axis\ncheck_softmax_any_axis(softmax_any_axis)",
+]
 
 
 @pytest.mark.parametrize("source", HOSTILE, ids=range(len(HOSTILE)))
 def test_tampering_is_named(source):
     found = grade.tampering(source, "cell 7", SOLUTIONS)
     assert found and HOSTILE[source] in "; ".join(found) and found[0].startswith("cell 7")
+
+
+@pytest.mark.parametrize("source", HONEST, ids=range(len(HONEST)))
+def test_honest_code_is_not_tampering(source):
+    assert grade.tampering(source, "cell 7", SOLUTIONS) == []
 
 
 def test_the_course_own_cells_and_solutions_are_not_tampering(tmp_path):
@@ -122,11 +146,10 @@ def learner(tmp_path):
 
 
 def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learner):
-    answer = learner.request({"op": "run", "context": ["import numpy as np"], "solutions": [],
-                              "cell": "def f(x, axis=-1):\n    print('hello')\n    return x.sum(axis=axis), x.T"}, 30)
-    assert answer == {"error": None, "patched": []}
-    f = learner.request({"op": "value", "name": "f"}, 5,
-                        lambda spec: grade.proxy(learner, spec, 5, TimeoutError))["value"]
+    cell = "def f(x, axis=-1):\n    print('hello')\n    return x.sum(axis=axis), x.T"
+    answer = learner.request({"op": "run", "context": ["import numpy as np"], "cell": cell}, 30)
+    assert answer == {"error": None}
+    f = grade.learner_value(learner, "f", 5, TimeoutError, grade.Code([cell]))
     x = np.arange(6.0).reshape(2, 3)
     total, transposed = f(x, axis=0)
     np.testing.assert_array_equal(total, x.sum(axis=0))
@@ -149,8 +172,8 @@ def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
     one = grade.Learner(ROOT, [])
     try:
         cell = f"import os\nseen = os.path.exists({str(secret)!r}), os.path.exists({str(ROOT / 'README.md')!r})"
-        one.request({"op": "run", "context": [], "solutions": [], "cell": cell}, 30)
-        assert one.request({"op": "value", "name": "seen"}, 5)["value"] == (False, True)
+        one.request({"op": "run", "context": [], "cell": cell}, 30)
+        assert grade.learner_value(one, "seen", 5, TimeoutError) == (False, True)
     finally:
         one.close()
         shutil.rmtree(home)
@@ -158,9 +181,8 @@ def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
 
 def test_a_loop_is_stopped_at_the_time_limit_and_costs_only_its_call(learner):
     loop = "def f():\n    while True:\n        pass"
-    learner.request({"op": "run", "context": [], "solutions": [], "cell": loop}, 30)
-    f = learner.request({"op": "value", "name": "f"}, 5,
-                        lambda spec: grade.proxy(learner, spec, 1, TimeoutError))["value"]
+    learner.request({"op": "run", "context": [], "cell": loop}, 30)
+    f = grade.learner_value(learner, "f", 1.5, TimeoutError)
     start = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish within 1 s"):
         f()
@@ -184,15 +206,16 @@ def test_the_container_route_in_the_guide_is_the_dockerfile_one():
 
 
 @pytest.mark.parametrize("product, named", [("query @ key", "@ (np.matmul)"), ("np.dot(query, key)", "np.dot"),
+                                            ("np.asarray(query) @ np.asarray(key)", "@ (np.matmul)"),
+                                            ("query.dot(key)", ".dot"), ("np.einsum('i,i', query, key)", "np.einsum"),
                                             ("(query * key).sum()", None)])
 def test_a_checker_that_watches_the_products_sees_them_through_the_sandbox(learner, product, named):
     from attn_helpers.checks import check_dot_score
     from attn_helpers.checks._grader import TimeLimit
 
     cell = f"def dot_score(query, key):\n    return {product}"
-    learner.request({"op": "run", "context": ["import numpy as np"], "solutions": [], "cell": cell}, 30)
-    fn = learner.request({"op": "value", "name": "dot_score"}, 5,
-                         lambda spec: grade.proxy(learner, spec, 4.5, TimeLimit))["value"]
+    learner.request({"op": "run", "context": ["import numpy as np"], "cell": cell}, 30)
+    fn = grade.learner_value(learner, "dot_score", 5, TimeLimit, grade.Code(["import numpy as np", cell]))
     verdict = check_dot_score(fn)
     assert verdict.passed == (named is None)
     if named:

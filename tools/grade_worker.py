@@ -1,105 +1,101 @@
 """The child side of sandboxed grading: runs one exercise of a submitted notebook and answers in plain data.
 
-    python -I tools/grade_worker.py SITE      # started by tools/grade.py, inside the sandbox; SITE: the checkers
+    python -I kernel.py SITE UID      # started by tools/grade.py inside the sandbox, where this file is kernel.py
 
 The grader (tools/grade.py) never runs a learner's code; it sends this process the notebook's own cells that
-the exercise needs, then the learner's exercise cell, then requests: "the value of ``my_total``", "call
-``softmax_any_axis`` with these arrays". Every message, both ways, is an ``.npz`` archive (``allow_pickle=False``):
-a JSON header plus the arrays it names, so nothing the learner's code makes can run in the grader.
-Stdlib and numpy only; the learner's output goes to ``output.txt`` in the working folder, not to the grader.
+the exercise needs (the teacher's copies), then the learner's exercise cell, then requests: "the value of
+``my_total``", "call ``softmax_any_axis`` with these arrays". Every message, both ways, is one length-prefixed
+``.npz`` archive (``allow_pickle=False``): a JSON header of plain values plus the arrays it numbers. What this
+process sends is data only (numbers, text, arrays, lists, dicts; a function as its number here, any other
+object as its type's name and repr); the grader parses it with a schema and trusts none of it.
+Before the first request this process gives up root: it runs the learner's code as user ``UID`` with a process
+limit. Stdlib and numpy only; the learner's output goes to file descriptor 2, which the grader reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import io
 import json
 import os
+import resource
 import struct
 import sys
 import traceback
-import types
 
 import numpy as np
 
-CELL = "<your exercise cell>"  # the file name of the learner's code, as tracebacks and the call watch see it
+CELL = "<your exercise cell>"  # the file name of the learner's code, as tracebacks see it
 PACKAGE = "attn_helpers"
+PROCESSES = 64  # processes (and threads) the learner's code may have at once
+NUMBERS = "biufcUS"  # the array kinds that cross (bool, integers, floats, complex, text); never objects
 
 
 # --------------------------------------------------------------------------- plain data, both ways
 
 
-def encode(value, arrays: list, depth: int = 0):
-    """``value`` as JSON-able data; arrays go into ``arrays`` (an object the grader cannot rebuild: its name)."""
-    if depth > 50:
-        return {"__object__": "deeply nested data", "repr": ""}
+def encode(value, arrays: list, classes: bool = False, depth: int = 0):
+    """``value`` as JSON-able tagged data; arrays go into ``arrays``. Only with ``classes`` (the grader's
+    requests) does a dataclass of the series keep its class's name; the child sends its fields only."""
+    if depth > 40:
+        return {"t": "object", "type": "nested", "repr": "data nested too deeply"}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, Handle):
-        return {"__function__": value.index, "name": value.name, "source": value.source}
+        return {"t": "function", "h": value.index, "name": value.name}
     if value is Ellipsis:
-        return {"__ellipsis__": True}
+        return {"t": "ellipsis"}
     if isinstance(value, complex):
-        return {"__complex__": [value.real, value.imag]}
-    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype.kind in "biufcUS?":
-        arrays.append(np.asarray(value).copy())
-        return {"__array__": len(arrays) - 1, "scalar": isinstance(value, np.generic)}
-    if isinstance(value, np.ndarray):  # object arrays: element by element
-        return {"__objects__": encode(value.tolist(), arrays, depth + 1)}
+        return {"t": "complex", "v": [value.real, value.imag]}
+    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype.kind in NUMBERS:
+        arrays.append(np.array(value))  # a plain ndarray: a subclass's methods stay behind
+        return {"t": "scalar" if isinstance(value, np.generic) else "array", "i": len(arrays) - 1}
+    if isinstance(value, np.ndarray) and value.dtype.kind == "O":  # element by element
+        return encode(value.tolist(), arrays, classes, depth + 1)
     if isinstance(value, (list, tuple)):
-        items = [encode(item, arrays, depth + 1) for item in value]
-        return items if isinstance(value, list) else {"__tuple__": items}
+        items = [encode(item, arrays, classes, depth + 1) for item in value]
+        return items if isinstance(value, list) else {"t": "tuple", "v": items}
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        return {"__dict__": {key: encode(item, arrays, depth + 1) for key, item in value.items()}}
-    if dataclasses.is_dataclass(value) and type(value).__module__.startswith(PACKAGE + "."):
-        fields = {f.name: encode(getattr(value, f.name), arrays, depth + 1)
-                  for f in dataclasses.fields(value) if f.init}
-        return {"__dataclass__": [type(value).__module__, type(value).__qualname__], "fields": fields}
-    return {"__object__": type(value).__name__, "repr": _short_repr(value)}
+        return {"t": "dict", "v": {key: encode(item, arrays, classes, depth + 1) for key, item in value.items()}}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: encode(getattr(value, f.name), arrays, classes, depth + 1) for f in dataclasses.fields(value)
+                  if f.init}
+        if classes and type(value).__module__.startswith(PACKAGE + "."):
+            return {"t": "dataclass", "cls": [type(value).__module__, type(value).__qualname__], "v": fields}
+        return {"t": "dict", "v": fields}
+    return {"t": "object", "type": type(value).__name__, "repr": _short_repr(value)}
 
 
-def decode(data, arrays, make_function=None):
-    """The value :func:`encode` wrote; ``make_function(spec)`` rebuilds a function handle (the grader's proxy)."""
+def decode_request(data, arrays):
+    """The grader's request as values (in the sandbox only: it rebuilds the series' dataclasses by name)."""
     if isinstance(data, list):
-        return [decode(item, arrays, make_function) for item in data]
+        return [decode_request(item, arrays) for item in data]
     if not isinstance(data, dict):
         return data
-    if "__array__" in data:
-        array = arrays[data["__array__"]]
-        return array[()] if data["scalar"] else array
-    if "__tuple__" in data:
-        return tuple(decode(item, arrays, make_function) for item in data["__tuple__"])
-    if "__dict__" in data:
-        return {key: decode(item, arrays, make_function) for key, item in data["__dict__"].items()}
-    if "__objects__" in data:
-        return np.array(decode(data["__objects__"], arrays, make_function), dtype=object)
-    if "__ellipsis__" in data:
-        return Ellipsis
-    if "__complex__" in data:
-        return complex(*data["__complex__"])
-    if "__dataclass__" in data:
-        module, name = data["__dataclass__"]
-        if not module.startswith(PACKAGE + "."):
-            raise ValueError(f"not a class of the series: {module}.{name}")
+    tag = data["t"]
+    if tag in ("array", "scalar"):
+        return arrays[data["i"]][()] if tag == "scalar" else arrays[data["i"]]
+    if tag == "tuple":
+        return tuple(decode_request(item, arrays) for item in data["v"])
+    if tag == "dict":
+        return {key: decode_request(item, arrays) for key, item in data["v"].items()}
+    if tag == "dataclass":
+        module, name = data["cls"]
         cls = getattr(importlib.import_module(module), name)
-        return cls(**{key: decode(item, arrays, make_function) for key, item in data["fields"].items()})
-    if "__function__" in data and make_function is not None:
-        return make_function(data)
-    return opaque(data.get("__object__", "object"), data.get("repr", ""))
+        return cls(**{key: decode_request(item, arrays) for key, item in data["v"].items()})
+    if tag == "complex":
+        return complex(*data["v"])
+    if tag == "ellipsis":
+        return Ellipsis
+    raise ValueError(f"not a request: {tag!r}")
 
 
 class Handle:
-    """A function that stays in the learner's process, sent as its number there, its name and its source."""
+    """A function that stays in the learner's process, sent as its number there and its name."""
 
-    def __init__(self, index: int, name: str, source: str = ""):
-        self.index, self.name, self.source = index, name, source
-
-
-def opaque(type_name: str, text: str):
-    """A stand-in for an object that stays in the sandbox: its type's name and its repr, nothing else."""
-    return type(str(type_name), (), {"__repr__": lambda self: text})()
+    def __init__(self, index: int, name: str):
+        self.index, self.name = index, name
 
 
 def _short_repr(value) -> str:
@@ -109,22 +105,22 @@ def _short_repr(value) -> str:
         return "<no repr>"
 
 
-def pack(message: dict) -> bytes:
+def pack(message: dict, classes: bool = False) -> bytes:
     """``message`` (with its arrays) as one length-prefixed ``.npz`` frame."""
     arrays: list = []
-    header = json.dumps(encode(message, arrays))
+    header = json.dumps(encode(message, arrays, classes))
     buffer = io.BytesIO()
     np.savez(buffer, header=np.frombuffer(header.encode(), dtype=np.uint8),
              **{f"a{i}": array for i, array in enumerate(arrays)})
     return struct.pack("!Q", buffer.tell()) + buffer.getvalue()
 
 
-def unpack(payload: bytes, make_function=None):
-    """The message of one frame's payload (no pickles are ever loaded)."""
+def unpack_request(payload: bytes):
+    """The grader's message in one frame's payload (no pickles are ever loaded)."""
     with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
         header = json.loads(archive["header"].tobytes().decode())
         arrays = [archive[f"a{i}"] for i in range(len(archive.files) - 1)]
-    return decode(header, arrays, make_function)
+    return decode_request(header, arrays)
 
 
 def read_frame(stream) -> bytes | None:
@@ -144,120 +140,15 @@ def _error(err: BaseException) -> dict:
     return {"type": type(err).__name__, "message": str(err)[:500], "traceback": "".join(own)[-1500:]}
 
 
-def _snapshot() -> dict:
-    """Every attribute of numpy and of the series' modules, by identity (and each function's code)."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if isinstance(module, types.ModuleType) and (name.split(".")[0] in ("numpy", PACKAGE, "builtins")):
-            for attr, value in list(vars(module).items()):
-                found[f"{name}.{attr}"] = (id(value), id(getattr(value, "__code__", None)))
-    return found
-
-
-def _patched(before: dict) -> list[str]:
-    after = _snapshot()
-    return sorted(name for name, ident in before.items() if after.get(name, ident) != ident)
-
-
-class _Watch:
-    """Which functions of the series the learner's code calls directly, and what each returned."""
-
-    def __init__(self):
-        self.root = os.path.dirname(importlib.import_module(PACKAGE).__file__)
-        self.frames: dict = {}
-        self.calls: list = []
-
-    def __call__(self, frame, event, arg):
-        if event == "call" and frame.f_back is not None and frame.f_back.f_code.co_filename == CELL \
-                and frame.f_code.co_filename.startswith(self.root):
-            body = frame.f_locals.get("body") if frame.f_code.co_name == "public" else None  # _validate's wrapper
-            name = f"{body.__module__}.{body.__name__}" if callable(body) else \
-                f"{frame.f_globals.get('__name__', '')}.{frame.f_code.co_name}"
-            self.frames[id(frame)] = len(self.calls)
-            self.calls.append([name, None])
-        elif event == "return" and id(frame) in self.frames:
-            self.calls[self.frames.pop(id(frame))][1] = arg
-
-
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    try:
-        x, y = np.asarray(a), np.asarray(b)
-        return x.dtype.kind in "biuf" and x.shape == y.shape and x.size > 0 and bool(np.allclose(x, y))
-    except BaseException:  # noqa: BLE001
-        return False
-
-
-def borrowed(watch: _Watch, result, solutions) -> str:
-    """A sentence when the learner's function handed in the series' own work (it calls one of ``solutions``, or
-    returns what a function of the series returned), else ``""``."""
-    for name, returned in watch.calls:
-        if name in solutions:
-            return f"your function calls {name}, the series' own solution"
-        if _same(returned, result):
-            return f"your function returns what {name} computed: the exercise asks you to write it yourself"
-    return ""
-
-
-class _Recorder(np.ndarray):
-    """An argument that notes the products and transposes taken of it, for a checker that watches them."""
-
-    events: list = []
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        _Recorder.events.append([self.index, "ufunc", ufunc.__name__])
-        return super().__array_ufunc__(ufunc, method, *(np.asarray(x) for x in inputs), **kwargs)
-
-    def __array_finalize__(self, obj):
-        self.index = getattr(obj, "index", -1)  # what is computed from an argument counts as that argument
-
-    def __array_function__(self, func, types_, args, kwargs):
-        _Recorder.events.append([self.index, "function", func.__module__, func.__name__])
-        return super().__array_function__(func, types_, args, kwargs)
-
-    def dot(self, *args, **kwargs):
-        _Recorder.events.append([self.index, "method", "dot"])
-        return np.asarray(self).dot(*args, **kwargs)
-
-    @property
-    def T(self):  # noqa: N802 - numpy's own name
-        _Recorder.events.append([self.index, "method", "T"])
-        return np.asarray(self).T
-
-    def transpose(self, *axes):
-        _Recorder.events.append([self.index, "method", "transpose", [a if isinstance(a, int) else None for a in axes]])
-        return np.asarray(self).transpose(*axes)
-
-
-def _watched(value, index):
-    view = np.asarray(value).view(_Recorder)
-    view.index = index
-    return view
-
-
-def _source(fn, cell: str) -> str:
-    """The lines of the learner's ``cell`` that define ``fn`` (for a checker that reads them), else ``""``."""
-    code = getattr(fn, "__code__", None)
-    if code is None or code.co_filename != CELL:
-        return ""
-    try:
-        return "".join(inspect.getblock(cell.splitlines(keepends=True)[code.co_firstlineno - 1:]))
-    except Exception:  # noqa: BLE001 - source that tokenize cannot read
-        return ""
-
-
 def serve(proto_in, proto_out) -> None:
     """Answer the grader's messages until it closes the pipe."""
     namespace: dict = {"__name__": "__main__", "display": lambda *objects, **_: print(*map(repr, objects))}
-    handles, solutions, cell = [], set(), ""
+    handles: list = []
 
     def reply(message):
         try:
             frame = pack(message)
-        except BaseException as err:  # noqa: BLE001 - a value that does not encode becomes its name
+        except BaseException as err:  # noqa: BLE001 - a value that does not encode becomes a sentence
             frame = pack({"error": {"type": "EncodingError", "message": f"could not send the answer back ({err})",
                                     "traceback": ""}})
         proto_out.write(frame)
@@ -266,26 +157,28 @@ def serve(proto_in, proto_out) -> None:
     def as_data(value):
         if callable(value) and not isinstance(value, type):
             handles.append(value)
-            return Handle(len(handles) - 1, str(getattr(value, "__name__", "function")), _source(value, cell))
+            return Handle(len(handles) - 1, str(getattr(value, "__name__", "function"))[:100])
+        if isinstance(value, (list, tuple)):  # a pair of functions, say: each its own handle
+            items = [as_data(item) for item in value]
+            return items if isinstance(value, list) else tuple(items)
         return value
 
     while (payload := read_frame(proto_in)) is not None:
-        request = unpack(payload)
+        request = unpack_request(payload)
         op = request["op"]
         if op == "run":  # the notebook's own cells, then the learner's cell
-            solutions, cell = set(request["solutions"]), request["cell"]
             try:
                 for source in request["context"]:
                     exec(compile(source, "<the notebook's own cell>", "exec"), namespace)  # noqa: S102
             except BaseException as err:  # noqa: BLE001
                 reply({"setup_error": _error(err)})
                 continue
-            before, error = _snapshot(), None
+            error = None
             try:
                 exec(compile(request["cell"], CELL, "exec"), namespace)  # noqa: S102 - the learner's code, sandboxed
             except BaseException as err:  # noqa: BLE001 - any failure is the learner's, reported as data
                 error = _error(err)
-            reply({"error": error, "patched": _patched(before)})
+            reply({"error": error})
         elif op == "value":
             name = request["name"]
             if name not in namespace:
@@ -293,32 +186,36 @@ def serve(proto_in, proto_out) -> None:
             else:
                 reply({"value": as_data(namespace[name])})
         elif op == "call":
-            args = [_watched(a, i) if i in request["watch"] else a for i, a in enumerate(request["args"])]
-            _Recorder.events = []
-            watch, result, error = _Watch(), None, None
-            sys.setprofile(watch)
+            result, error = None, None
             try:
-                result = handles[request["handle"]](*args, **request["kwargs"])
+                result = handles[request["handle"]](*request["args"], **request["kwargs"])
             except BaseException as err:  # noqa: BLE001
                 error = _error(err)
-            finally:
-                switched_off = sys.getprofile() is not watch
-                sys.setprofile(None)
-            message = borrowed(watch, result, solutions) if error is None else ""
-            if switched_off:
-                message = "your function switches off the grader's watch (sys.setprofile)"
-            reply({"result": as_data(result), "error": error, "borrowed": message, "events": _Recorder.events})
+            reply({"result": as_data(result), "error": error})
+
+
+def drop_root(uid: int) -> None:
+    """Become user ``uid`` (no groups, no capabilities), with at most :data:`PROCESSES` processes: root ignores
+    that limit, an ordinary user does not."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (PROCESSES, PROCESSES))
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    if os.getuid() == 0:
+        raise SystemExit("could not give up root")
 
 
 def main(argv) -> int:
     sys.path.insert(0, argv[1])  # the checkers' grading copy, before anything else
+    drop_root(int(argv[2]))
     proto_in, proto_out = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
-    with open(os.devnull, "rb") as nothing, open("output.txt", "ab") as output:
+    with open(os.devnull, "rb") as nothing:
         os.dup2(nothing.fileno(), 0)
-        os.dup2(output.fileno(), 1)
-        os.dup2(output.fileno(), 2)
+    os.dup2(2, 1)  # what the learner prints goes to the grader's output file
     sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     sys.stderr = sys.stdout
+    sys.argv = [""]
     os.environ["MPLBACKEND"] = "Agg"
     os.environ["ATTN_HELPERS_PROGRESS"] = "off"
     serve(proto_in, proto_out)
