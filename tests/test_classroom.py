@@ -89,7 +89,7 @@ def read_config(out, monkeypatch, tools: bool) -> list[str]:
     """The names of the autograde steps that ``out/nbgrader_config.py`` sets, read as nbgrader reads it."""
     from traitlets.config import Config
 
-    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools"]
+    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools" and Path(p).name != ".grader"]
     monkeypatch.setattr(sys, "path", [str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
     monkeypatch.delitem(sys.modules, "grade", raising=False)
     monkeypatch.setenv("ATTN_HELPERS_PROGRESS", "off")  # which the config sets
@@ -98,14 +98,15 @@ def read_config(out, monkeypatch, tools: bool) -> list[str]:
     return [step.__name__ for step in config["c"].Autograde.autograde_preprocessors]
 
 
-def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch):
+def test_autograde_decides_marks_in_the_sandbox_instead_of_executing_the_notebook(course, monkeypatch, tmp_path):
     from nbgrader.converters import Autograde
 
     out, _ = course
     default = [step.__name__ for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     steps = read_config(out, monkeypatch, tools=True)
     assert steps == [name.replace("Execute", "SandboxedGrading") for name in default] and "SaveAutoGrades" in steps
-    assert read_config(out, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs, not Execute"
+    shutil.copy(out / "nbgrader_config.py", tmp_path)  # a course folder whose grading copy is gone
+    assert read_config(tmp_path, monkeypatch, tools=False) == ["NoGrading"], "no grading copy: nothing runs"
 
 
 def nbgrader(out, *args):
@@ -152,3 +153,54 @@ def test_the_nbgrader_cycle_full_marks_for_the_solutions_zero_for_an_untouched_n
         assert float(full["max_score"]) == len(written[assignment]) >= 2
         assert float(full["score"]) == float(full["max_score"])
         assert float(untouched["score"]) == 0.0
+
+
+def test_autograde_takes_the_number_or_the_assignments_name_and_names_the_valid_ones(capsys):
+    assert classroom.assignment_numbers(["03", "3", "03_softmax", "03_Softmax.ipynb"]) == {"03"}
+    assert classroom.assignment_numbers([path.stem for path in NOTEBOOKS]) == {path.stem[:2] for path in NOTEBOOKS}
+    assert classroom.main(["autograde", "softmax"]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("'softmax': not a notebook of the series") and len(said.splitlines()) == 1
+    assert all(f"{path.stem[:2]} or {path.stem}" in said for path in NOTEBOOKS)
+
+
+def test_the_names_browsers_jupyter_and_lmss_give_copies_are_read_as_the_assignment():
+    submissions = load_tool("submissions")
+    for name in ("03_softmax.ipynb", "03_softmax (1).ipynb", "03_softmax(2).ipynb", "03_softmax-Copy1.ipynb",
+                 "03_softmax - Copy.ipynb", "03_softmax copy 2.ipynb", "03_Softmax.IPYNB", "03 softmax.ipynb",
+                 "03-softmax.ipynb", "03_softmax-1.ipynb", "03_softmax-Copy1 (1)-2.ipynb", " 03_softmax .ipynb"):
+        assert submissions.notebook_id(name) == "03_softmax", name
+    assert submissions.notebook_id("03_softmax_v2.ipynb") != "03_softmax"
+
+
+def test_the_container_installs_what_run_py_installs_the_model_included():
+    """The container route grades every notebook: each requirements file run.py installs (notebook 12's model by
+    hash, without its dependencies) is copied into the image and installed with the same options."""
+    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    run_py = (ROOT / "run.py").read_text(encoding="utf-8")
+    model = re.search(r'^MODEL_REQUIREMENTS = "([^"]+)"', run_py, re.MULTILINE).group(1)
+    options = re.search(r'pip_install\(python, \[((?:"--[\w-]+", )+)"-r", str\(ROOT / MODEL_REQUIREMENTS\)\]\)',
+                        run_py).group(1)
+    flags = " ".join(re.findall(r'"(--[\w-]+)"', options))
+    assert flags == "--no-deps --require-hashes"
+    copied = [name for line in re.findall(r"^COPY (.+) \./$", dockerfile, re.MULTILINE) for name in line.split()]
+    assert model in copied
+    assert re.search(rf"^RUN pip install --no-cache-dir {flags} -r {re.escape(model)}$", dockerfile, re.MULTILINE)
+
+
+def test_the_hostile_batch_runs_in_the_container_as_the_guide_says():
+    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    stages = re.findall(r"^FROM \S+ AS (\w+)$", dockerfile, re.MULTILINE)
+    assert stages == ["grading", "hostile"]
+    hostile = dockerfile.split("AS hostile")[1]
+    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*?\])$", hostile.replace("\\\n", ""), re.MULTILINE | re.DOTALL)
+                       .group(1))
+    assert entry[:3] == ["python3", "-m", "pytest"] and "tests/test_grading_hostile.py" in entry
+    assert all((ROOT / path).is_file() for path in entry[3:])
+    assert all((ROOT / path).exists() for path in re.findall(r"^COPY (\S+)", hostile, re.MULTILINE))
+    comments = " ".join(line.lstrip("#").strip() for line in dockerfile.splitlines() if line.startswith("#"))
+    commands = [re.match(r".*?attn-grading-hostile(?: \.)?", piece).group(0) for piece in
+                comments.replace("\\ ", "").split("docker ")[1:] if "attn-grading-hostile" in piece]
+    assert len(commands) == 2 and all(f"docker {command}" in guide for command in commands), commands
+    assert "--target hostile" in guide

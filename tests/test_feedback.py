@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 import zipfile
+from pathlib import Path
 
 import pytest
 from tool_loader import ROOT, load_tool
@@ -66,12 +73,14 @@ def nbgrader(folder, *args):
 
 
 ROSTER = [{"id": "1234", "first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.org"},
-          {"id": "5678", "first_name": "Alan", "last_name": "Turing", "email": "alan@example.org"}]
+          {"id": "5678", "first_name": "Alan", "last_name": "Turing", "email": "alan@example.org"},
+          {"id": "4321", "first_name": "Grace", "last_name": "Hopper", "email": "grace@example.org"},
+          {"id": "8765", "first_name": "Emmy", "last_name": "Noether", "email": "emmy@example.org"}]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
+def test_roster_lms_archive_and_course_exchange_without_root(tmp_path, capsys):
     out = tmp_path / "classroom"
     classroom.build(out, {SAMPLE[:2]})
     nbgrader(out, "generate_assignment", SAMPLE, "--force")
@@ -86,18 +95,24 @@ def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
     listed = nbgrader(out, "db", "student", "list").stdout
     assert all(f"{s['id']} ({s['last_name']}, {s['first_name']}) -- {s['email']}" in listed for s in ROSTER), listed
 
-    # Canvas's "Download submissions": one zip, each notebook renamed name_id_submission_file; a late one and a
-    # resubmission ("-1") among them, and a file that is not a notebook.
+    # Canvas's "Download submissions": one zip, each notebook renamed name_id_submission_file, with the names
+    # browsers and Jupyter give copies; a late one, a resubmission ("-1"), a file that is not a notebook and
+    # another assignment's notebook among them. Emmy (8765) hands in nothing.
     archive = out / "downloaded" / SAMPLE / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as lms:
-        lms.write(released, f"lovelaceada_1234_901_{SAMPLE}.ipynb")
-        lms.write(released, f"turingalan_LATE_5678_902_{SAMPLE}-1.ipynb")
+        lms.write(released, f"lovelaceada_1234_901_{SAMPLE} (1).ipynb")
+        lms.write(released, f"turingalan_LATE_5678_902_{SAMPLE}-Copy1-1.ipynb")
+        lms.write(released, f"hoppergrace_4321_904_{SAMPLE.replace('_', ' ').title()}.ipynb")
         lms.writestr("turingalan_5678_903_notes.txt", "not a notebook")
-    nbgrader(out, "zip_collect", SAMPLE)
+        lms.write(released, "hoppergrace_4321_905_03_softmax.ipynb")
+    done = nbgrader(out, "zip_collect", SAMPLE)
     collected = sorted(p.relative_to(out / "submitted") for p in (out / "submitted").rglob("*") if p.is_file())
-    assert [str(p) for p in collected] == [f"{s['id']}/{SAMPLE}/{SAMPLE}.ipynb" for s in ROSTER]
+    assert sorted(map(str, collected)) == sorted(f"{s['id']}/{SAMPLE}/{SAMPLE}.ipynb" for s in ROSTER[:3])
     assert all((out / "submitted" / p).read_bytes() == released.read_bytes() for p in collected)
+    log = done.stdout + done.stderr
+    assert "turingalan_5678_903_notes.txt" in log and "03_softmax" in log and "3 files collected, 2 files skipped" \
+        in log, log[-2000:]
 
     # Release, fetch, submit and collect through the course's own exchange, all as this (unprivileged) user.
     nbgrader(out, "release_assignment", SAMPLE, "--force")
@@ -111,3 +126,125 @@ def test_roster_lms_archive_and_course_exchange_without_root(tmp_path):
     nbgrader(out, "collect", SAMPLE)
     (mine,) = [p for p in (out / "submitted").iterdir() if p.name not in {s["id"] for s in ROSTER}]
     assert (mine / SAMPLE / released.name).is_file()
+
+    # Grading says what it did: who was graded, who is missing (and "missing" in grades.csv, not 0), what was
+    # skipped; a copy's name handed in straight into submitted/ is read too.
+    from test_grading_hostile import sandbox_or_skip
+
+    sandbox_or_skip()
+    shutil.rmtree(mine)
+    (out / "submitted" / "1234" / SAMPLE / f"{SAMPLE}.ipynb").rename(
+        out / "submitted" / "1234" / SAMPLE / f"{SAMPLE}-Copy1.ipynb")
+    (out / "submitted" / "4321" / SAMPLE / "scratch.py").write_text("x = 1\n")
+    capsys.readouterr()
+    assert classroom.main(["autograde", "--out", str(out), SAMPLE]) == 0
+    said = capsys.readouterr().out
+    assert f"{SAMPLE}: graded 3 submissions (1234, 4321, 5678)" in said, said
+    assert f"renamed a copy's name: submitted/1234/{SAMPLE}/{SAMPLE}-Copy1.ipynb -> {SAMPLE}.ipynb" in said, said
+    assert re.search(r"missing \(no .*\): 8765$", said, re.MULTILINE), said
+    assert f"skipped (not the assignment's notebook, not graded): submitted/4321/{SAMPLE}/scratch.py" in said, said
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        scores = {row["student_id"]: row["score"] for row in csv.DictReader(handle)}
+    assert scores["8765"] == "missing" and all(float(scores[s["id"]]) == 0.0 for s in ROSTER[:3]), scores
+
+
+def _as_user(user: str, home: Path, *command: str, python=()) -> subprocess.CompletedProcess:
+    """``command`` run as the Unix user ``user`` in ``home``; ``python``: the environment that runs this Python
+    for another user (:func:`_python_for_others`)."""
+    env = ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", "LANG=C.UTF-8", *python]
+    return subprocess.run(["runuser", "-u", user, "--", *env, *command], cwd=home, capture_output=True, text=True)
+
+
+def _python_for_others(user: str, base: Path) -> tuple[str, list[str]]:
+    """``(python, environment)`` that run this Python, with this environment's packages, as ``user``: this one when
+    ``user`` can run it; else a copy of its installation in ``base`` (pyenv's, under root's home, is root's only)."""
+    site = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    if _as_user(user, base, sys.executable, "-c", "import nbgrader").returncode == 0:
+        return sys.executable, []
+    copy = base / "python"
+    shutil.copytree(sys.base_prefix, copy, symlinks=True, ignore=shutil.ignore_patterns(
+        "site-packages", "test", "tests", "idlelib", "tkinter", "__pycache__", "*.a"))
+    python = copy / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return str(python), [f"PYTHONPATH={site}", f"LD_LIBRARY_PATH={copy / 'lib'}"]
+
+
+@pytest.fixture
+def two_students():
+    """Two real Unix users (removed afterwards), for the exchange's permissions; needs root."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but not root: the exchange's permissions are tested with two real Unix users")
+        pytest.skip("not root: the exchange's permissions are tested with two real Unix users (useradd, runuser)")
+    base = Path(tempfile.mkdtemp(prefix="attn-exchange-"))
+    base.chmod(0o755)  # the machine's shared folder; the course folder inside it stays private
+    names = [f"attn{os.getpid() % 10**6}{who}" for who in ("a", "b")]
+    try:
+        for name in names:
+            (base / name).mkdir()
+            subprocess.run(["useradd", "--no-create-home", "--home-dir", str(base / name), "--shell", "/bin/sh",
+                            "--user-group", name], check=True, capture_output=True)
+            shutil.chown(base / name, name, name)
+        yield base, names
+    finally:
+        for name in names:
+            subprocess.run(["userdel", name], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_through_the_exchange_a_student_submits_but_cannot_see_or_touch_anothers(two_students):
+    base, (alice, bob) = two_students
+    out, exchange = base / "classroom", base / "exchange"
+    classroom.build(out, {SAMPLE[:2]})
+    out.chmod(0o700)  # the course folder: gradebook, solutions and submissions are the teacher's alone
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o1777)  # like /tmp: everyone may create, nobody may rename or remove another's entry
+    root = f"--Exchange.root={exchange}"
+    nbgrader(out, "generate_assignment", SAMPLE, "--force")
+    nbgrader(out, "release_assignment", SAMPLE, root)
+    inbound = exchange / "attention-from-first-principles" / "inbound"
+    assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733, oct(inbound.stat().st_mode)
+
+    course = ["--course", "attention-from-first-principles", root]
+    python, env = _python_for_others(alice, base)
+    nbgrader_cli = [python, "-m", "nbgrader"]
+    for student in (alice, bob):
+        done = _as_user(student, base / student, *nbgrader_cli, "fetch_assignment", SAMPLE, *course, python=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        (base / student / SAMPLE / f"{student}.mark").write_text(f"{student}'s work\n")
+        shutil.chown(base / student / SAMPLE / f"{student}.mark", student, student)
+        done = _as_user(student, base / student, *nbgrader_cli, "submit", SAMPLE, *course, python=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+    (theirs,) = [p for p in inbound.iterdir() if p.name.startswith(f"{alice}+")]
+
+    # Bob, a classmate: he cannot list the inbound folder, so cannot find Alice's submission (its name ends in
+    # 72 random bits); even with its name he cannot rename or remove it (sticky); the course folder is closed.
+    probe = f"""
+import glob, os
+def tried(action):
+    try:
+        action()
+        return "done"
+    except OSError as err:
+        return type(err).__name__
+print(tried(lambda: os.listdir({str(inbound)!r})))
+print(len(glob.glob({str(inbound / (alice + '+*'))!r})))
+print(tried(lambda: os.rename({str(theirs)!r}, {str(inbound / (bob + '+taken'))!r})))
+print(tried(lambda: os.listdir({str(out)!r})))
+print(tried(lambda: open({str(out / 'gradebook.db')!r}, 'rb').read(1)))
+"""
+    done = _as_user(bob, base / bob, python, "-c", probe, python=env)
+    assert done.stdout.split() == ["PermissionError", "0", "PermissionError", "PermissionError", "PermissionError"], \
+        done.stdout + done.stderr
+    listing = _as_user(bob, base / bob, *nbgrader_cli, "list", "--inbound", *course, python=env)
+    assert alice not in listing.stdout + listing.stderr
+
+    # Bob hands in as Alice (nbgrader submit --student): collect takes Alice's own submission and names his.
+    done = _as_user(bob, base / bob, *nbgrader_cli, "submit", SAMPLE, f"--student={alice}", *course, python=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = nbgrader(out, "collect", SAMPLE, root)
+    assert f"handed in by {bob} for {alice}" in done.stdout + done.stderr
+    for student in (alice, bob):
+        handed = out / "submitted" / student / SAMPLE
+        assert sorted(p.name for p in handed.glob("*.mark")) == [f"{student}.mark"], list(handed.iterdir())

@@ -67,9 +67,12 @@ c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
 # nbgrader zip_collect NN_topic: the notebooks of an LMS's "download all submissions" archive, put in
 # downloaded/NN_topic/archive/, go to submitted/<student id>/NN_topic/. These are Canvas's file names,
 # e.g. lovelaceada_1234_5678_03_softmax.ipynb (name, student id, submission id, the file; "_LATE" after the name
-# when late, "-1" after a resubmission); for another LMS, change the expression (the guide gives Moodle's).
+# when late); for another LMS, change the expression (the guide gives Moodle's). The notebook's own name is read
+# whatever a browser or Jupyter made of it ("03_softmax (1)", "03_softmax-Copy1", "03 Softmax", Canvas's "-1"), and a
+# file that is no notebook of the assignment is skipped and named in zip_collect's log (tools/submissions.py).
 c.FileNameCollectorPlugin.named_regexp = (
-    r"(?:.*/)?[^_/]+_(?:LATE_)?(?P<student_id>\\d+)_\\d+_(?P<file_id>\\d\\d_[a-z0-9_]+?)(?:-\\d+)?\\.ipynb$")
+    r"(?:.*/)?[^_/]+_(?:LATE_)?(?P<student_id>\\d+)_\\d+_(?P<file_id>\\d\\d[^/]*)\\.ipynb$")
+c.ZipCollectApp.strict = True
 # The checkers' progress record is each learner's own: grading runs do not write to the teacher's.
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
 
@@ -91,6 +94,15 @@ try:
 
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.CSSHTMLHeaderPreprocessor.style = CODE_STYLE
+    # Collection that says what it did: copies' names read (zip_collect), "missing" rather than 0 for a student who
+    # handed in nothing (export), the exchange's inbound folder sticky (release_assignment) and only each student's
+    # own submissions taken from it (collect): tools/submissions.py.
+    import submissions
+
+    c.ZipCollectApp.collector_plugin = submissions.CopyNamesCollector
+    c.ExportApp.plugin_class = submissions.MissingCsvExport
+    c.ExchangeFactory.release_assignment = submissions.StickyInboundRelease
+    c.ExchangeFactory.collect = submissions.OwnSubmissionsCollect
 except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
     from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -273,6 +285,19 @@ def source_notebook(path: Path, registered: dict):
     return nb, graded
 
 
+def exercises() -> dict:
+    """``{exercise: (kind, [checker names])}`` of every notebook's graded exercises; kind ``"function"`` when the
+    learner writes a function (a ``raise NotImplementedError`` stub), ``"value"`` for ``name = ...`` lines."""
+    registered, found = solutions(), {}
+    for path in core_path.notebooks(ROOT, None).values():
+        for cell in source_notebook(path, registered)[0].cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("solution"):
+                kind = "function" if "raise NotImplementedError" in cell.source else "value"
+                found[meta["grade_id"]] = (kind, [call.split("(")[0] for call in _checker_calls(cell.source)])
+    return found
+
+
 def build(out: Path = OUT, numbers=None) -> dict:
     """Write the course folder ``out`` (every notebook, or those numbered in ``numbers``);
     returns ``{assignment: [grade ids]}``."""
@@ -285,6 +310,7 @@ def build(out: Path = OUT, numbers=None) -> dict:
         nb, written[path.stem] = source_notebook(path, registered)
         (out / "source" / path.stem).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out / "source" / path.stem / path.name)
+    install_grader(out)  # which nbgrader_config.py imports from
     return written
 
 
@@ -295,7 +321,7 @@ def install_grader(out: Path) -> Path:
     target = out / ".grader"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(ROOT / "attn_helpers", target / "attn_helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("grade.py", "grade_worker.py", "feedback.py", "build_site.py"):
+    for name in ("grade.py", "grade_worker.py", "grade_cases.py", "submissions.py", "feedback.py", "build_site.py"):
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
 
@@ -308,10 +334,64 @@ def nbgrader(out: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True)
 
 
+def assignment_numbers(names) -> set:
+    """The notebooks' numbers named by ``names`` (``03``, ``3``, ``03_softmax``, ``03_softmax.ipynb``, any case);
+    ValueError, in one sentence listing the valid names, for any other."""
+    known = {path.stem: number for number, path in core_path.notebooks(ROOT).items()}
+    numbers, wrong = set(), []
+    for name in names:
+        given = re.sub(r"\.ipynb$", "", str(name).strip(), flags=re.IGNORECASE).lower()
+        found = known.get(given) or (given.zfill(2) if given.zfill(2) in known.values() else None)
+        numbers.add(found) if found else wrong.append(name)
+    if wrong:
+        raise ValueError(f"{', '.join(map(repr, wrong))}: not a notebook of the series; name one by its number or "
+                         f"its assignment's name: {', '.join(f'{n} or {a}' for a, n in known.items())}")
+    return numbers
+
+
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader submit adds beside the notebook
+
+
+def _handed_in(out: Path, assignment: str) -> tuple[list, list, list]:
+    """``(students, renamed, skipped)`` of ``out/submitted/*/assignment``: who handed in the assignment's notebook
+    (a copy's name, ``03_softmax (1).ipynb``, is renamed to it), the renames, and each file that is not graded."""
+    from submissions import notebook_id
+
+    students, renamed, skipped = [], [], []
+    for folder in sorted(out.glob(f"submitted/*/{assignment}")):
+        notebook = folder / f"{assignment}.ipynb"
+        copies = [p for p in sorted(folder.glob("*.ipynb")) if p != notebook and notebook_id(p.name) == assignment]
+        if not notebook.is_file() and len(copies) == 1:
+            copies[0].rename(notebook)
+            renamed.append(f"{copies.pop().relative_to(out)} -> {notebook.name}")
+        if notebook.is_file():
+            students.append(folder.parent.name)
+        skipped += [str(p.relative_to(out)) for p in sorted(folder.rglob("*")) if p.is_file() and p != notebook
+                    and p.name not in NBGRADER_FILES and ".ipynb_checkpoints" not in p.parts]
+    return students, renamed, skipped
+
+
+def _roster(out: Path) -> list[str]:
+    """The students in the course's gradebook (imported from the LMS's roster, or added by a grading)."""
+    from nbgrader.api import Gradebook
+
+    if not (out / "gradebook.db").is_file():
+        return []
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+        return sorted(student.id for student in gradebook.students)
+
+
 def autograde(out: Path, numbers) -> int:
-    """Grade every submission of the notebooks ``numbers`` in ``out``: feedback, then ``grades.csv``."""
+    """Grade every submission of the notebooks ``numbers`` in ``out``: feedback, then ``grades.csv``; says who was
+    graded, who is missing and which files were skipped."""
     if not numbers:
-        print("name the notebook to grade, e.g. python3 run.py classroom autograde 03", file=sys.stderr)
+        print("name the notebook to grade, e.g. python3 run.py classroom autograde 03 (or 03_softmax)",
+              file=sys.stderr)
+        return 2
+    try:
+        numbers = assignment_numbers(numbers)
+    except ValueError as err:
+        print(err, file=sys.stderr)
         return 2
     if not shutil.which("bwrap"):
         print("learners' code runs only in a sandbox, and bubblewrap (bwrap) is not installed: on Debian or Ubuntu "
@@ -324,6 +404,7 @@ def autograde(out: Path, numbers) -> int:
     install_grader(out)
     for number in sorted(numbers):
         (assignment,) = [p.name for p in sorted(out.glob(f"source/{number}_*"))]
+        students, renamed, skipped = _handed_in(out, assignment)
         steps = [("generate_assignment", assignment, "--force")] if not (out / "release" / assignment).is_dir() \
             or not (out / "gradebook.db").is_file() else []
         steps += [("autograde", assignment, "--force"), ("generate_feedback", assignment, "--force")]
@@ -333,8 +414,18 @@ def autograde(out: Path, numbers) -> int:
                 print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
                 print(f"nbgrader {step[0]} {assignment} failed (its log is above)", file=sys.stderr)
                 return 1
-        print(f"{assignment}: graded {len(list(out.glob(f'autograded/*/{assignment}')))} submission(s); "
-              f"feedback in {out / 'feedback'}/<student>/{assignment}/")
+        graded = [s for s in students if (out / "autograded" / s / assignment / f"{assignment}.ipynb").is_file()]
+        absent = [s for s in _roster(out) if s not in students]
+        print(f"{assignment}: graded {len(graded)} submission{'s' * (len(graded) != 1)}"
+              + (f" ({', '.join(graded)})" if graded else "") + f"; feedback in {out / 'feedback'}/<student>/"
+              f"{assignment}/")
+        for line in renamed:
+            print(f"  renamed a copy's name: {line}")
+        if absent:
+            print(f"  missing (no {assignment}.ipynb handed in; \"missing\" in grades.csv, not 0): "
+                  f"{', '.join(absent)}")
+        if skipped:
+            print(f"  skipped (not the assignment's notebook, not graded): {', '.join(skipped)}")
     done = nbgrader(out, "export")
     print(f"grades of every assignment: {out / 'grades.csv'}" if done.returncode == 0 else done.stderr[-3000:])
     return done.returncode
@@ -343,11 +434,15 @@ def autograde(out: Path, numbers) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["autograde"]:
-        args = core_path.selection(argv[1:], "Grade the submissions of notebooks NN (autograde NN)", OUT)
+        args = core_path.selection(argv[1:], "Grade the submissions of notebooks NN (autograde NN or NN_topic)", OUT)
         return autograde(args.out, args.numbers)
     args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
+    try:
+        args.numbers = assignment_numbers(args.numbers)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
     written = build(args.out, args.numbers)
-    install_grader(args.out)
     for assignment, graded in written.items():
         print(f"{assignment}: {len(graded)} graded test{'s' * (len(graded) != 1)}")
     print(f"wrote {args.out / 'source'} and {args.out / 'nbgrader_config.py'}. Next, in {args.out}:\n"

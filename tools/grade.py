@@ -789,7 +789,7 @@ def _checker_call(source: str) -> ast.Call:
 
 
 def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit: float = CELL_LIMIT,
-                   children: int = CHILDREN) -> dict:
+                   children: int = CHILDREN, seed: str = "") -> dict:
     """``{grade_id: (passed, text)}`` for every test cell of ``source`` (the teacher's notebook, with the
     solutions), judging the learner's cells of ``submitted``; ``{solution id: output}`` under key ``None``.
 
@@ -845,7 +845,7 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
             outputs[exercise] = (learner.output(), state["error"])
             for test in tests:
                 results[test.metadata["nbgrader"]["grade_id"]] = _judge(
-                    test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit)
+                    test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit, (exercise, seed))
             learner.close()
     finally:
         for learner in learners:
@@ -855,7 +855,7 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
 
 
 def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: Code, time_limit,
-           stop) -> tuple[bool, str]:
+           stop, hidden=("", "")) -> tuple[bool, str]:
     if wrong:
         return False, "0 points: " + "; ".join(wrong) + ". An answer must be your own work, checked by the " \
                                                          "series' own checkers."
@@ -881,6 +881,9 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
             return False, f"0 points: {learner.violation}" if learner.violation else f"your code {stopped}"
     try:
         verdict = checker(*args)
+        import grade_cases  # the new cases each student's functions are also graded on (tools/grade_cases.py)
+
+        verdict = grade_cases.with_hidden_cases(verdict, hidden[0], checker, args, hidden[1])  # new cases decide
     except BaseException as err:  # noqa: BLE001 - a checker never raises; if it does, the mark is 0, not a crash
         return False, f"the checker could not grade this answer ({type(err).__name__}: {err})"
     if learner.violation:
@@ -994,7 +997,8 @@ class SandboxedGrading(NbGraderPreprocessor):
         db = re.sub(r"^sqlite:///", "", info.get("db_url", ""))
         hidden = [course] + ([Path(db).resolve()] if db and Path(db).exists() else [])
         self.log.info("Grading %s's %s in the sandbox", info["student"], info["notebook"])
-        results = grade_notebook(nb, source, site, hidden, self.cell_limit, self.children)
+        results = grade_notebook(nb, source, site, hidden, self.cell_limit, self.children,
+                                 f"{info['student']}/{info['assignment']}")
         outputs = results.pop(None)
         for cell in nb.cells:
             meta = _meta(cell)
