@@ -454,6 +454,16 @@ def merge_heads_input(x):
     return (as_float_array(x, "x", min_ndim=3),)
 
 
+def init_block_params_inputs(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
+    """``(d_model, num_heads, d_ff, rng, bias, dtype)`` of :func:`~attn_helpers.block.init_block_params`: sizes
+    positive, ``rng`` a Generator or a seed (``num_heads`` is checked by the block it makes)."""
+    d_model = as_positive_int(d_model, "d_model")
+    d_ff = None if d_ff is None else as_positive_int(d_ff, "d_ff")
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
+    return d_model, num_heads, d_ff, rng, as_flag(bias, "bias"), dtype
+
+
 def block_params_input(params):
     """Check a :class:`~attn_helpers.block.BlockParams` once, when it is made: every array's shape against
     ``d_model``, ``d_ff`` and the key width (narrower in notebook 13's grouped-query blocks), ``num_heads``,
