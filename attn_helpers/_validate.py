@@ -30,14 +30,19 @@ def checked(check):
         if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
             raise TypeError(f"{check.__name__}{inspect.signature(check)} must take {body.__name__}{signature}")
 
+        keywords = [p.name for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]  # passed by name
+        positional = len(signature.parameters) - len(keywords)
+
         @functools.wraps(body)
         def public(*args, **kwargs):
             if _INSIDE.get():
                 return body(*args, **kwargs)
-            inputs = args if check is None else _inputs(check, signature, body.__name__, args, kwargs)
             token = _INSIDE.set(True)
             try:
-                return body(*inputs, **({} if check is not None else kwargs))
+                if check is None:
+                    return body(*args, **kwargs)
+                inputs = _inputs(check, signature, body.__name__, args, kwargs)
+                return body(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
             finally:
                 _INSIDE.reset(token)
 
@@ -350,6 +355,26 @@ def attention_inputs(queries, keys, values, mask=None, scale=None):
     q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     return q, k, v, mask, scale, np.result_type(q, k, v)
+
+
+def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
+    """:func:`attention_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in
+    the results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
+    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    q, k, v = (np.broadcast_to(a.astype(dtype, copy=False), batch + a.shape[-2:]) for a in (q, k, v))
+    mask = None if mask is None else np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
+    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), causal, on_tile
+
+
+def repeat_kv_heads_inputs(x, num_heads):
+    """``(x, num_heads)`` of :func:`~attn_helpers.kv_cache.repeat_kv_heads`: its key/value heads divide num_heads."""
+    x = as_float_array(x, "x", min_ndim=3)
+    num_heads = as_positive_int(num_heads, "num_heads")
+    if num_heads % x.shape[-3]:
+        raise ValueError(f"x has shape {x.shape}: its {x.shape[-3]} key/value heads (axis -3 of (..., h_kv, T, d_h)) "
+                         f"must divide num_heads={num_heads}")
+    return x, num_heads
 
 
 def heads_inputs(x, num_heads):
