@@ -177,9 +177,8 @@ class BlockParams:
         return layer_norm(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
     def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
-                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng,
-                                              self.rotate)
+        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask, self.b_q,
+                                    self.b_k, self.b_v, self.b_o, None, record, dropout, rng, self.rotate)
 
     def feed_forward(self, x, record=None):
         return feed_forward(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
