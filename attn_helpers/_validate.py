@@ -358,10 +358,11 @@ def attention_inputs(queries, keys, values, mask=None, scale=None):
 
 
 def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
-    """:func:`attention_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in
-    the results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
-    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
+    """:func:`sdpa_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in the
+    results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
+    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    dtype = np.result_type(q, k, v)
     q, k, v = (np.broadcast_to(a.astype(dtype, copy=False), batch + a.shape[-2:]) for a in (q, k, v))
     mask = None if mask is None else np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
     return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), causal, on_tile

@@ -5,6 +5,7 @@ to the core's.
 
 from __future__ import annotations
 
+import math
 import time
 import tracemalloc
 
@@ -34,6 +35,7 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128
     >>> bool(np.allclose(tiled_attention(q, k, v, block_size=3, causal=True), expected))
     True
     """
+    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
     T_q, T_k = queries.shape[-2], keys.shape[-2]
     context = np.zeros(values.shape[:-2] + (T_q, values.shape[-1]), dtype=values.dtype)  # (..., T_q, d_v)
     for r0 in range(0, T_q, block_size):  # one block of query rows (every batch and head at once) ...
