@@ -37,12 +37,12 @@ def checked(check):
         def public(*args, **kwargs):
             if _INSIDE.get():
                 return body(*args, **kwargs)
+            if check is not None:  # (outside the body's context: a check's own calls are checked)
+                inputs = _inputs(check, signature, body.__name__, args, kwargs)
+                args, kwargs = inputs[:positional], dict(zip(keywords, inputs[positional:]))
             token = _INSIDE.set(True)
             try:
-                if check is None:
-                    return body(*args, **kwargs)
-                inputs = _inputs(check, signature, body.__name__, args, kwargs)
-                return body(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
+                return body(*args, **kwargs)
             finally:
                 _INSIDE.reset(token)
 
