@@ -30,14 +30,19 @@ def checked(check):
         if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
             raise TypeError(f"{check.__name__}{inspect.signature(check)} must take {body.__name__}{signature}")
 
+        keywords = [p.name for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]  # passed by name
+        positional = len(signature.parameters) - len(keywords)
+
         @functools.wraps(body)
         def public(*args, **kwargs):
             if _INSIDE.get():
                 return body(*args, **kwargs)
-            inputs = args if check is None else _inputs(check, signature, body.__name__, args, kwargs)
+            if check is not None:  # (outside the body's context: a check's own calls are checked)
+                inputs = _inputs(check, signature, body.__name__, args, kwargs)
+                args, kwargs = inputs[:positional], dict(zip(keywords, inputs[positional:]))
             token = _INSIDE.set(True)
             try:
-                return body(*inputs, **({} if check is not None else kwargs))
+                return body(*args, **kwargs)
             finally:
                 _INSIDE.reset(token)
 
@@ -352,6 +357,27 @@ def attention_inputs(queries, keys, values, mask=None, scale=None):
     return q, k, v, mask, scale, np.result_type(q, k, v)
 
 
+def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
+    """:func:`sdpa_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in the
+    results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
+    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    dtype = np.result_type(q, k, v)
+    q, k, v = (np.broadcast_to(a.astype(dtype, copy=False), batch + a.shape[-2:]) for a in (q, k, v))
+    mask = None if mask is None else np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
+    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), causal, on_tile
+
+
+def repeat_kv_heads_inputs(x, num_heads):
+    """``(x, num_heads)`` of :func:`~attn_helpers.kv_cache.repeat_kv_heads`: its key/value heads divide num_heads."""
+    x = as_float_array(x, "x", min_ndim=3)
+    num_heads = as_positive_int(num_heads, "num_heads")
+    if num_heads % x.shape[-3]:
+        raise ValueError(f"x has shape {x.shape}: its {x.shape[-3]} key/value heads (axis -3 of (..., h_kv, T, d_h)) "
+                         f"must divide num_heads={num_heads}")
+    return x, num_heads
+
+
 def heads_inputs(x, num_heads):
     """``(x, num_heads)`` of :func:`~attn_helpers.multihead.split_heads`: ``num_heads`` divides ``d_model``."""
     x = as_float_array(x, "x", min_ndim=2)
@@ -452,6 +478,16 @@ def feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu"):
 
 def merge_heads_input(x):
     return (as_float_array(x, "x", min_ndim=3),)
+
+
+def init_block_params_inputs(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
+    """``(d_model, num_heads, d_ff, rng, bias, dtype)`` of :func:`~attn_helpers.block.init_block_params`: sizes
+    positive, ``rng`` a Generator or a seed (``num_heads`` is checked by the block it makes)."""
+    d_model = as_positive_int(d_model, "d_model")
+    d_ff = None if d_ff is None else as_positive_int(d_ff, "d_ff")
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
+    return d_model, num_heads, d_ff, rng, as_flag(bias, "bias"), dtype
 
 
 def block_params_input(params):

@@ -13,7 +13,6 @@ import numpy as np
 from ._validate import (
     as_flag,
     as_float_array,
-    as_positive_int,
     block_params_input,
     check_mask,
     checked,
@@ -21,6 +20,7 @@ from ._validate import (
     dropout_inputs,
     feed_forward_inputs,
     gelu_inputs,
+    init_block_params_inputs,
     layer_norm_inputs,
     record_input,
 )
@@ -177,14 +177,14 @@ class BlockParams:
         return layer_norm(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
     def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask,
-                                              self.b_q, self.b_k, self.b_v, self.b_o, None, record, dropout, rng,
-                                              self.rotate)
+        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask, self.b_q,
+                                    self.b_k, self.b_v, self.b_o, None, record, dropout, rng, self.rotate)
 
     def feed_forward(self, x, record=None):
         return feed_forward(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
 
 
+@checked(init_block_params_inputs)
 def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype=np.float32):
     """Random parameters of one block: weights ``N(0, 1 / d_in)``, gammas 1, betas and biases 0.
 
@@ -195,27 +195,16 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
     >>> params.W_q.shape, params.W_1.shape, params.b_1.shape, params.W_q.dtype
     ((6, 6), (6, 24), (24,), dtype('float32'))
     """
-    d_model = as_positive_int(d_model, "d_model")
-    d_ff = 4 * d_model if d_ff is None else as_positive_int(d_ff, "d_ff")
-    if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(as_positive_int(SEED if rng is None else rng, "rng", allow_zero=True))
-    bias = as_flag(bias, "bias")
-
-    def weight(d_in, d_out):  # std 1/sqrt(d_in): x @ weight keeps the scale of x
-        return (rng.standard_normal((d_in, d_out)) / math.sqrt(d_in)).astype(dtype)
-
-    def zeros(n):
-        return np.zeros(n, dtype=dtype) if bias else None
-
-    return BlockParams(
-        W_q=weight(d_model, d_model), W_k=weight(d_model, d_model), W_v=weight(d_model, d_model),
-        W_o=weight(d_model, d_model), W_1=weight(d_model, d_ff), W_2=weight(d_ff, d_model),
-        num_heads=num_heads,
-        norm_1_gamma=np.ones(d_model, dtype=dtype), norm_1_beta=np.zeros(d_model, dtype=dtype),
-        norm_2_gamma=np.ones(d_model, dtype=dtype), norm_2_beta=np.zeros(d_model, dtype=dtype),
-        b_q=zeros(d_model), b_k=zeros(d_model), b_v=zeros(d_model), b_o=zeros(d_model),
-        b_1=zeros(d_ff), b_2=zeros(d_model),
-    )
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    rng = np.random.default_rng(SEED if rng is None else rng)  # a Generator is used as it is
+    shapes = {"W_q": (d_model, d_model), "W_k": (d_model, d_model), "W_v": (d_model, d_model),
+              "W_o": (d_model, d_model), "W_1": (d_model, d_ff), "W_2": (d_ff, d_model)}  # (d_in, d_out) each
+    # std 1/sqrt(d_in): x @ W keeps the scale of x
+    weights = {name: (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dtype) for name, shape in shapes.items()}
+    biases = {f"b_{name[2:]}": np.zeros(shape[1], dtype) for name, shape in shapes.items()} if bias else {}
+    return BlockParams(**weights, **biases, num_heads=num_heads,
+                       norm_1_gamma=np.ones(d_model, dtype), norm_1_beta=np.zeros(d_model, dtype),
+                       norm_2_gamma=np.ones(d_model, dtype), norm_2_beta=np.zeros(d_model, dtype))
 
 
 def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):

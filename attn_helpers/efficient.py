@@ -5,18 +5,20 @@ to the core's.
 
 from __future__ import annotations
 
+import math
 import time
 import tracemalloc
 
 import numpy as np
 
-from ._validate import as_positive_int, attention_inputs
+from ._validate import checked, tiled_inputs
 from .config import one_core  # noqa: F401 - notebook 13 imports it from here
 from .online import online_update
 
 __all__ = ["tiled_attention", "tile_count", "best_time", "peak_memory", "attention_cost", "fitted_slope", "one_core"]
 
 
+@checked(tiled_inputs)
 def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
     r"""Attention tile by tile with the online softmax: the core's context, never the $T \times T$ weights.
 
@@ -33,38 +35,34 @@ def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128
     >>> bool(np.allclose(tiled_attention(q, k, v, block_size=3, causal=True), expected))
     True
     """
-    q, k, v, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
-    block = as_positive_int(block_size, "block_size")
-    T_q, T_k = q.shape[-2], k.shape[-2]
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
-    context = np.zeros(batch + (T_q, v.shape[-1]), dtype=q.dtype)  # (..., T_q, d_v)
-    for r0 in range(0, T_q, block):  # one block of query rows (every batch and head at once) ...
-        rows = slice(r0, r0 + block)
-        q_rows = q[..., rows, :] * scale  # (..., r, d_k)
-        m = np.full(batch + (q_rows.shape[-2], 1), -np.inf, dtype=q.dtype)  # running max of each row
+    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    T_q, T_k = queries.shape[-2], keys.shape[-2]
+    context = np.zeros(values.shape[:-2] + (T_q, values.shape[-1]), dtype=values.dtype)  # (..., T_q, d_v)
+    for r0 in range(0, T_q, block_size):  # one block of query rows (every batch and head at once) ...
+        rows = slice(r0, r0 + block_size)
+        q_rows = queries[..., rows, :] * scale  # (..., r, d_k)
+        m = np.full(q_rows.shape[:-1] + (1,), -np.inf, dtype=context.dtype)  # (..., r, 1): running max of each row
         l = np.zeros_like(m)  # running sum of e^(s - m)
         acc = np.zeros_like(context[..., rows, :])  # running sum of e^(s - m) v, (..., r, d_v)
-        for k0 in range(0, T_k, block):  # ... against one block of keys at a time
-            cols = slice(k0, k0 + block)
+        for k0 in range(0, T_k, block_size):  # ... against one block of keys at a time
+            cols = slice(k0, k0 + block_size)
             allowed = _tile_mask(mask, causal, rows, cols, T_q, T_k)  # (..., r, b) bool, None: all allowed
             if allowed is None or allowed.any():  # (a tile whose every score is masked is never computed)
-                scores = q_rows @ np.swapaxes(k[..., cols, :], -1, -2)  # (..., r, d_k) @ (..., d_k, b) -> (..., r, b)
-                if allowed is not None:
-                    scores = np.where(allowed, scores, -np.inf)
+                scores = q_rows @ keys[..., cols, :].swapaxes(-1, -2)  # (..., r, d_k) @ (..., d_k, b) -> (..., r, b)
+                scores = scores if allowed is None else np.where(allowed, scores, -np.inf)
                 # the max may grow: l and acc are rescaled by e^(m - m'), then this tile's terms are added
-                m, l, acc = online_update(m, l, scores, acc, v[..., cols, :])
+                m, l, acc = online_update(m, l, scores, acc, values[..., cols, :])
             if on_tile is not None:
                 on_tile(rows, cols, m, l, acc)
         context[..., rows, :] = acc / np.where(l > 0, l, 1)  # l = 0: nothing allowed, a zero row
-    return context.astype(dtype, copy=False)
+    return context
 
 
 def _tile_mask(mask, causal, rows, cols, T_q, T_k):
     """The tile ``[rows, cols]`` of ``mask`` AND the causal mask (if ``causal``): (..., r, b) bool, or None."""
-    allowed = None if mask is None else np.broadcast_to(mask, mask.shape[:-2] + (T_q, T_k))[..., rows, cols]
+    allowed = None if mask is None else mask[..., rows, cols]  # (mask: broadcast to (..., T_q, T_k), a view)
     if causal:  # key j is allowed for query i when j <= i + T_k - T_q (the queries are the last T_q positions)
-        i, j = np.arange(T_q)[rows, None], np.arange(T_k)[None, cols]
-        below = j <= i + (T_k - T_q)  # (r, b)
+        below = np.arange(T_k)[cols] <= np.arange(T_q)[rows, None] + (T_k - T_q)  # (r, b)
         allowed = below if allowed is None else allowed & below
     return None if allowed is None or allowed.all() else allowed
 
@@ -92,17 +90,15 @@ def peak_memory(fn, *args):
 def attention_cost(fn, T_values, d_k=64, seed=0):
     """Seconds (:func:`best_time`) and peak bytes (:func:`peak_memory`) of ``fn(q, k, v)``, q, k, v seeded
     float32 ``(T, d_k)``, for each ``T``, on one core. The largest ``T`` runs once first, untimed (fresh memory)."""
-    def inputs(T):
-        rng = np.random.default_rng(seed)
-        return [rng.standard_normal((T, d_k), dtype=np.float32) for _ in range(3)]
+    def inputs(T):  # q, k, v: (3, T, d_k), the same numbers for the same T
+        return np.random.default_rng(seed).standard_normal((3, T, d_k), dtype=np.float32)
 
     seconds, peaks = [], []
     with one_core():
         fn(*inputs(max(T_values)))
         for T in T_values:
-            q, k, v = inputs(T)
-            seconds.append(best_time(fn, q, k, v))
-            peaks.append(peak_memory(fn, q, k, v))
+            seconds.append(best_time(fn, *inputs(T)))
+            peaks.append(peak_memory(fn, *inputs(T)))
     return np.array(seconds), np.array(peaks)
 
 

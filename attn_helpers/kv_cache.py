@@ -22,6 +22,7 @@ from ._validate import (
     check_weight,
     checked,
     hook_inputs,
+    repeat_kv_heads_inputs,
 )
 from .block import BlockParams, init_block_params
 from .multihead import attend_heads, project_heads
@@ -89,6 +90,7 @@ class KVCache:
             self.keys, self.values = self.keys[..., :length, :], self.values[..., :length, :]
 
 
+@checked(repeat_kv_heads_inputs)
 def repeat_kv_heads(x, num_heads):
     """Share key/value heads across groups of query heads: ``(..., h_kv, T, d_h) -> (..., h, T, d_h)``.
 
@@ -101,16 +103,7 @@ def repeat_kv_heads(x, num_heads):
            [2., 3.],
            [2., 3.]])
     """
-    x = as_float_array(x, "x", min_ndim=3)
-    num_heads = as_positive_int(num_heads, "num_heads")
-    if num_heads % x.shape[-3]:
-        raise ValueError(f"x has shape {x.shape}: its {x.shape[-3]} key/value heads (axis -3 of (..., h_kv, T, d_h)) "
-                         f"must divide num_heads={num_heads}")
-    return _repeat(x, num_heads)
-
-
-def _repeat(x, num_heads):
-    group = num_heads // x.shape[-3]
+    group = num_heads // x.shape[-3]  # query heads per key/value head
     return x if group == 1 else np.repeat(x, group, axis=-3)  # (..., h_kv, T, d_h) -> (..., h, T, d_h)
 
 
@@ -174,7 +167,7 @@ def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     if kv_cache is not None:  # 2b. KV cache: the earlier positions' keys and values, then these
         keys, values = kv_cache.append(keys, values)  # (..., h_kv, T_past + T, d_h): earlier ones not recomputed
     # 2c. Grouped-query attention: each key/value head serves h / h_kv query heads.
-    keys, values = _repeat(keys, num_heads), _repeat(values, num_heads)  # (..., h, T_k, d)
+    keys, values = repeat_kv_heads(keys, num_heads), repeat_kv_heads(values, num_heads)  # (..., h, T_k, d)
     if record is not None:
         record.update(x=x, rotate=rotate)
     # 3. Attend, 4. merge the heads and project, as notebook 08 does.

@@ -149,13 +149,24 @@ def _calls(function, classes):
 
 
 def central_path(entries):
-    """``{qualified name: lines}`` of every function reached from ``entries``."""
-    seen, classes, todo = {}, [], [inspect.unwrap(obj) for obj in entries.values() if _on_path(obj)]
+    """``{qualified name: lines}`` of every function reached from ``entries``: walked again while the walk meets
+    classes it had not met when it read a method call (``p.norm_1(x)`` read before ``BlockParams`` was met)."""
+    classes = []
+    while True:
+        known = len(classes)
+        seen = _walk(entries, classes)
+        if len(classes) == known:
+            return seen
+
+
+def _walk(entries, classes):
+    seen, met, todo = {}, [], [inspect.unwrap(obj) for obj in entries.values() if _on_path(obj)]
     while todo:
         obj = todo.pop()
         if isinstance(obj, type):
-            if obj not in classes:
-                classes.append(obj)
+            if obj not in met:
+                met.append(obj)
+                classes += [] if obj in classes else [obj]
                 todo += [m for name, m in vars(obj).items() if name in ("__post_init__", "__init__")
                          and isinstance(m, types.FunctionType)]
             continue
