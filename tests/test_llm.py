@@ -238,9 +238,12 @@ def test_one_changed_byte_is_refused_before_use(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)")
 def test_peak_memory_of_load_and_generation_is_under_1000_mib():
-    code = ("import resource; from attn_helpers.llm import load_smollm2; m = load_smollm2(); "
+    # VmHWM, the peak of this process image: getrusage's ru_maxrss keeps the high-water mark of the forked parent
+    # (a test worker that has loaded models) across exec, and measured 1510 MiB for a 710 MiB child.
+    code = ("import re; from attn_helpers.llm import load_smollm2; m = load_smollm2(); "
             "m.generate(m.encode('Once upon a time'), 8); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+            "print(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1]) / 1024)")
     peak = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert peak < 1000, f"peak memory {peak:.0f} MiB"
