@@ -33,6 +33,7 @@ if __name__ == "__main__":
 from attn_helpers import checks
 from attn_helpers.checks import _grader
 from attn_helpers.checks._grader import SOLUTIONS, Case, TimeLimit, Verdict, call_quietly, describe_error
+from attn_helpers.checks.nb13 import _half_state
 
 __all__ = ["FRESH", "EXEMPT", "with_hidden_cases", "visible_calls", "fresh_cases", "seed_of"]
 
@@ -68,8 +69,56 @@ def _configs(visible, rng):  # my_gpt2_parameter_count(config): new sizes for ev
     return cases
 
 
+def _half_states(visible, rng):  # merge_softmax_states(m_a, l_a, m_b, l_b): the states of two halves of a row
+    cases = []
+    for _ in range(8):  # rows near 0 or in the 1000s; a half fully masked (m = -inf, l = 0) now and then
+        offset = float(rng.choice([0.0, 1000.0]))
+        halves = [np.full(int(rng.integers(1, 5)), -np.inf) if rng.random() < 0.2
+                  else offset + 2 * rng.standard_normal(int(rng.integers(1, 5))) for _ in range(2)]
+        cases.append(Case(tuple(float(v) for half in halves for v in _half_state(half))))
+    return cases
+
+
+def _splits(visible, rng):  # attention_by_splits(query, keys, values, num_splits): new sizes, small and large scores
+    cases = []
+    for _ in range(6):
+        T, d_k, d_v = (int(n) for n in rng.integers(1, 10, size=3))
+        spread = float(rng.choice([0.5, 1.5, 30.0]))  # 30: scores in the tens, exp overflows unshifted
+        cases.append(Case((spread * rng.standard_normal(d_k), rng.standard_normal((T, d_k)),
+                           rng.standard_normal((T, d_v)), int(rng.integers(1, T + 1)))))
+    return cases
+
+
+def _q4_1_blocks(visible, rng):  # q4_1_block(block): 20 bytes, a float16 scale and minimum, then 16 bytes of codes
+    cases = []
+    for _ in range(6):
+        scale_and_min = np.array([rng.uniform(1e-3, 0.5), rng.uniform(-4.0, 1.0)], dtype=np.float16)
+        codes = rng.integers(0, 256, 16, dtype=np.uint8)
+        cases.append(Case((np.concatenate([scale_and_min.view(np.uint8), codes]),)))
+    return cases
+
+
+def _kv_heads(visible, rng):  # share_kv_heads(keys, num_heads): h_kv key/value heads, num_heads a multiple of h_kv
+    cases = []
+    for _ in range(6):
+        kv_heads, group, T, d_h = (int(n) for n in rng.integers(1, 6, size=4))
+        cases.append(Case((rng.standard_normal((kv_heads, T, d_h)), kv_heads * group)))
+    return cases
+
+
+def _repeats(visible, rng):  # induction_score(weights, period): causal rows of weights, T >= 2 * period
+    cases = []
+    for _ in range(6):
+        period = int(rng.integers(2, 8))
+        T = 2 * period + int(rng.integers(0, 4))
+        raw = np.tril(rng.random((T, T)) + 0.05)
+        cases.append(Case((raw / raw.sum(axis=1, keepdims=True), period)))
+    return cases
+
+
 #: How each exercise whose checker takes a function draws its new cases (tests/test_grade_cases.py holds every
-#: registered solution to this table or to EXEMPT).
+#: registered solution to this table or to EXEMPT). online_softmax_row and online_attention_row are drills the
+#: teaching guide offers (no notebook asks for them): a teacher who adds one to a notebook gets new cases too.
 FRESH: dict[str, Callable] = {
     **dict.fromkeys(["mean_embedding", "one_hot", "cosine_scores", "dot_score", "score_matrix", "softmax_any_axis",
                      "context_vectors", "self_attention_qkv", "scaled_scores", "masked_attention", "my_split_heads",
@@ -80,6 +129,11 @@ FRESH: dict[str, Callable] = {
     "build_causal_mask": _lengths,
     "sinusoidal_encoding": _positions,
     "my_gpt2_parameter_count": _configs,
+    "merge_softmax_states": _half_states,
+    "attention_by_splits": _splits,
+    "q4_1_block": _q4_1_blocks,
+    "share_kv_heads": _kv_heads,
+    "induction_score": _repeats,
 }
 
 _VALUE = "a value the notebook's own data decide (one right answer): there is no other input to draw"
