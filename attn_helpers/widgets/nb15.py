@@ -59,11 +59,11 @@ def draw_chat(fig, model, message, layer, head):
 def chat_explorer(model=None, message="What is the capital of France?"):
     """Type a message (press Enter), pick a layer and a head: the answer and that head's attention."""
     model = load_smollm2() if model is None else model
-    controls = {
-        "message": widgets.Text(value=message, description="message (press Enter)", continuous_update=False,
-                                style=LABEL_STYLE, layout=widgets.Layout(width="520px")),
+    controls = {  # the sliders first: they only draw; a new message runs the model (a reply takes a second or so)
         "layer": slider("layer", 18, 0, len(model.blocks) - 1, 1, integer=True),
         "head": slider("head", 6, 0, model.blocks[0].num_heads - 1, 1, integer=True),
+        "message": widgets.Text(value=message, description="message (press Enter)", continuous_update=False,
+                                style=LABEL_STYLE, layout=widgets.Layout(width="520px")),
     }
     return Explorer(partial(draw_chat, model=model), controls, figsize=(9.5, 8.5),
                     samples={"message": SAMPLE_MESSAGES})
