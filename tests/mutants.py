@@ -1,9 +1,10 @@
 """One-edit variants of a function's source: the near misses a learner types, made with ``ast``.
 
 :func:`one_edit_variants` turns a registered solution into the functions that differ from it by one edit (a
-flipped comparison, ``+`` for ``-``, ``max`` for ``min``, a dropped ``keepdims=True``, another axis, a constant
-moved by one, a dropped ``.T`` or ``sqrt``, a ``range`` bound moved by one, a returned pair swapped, a dropped
-statement), each compiled in the solution's own module namespace and named by the edit and the line it changed.
+flipped comparison, ``+`` for ``-``, ``&`` for ``|``, ``>>`` for ``<<``, ``max`` for ``min``, a dropped
+``keepdims=True``, another axis, a constant moved by one, a dropped ``.T`` or ``sqrt``, a ``range`` bound moved by
+one, a returned pair swapped, a dropped statement), each compiled in the solution's own module namespace and named
+by the edit and the line it changed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 _FLIPPED_COMPARISONS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
                         ast.NotEq: ast.Eq}
 _FLIPPED_OPERATORS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-                      ast.FloorDiv: ast.Div}
+                      ast.FloorDiv: ast.Div, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd, ast.RShift: ast.LShift,
+                      ast.LShift: ast.RShift}
 _SWAPPED_NAMES = {"max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum", "argmax": "argmin",
                   "argmin": "argmax", "amax": "amin", "amin": "amax", "nanmax": "nanmin", "nanmin": "nanmax",
                   "tril": "triu", "triu": "tril", "mean": "sum", "sum": "mean", "ones": "zeros", "zeros": "ones"}

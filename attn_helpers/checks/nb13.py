@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -223,13 +224,24 @@ def merge_softmax_states(m_a, l_a, m_b, l_b):
     return m, l_a * np.exp(m_a - m) + l_b * np.exp(m_b - m)  # each half's sum was relative to its OWN max
 
 
+def _pair_result(fn):
+    """The learner's ``(m, l)`` as a list the grader reads as two numbers; anything else passes through as is."""
+    @functools.wraps(fn)  # pair.__wrapped__: the function as the learner wrote it
+    def pair(*args):
+        result = fn(*args)
+        return list(result) if isinstance(result, tuple) else result
+
+    return pair
+
+
 def _merged(combine):
-    """A slip in the merge: ``combine(m_a, l_a, m_b, l_b, m)`` gives the sum, with m the larger max."""
+    """A slip in the merge: ``combine(m_a, l_a, m_b, l_b, m)`` gives the sum, with m the larger max; read as the
+    learner's pair is (:func:`_pair_result`), so that the grader compares like with like."""
     def slip(m_a, l_a, m_b, l_b):
         m = max(m_a, m_b)
         return m, combine(m_a, l_a, m_b, l_b, m)
 
-    return slip
+    return _pair_result(slip)
 
 
 _MERGE_WRONGS = [
@@ -246,8 +258,8 @@ _MERGE_WRONGS = [
     Wrong(_merged(lambda m_a, l_a, m_b, l_b, m: l_a * np.exp(m - m_a) + l_b * np.exp(m - m_b)),
           "the rescaling factors are upside down: a half's terms were exp(s - m_a); to make them exp(s - m), "
           "multiply by exp(m_a - m), which is <= 1"),
-    Wrong(lambda m_a, l_a, m_b, l_b: (min(m_a, m_b), l_a * np.exp(m_a - min(m_a, m_b))
-                                      + l_b * np.exp(m_b - min(m_a, m_b))),
+    Wrong(_pair_result(lambda m_a, l_a, m_b, l_b: (min(m_a, m_b), l_a * np.exp(m_a - min(m_a, m_b))
+                                                   + l_b * np.exp(m_b - min(m_a, m_b)))),
           "the merged max is the LARGER of the two maxima (np.maximum or max), not the smaller"),
 ]
 
@@ -256,15 +268,6 @@ def _half_state(scores):
     scores = np.asarray(scores, dtype=float)
     m = scores.max()
     return (m, 0.0) if m == -np.inf else (m, float(np.exp(scores - m).sum()))
-
-
-def _pair_result(fn):
-    """The learner's ``(m, l)`` as a list the grader reads as two numbers; anything else passes through as is."""
-    def pair(*args):
-        result = fn(*args)
-        return list(result) if isinstance(result, tuple) else result
-
-    return pair
 
 
 @shows_verdict
@@ -391,7 +394,20 @@ def check_attention_by_splits(fn):
     def reference(query, keys, values, num_splits):
         return scaled_dot_product_attention(query[None, :], keys, values)[0][0]  # (1, d_v) -> (d_v,)
 
-    return grade_function(fn, reference, cases, what="attention_by_splits", wrongs=_SPLIT_WRONGS,
-                          shape_hint="the context of one query has one number per value feature: shape (d_v,)",
-                          success="the context of scaled_dot_product_attention, from splits that never saw each "
-                                  "other's keys: each found its own max, sum and weighted values, merged at the end.")
+    common = dict(what="attention_by_splits", wrongs=_SPLIT_WRONGS,
+                  shape_hint="the context of one query has one number per value feature: shape (d_v,)")
+    verdict = grade_function(fn, reference, cases, **common)
+    if not verdict.passed:
+        return verdict
+    # Scores in the thousands (notebook 03): in the first split they span 2000 and the two splits' maxima are 1200
+    # apart, so a shift by a split's minimum and a merge at the smaller maximum both overflow exp(); the two largest
+    # scores, 1 apart, share the weight.
+    keys = np.column_stack([[1.5, 1.499, -0.5, 0.3, -0.2, 0.0], rng.standard_normal((6, 3))])
+    large = [Case((np.array([2000.0, 0.0, 0.0, 0.0]), keys, rng.standard_normal((6, 3)), 2),
+                  label="scores from -1000 to 1500 in 2 splits, whose maxima are 1200 apart")]
+    return grade_function(fn, reference, large, **common, hints={"nan": (
+        "exp() overflowed: with scores in the thousands, exp(s - m) stays finite only if m is the MAXIMUM (every "
+        "exponent <= 0). Shift each split's scores by its own maximum, scores.max(), and merge at the largest of "
+        "the splits' maxima")}, success="the context of scaled_dot_product_attention, from splits that never saw "
+                                        "each other's keys: each found its own max, sum and weighted values, merged "
+                                        "at the end.")
