@@ -231,11 +231,12 @@ def test_a_fresh_run_reproduces_what_the_shipped_run_teaches(name):
     np.testing.assert_array_equal(stored.probe, fresh.probe)  # integers: drawn from the seeded generator
     assert sorted(stored.snapshots) == sorted(fresh.snapshots)
     np.testing.assert_allclose(stored.losses[:10], fresh.losses[:10], rtol=1e-6)
-    if "unscaled" in name:
-        # Unscaled scores saturate the softmax, and training amplifies the last bits most there: numpy without
-        # its SIMD code paths (CI's second pass) trains this run to 0.961 held-out accuracy in its 600 steps,
-        # AVX2 and AVX-512 to 0.99 or more, with d834c49's code as with today's. What notebook 11 takes from
-        # it on any CPU, slower than the scaled run, is tested below.
+    if "d_model 128" in name:
+        # The two wide runs amplify the last bits most: without numpy's SIMD code paths (CI's second pass) the
+        # unscaled run reaches 0.961 held-out accuracy in its 600 steps (d834c49's code as today's), and since
+        # notebook 11's model runs through multi_head_attention (three gradients added in another order) the
+        # scaled one 0.955, where AVX2 and AVX-512 reach 0.99 or more. What notebook 11 takes from the pair on
+        # any CPU (the unscaled one takes at least twice the steps, both learn) is tested below.
         return
     assert abs(stored.held_out_accuracy - fresh.held_out_accuracy) <= 0.01
     assert (stored.held_out_accuracy >= 0.99) == (fresh.held_out_accuracy >= 0.99)  # learnt, or not learnt
@@ -250,5 +251,6 @@ def test_unscaled_scores_learn_more_slowly_in_the_shipped_runs_and_afresh():
     assert _steps_to_loss(unscaled) >= 2 * _steps_to_loss(scaled)
     fresh_scaled, fresh_unscaled = (shipped_run(f"reverse, d_model 128, {kind}") for kind in ("scaled", "unscaled"))
     assert _steps_to_loss(fresh_unscaled) >= 2 * _steps_to_loss(fresh_scaled)
-    assert fresh_unscaled.held_out_accuracy <= fresh_scaled.held_out_accuracy
-    assert fresh_unscaled.held_out_accuracy >= 0.9  # slower, not stalled: it learns on every CPU
+    # Slower, not stalled: both learn on every CPU. (Their accuracies after 600 steps are not ordered on every
+    # CPU: without SIMD the scaled run ends at 0.955, the unscaled one at 0.984.)
+    assert min(fresh_scaled.held_out_accuracy, fresh_unscaled.held_out_accuracy) >= 0.9
