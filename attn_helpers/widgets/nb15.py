@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import lru_cache, partial
 
 import ipywidgets as widgets
-import numpy as np
 
 from ..llm import chat_prompt, load_smollm2
 from ..plotting import drawable_labels, heatmap
@@ -45,8 +44,7 @@ def draw_chat(fig, model, message, layer, head):
     view = chat_view(model, message, layer, head)
     labels, families, _ = drawable_labels(view["labels"])
     ax = fig.add_subplot()
-    n = len(labels)
-    heatmap(view["weights"], labels, labels, ax=ax, vmin=0.0, vmax=1.0, annotate=False, mask=np.tri(n, dtype=bool),
+    heatmap(view["weights"], labels, labels, ax=ax, vmin=0.0, vmax=1.0, annotate=False,  # causal: 0 above the diagonal
             xlabel="key: the token looked at", ylabel="query: the token looking", cbar_label="attention weight")
     for tick in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
         tick.set_family(families)
