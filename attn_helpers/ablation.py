@@ -9,12 +9,11 @@ that table, measured by ``tools/build_ablation_table.py`` on the same sentences 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from .multihead import split_heads
+from .heads import ablate_heads, head_rows, head_values
 from .pretrained import FINGERPRINT_SENTENCES, MODEL_SHA256, RunResult
 
 __all__ = ["head_rows", "head_contexts", "mean_context", "ablate_head", "sentence_embeddings", "relative_change",
@@ -28,24 +27,9 @@ SUMMARY = ("block", "last", "self cosine", "largest move", "neighbours changed")
 ALL_HEADS_PATH = Path(__file__).resolve().parent / "data" / "nb12_ablation_all_heads.npz"
 
 
-def head_rows(model, head) -> slice:
-    """The rows of ``W_o`` that carry head ``head``'s output: ``head * d_h`` up to ``(head + 1) * d_h``.
-
-    >>> from attn_helpers.pretrained import load_minilm
-    >>> head_rows(load_minilm(), 2)            # d_h = 384 / 12 = 32
-    slice(64, 96, None)
-    """
-    head_dim = model.d_model // model.num_heads
-    if not 0 <= int(head) < model.num_heads:
-        raise ValueError(f"head must be in 0..{model.num_heads - 1}; got {head}")
-    return slice(int(head) * head_dim, (int(head) + 1) * head_dim)
-
-
 def head_contexts(model, result, layer, head):
     """Head ``(layer, head)``'s context vectors in ``result = model.run(text)``: ``weights @ values``, ``(T, d_h)``."""
-    params = model.blocks[layer]
-    x = result.hidden_states[layer]  # (T, d_model): the input of the block
-    values = split_heads(x @ params.W_v + params.b_v, model.num_heads)[head]  # (T, d_model) -> (T, d_h)
+    values = head_values(model.blocks[layer], result.hidden_states[layer])[head]  # the block's input -> (T, d_h)
     return result.attentions[layer, head] @ values  # (T, T) @ (T, d_h) -> (T, d_h)
 
 
@@ -58,17 +42,12 @@ def ablate_head(model, layer, head, mean=None):
     """A copy of ``model`` without head ``(layer, head)``: its rows of ``W_o`` are 0.
 
     With ``mean`` (a context vector, ``(d_h,)``), the head's output is replaced by that constant
-    instead: ``mean @ W_o[rows]`` is added to the bias ``b_o``. ``model`` is not changed.
+    instead: ``mean @ W_o[rows]`` is added to the bias ``b_o`` (:func:`~attn_helpers.heads.ablate_heads`).
+    ``model`` is not changed.
     """
-    params = model.blocks[layer]
-    rows = head_rows(model, head)
-    W_o, b_o = params.W_o.copy(), params.b_o.copy()
-    if mean is not None:
-        b_o = b_o + np.asarray(mean, dtype=W_o.dtype) @ W_o[rows]  # (d_h,) @ (d_h, d_model) -> (d_model,)
-    W_o[rows] = 0
     ablated = copy.copy(model)
     ablated.blocks = list(model.blocks)
-    ablated.blocks[layer] = dataclasses.replace(params, W_o=W_o, b_o=b_o)
+    ablated.blocks[layer] = ablate_heads(model.blocks[layer], [head], None if mean is None else [mean])
     return ablated
 
 

@@ -36,17 +36,18 @@ from .backprop import (
     layer_norm_backward,
     linear_backward,
 )
-from .block import BlockParams, init_block_params, layer_norm, transformer_block
+from .block import BlockParams, init_block_params, layer_norm
 from .bpe import BPETokenizer
 from .config import CONTEXT_LENGTH, FINAL_RATE, GPT_ADAM_BETAS, SEED, one_core
 from .core import softmax
-from .kv_cache import KVCache, cached_attention, init_grouped_query_params
+from .decoder import cached_length, check_cache, empty_cache, generate_tokens, run_blocks
+from .kv_cache import init_grouped_query_params
 from .positions import positional_encoding
 from .training import adam_step
 
 __all__ = ["Decoder", "random_decoder", "decoder_forward", "attention_weights", "generate", "corpus_split",
            "init_tiny_gpt", "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss",
-           "ngram_losses", "ngram_probs", "filter_logits", "next_token_probs", "sample_next", "generate_ids", "TinyGPT",
+           "ngram_losses", "ngram_probs", "filter_logits", "next_token_probs", "sample_next", "token_sampler", "generate_ids", "TinyGPT",
            "load_tiny_gpt", "load_dropout_record"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
@@ -106,7 +107,7 @@ class Decoder:
 
     def empty_cache(self) -> list:
         """One empty :class:`~attn_helpers.kv_cache.KVCache` per block."""
-        return [KVCache() for _ in self.blocks]
+        return empty_cache(self.blocks)
 
 
 def random_decoder(vocab_size=8, d_model=16, num_heads=4, num_layers=2, *, num_kv_heads=None, dtype=np.float32,
@@ -142,31 +143,15 @@ def _as_decoder(decoder, name="decoder"):
     return decoder
 
 
-def _check_cache(cache, decoder):
-    if not isinstance(cache, list) or len(cache) != len(decoder.blocks) or not all(
-            isinstance(layer, KVCache) for layer in cache):
-        raise TypeError(f"cache must be a list of {len(decoder.blocks)} KVCache, one per block "
-                        f"(decoder.empty_cache()); got {type(cache).__name__}")
-    lengths = {layer.length for layer in cache}
-    if len(lengths) != 1:
-        raise ValueError(f"cache: its layers hold different numbers of positions {sorted(lengths)}")
-    return cache
-
-
 @checked(None)  # its callers check the decoder, the ids and the cache
 def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     """The decoder on checked ``ids (..., T)``: logits ``(..., T, vocab_size)``. ``record`` (a dict) gets what
     the backward pass reads: each block's record, the stream before the final layer norm, and after it."""
-    T_past, T = (0 if cache is None else cache[0].length), ids.shape[-1]
+    T_past, T = cached_length(cache), ids.shape[-1]
     positions = positional_encoding(T_past + T, decoder.d_model, dtype=decoder.embeddings.dtype)[T_past:]  # (T, d)
     x = decoder.embeddings[ids] + positions  # (..., T, d_model)
-    # New position i is position T_past + i: it may see keys 0 .. T_past + i (causal_mask(T) when T_past = 0).
-    mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T)
-    blocks = [] if record is None else record.setdefault("blocks", [])
-    for n, block in enumerate(decoder.blocks):
-        blocks.append({})
-        attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
-        x, _ = transformer_block(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
+    records = None if record is None else record.setdefault("blocks", [])
+    x = run_blocks(x, decoder.blocks, cache, records, None, dropout, rng)  # (..., T, d_model): the causal blocks
     final = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
     if record is not None:
         record.update(stream=x, final=final)
@@ -194,7 +179,7 @@ def decoder_forward(decoder, ids, cache=None):
     """
     decoder = _as_decoder(decoder)
     ids = as_token_ids(ids, decoder.vocab_size, "ids", (1,))
-    return _forward(decoder, ids, None if cache is None else _check_cache(cache, decoder))
+    return _forward(decoder, ids, None if cache is None else check_cache(cache, decoder.blocks))
 
 
 def attention_weights(decoder, ids):
@@ -226,15 +211,10 @@ def generate(decoder, prompt, steps, *, use_cache=True):
     decoder = _as_decoder(decoder)
     ids = [int(i) for i in as_token_ids(prompt, decoder.vocab_size, "prompt", (1,))]
     steps = as_positive_int(steps, "steps", allow_zero=True)
-    cache = decoder.empty_cache() if as_flag(use_cache, "use_cache") else None
-    new = list(ids)  # the tokens the model has not seen yet: the whole prompt, then one at a time
-    all_logits = np.zeros((steps, decoder.vocab_size), dtype=decoder.embeddings.dtype)
-    for step in range(steps):
-        logits = _forward(decoder, np.array(new if cache else ids), cache)
-        all_logits[step] = logits[-1]  # the scores after the last position
-        ids.append(int(np.argmax(logits[-1])))
-        new = ids[-1:]
-    return ids, all_logits
+    tokens = list(generate_tokens(functools.partial(_forward, decoder), ids, steps, np.argmax,
+                                  use_cache=as_flag(use_cache, "use_cache"), new_cache=decoder.empty_cache))
+    all_logits = np.array([logits for logits, _ in tokens], dtype=decoder.embeddings.dtype)  # (steps, vocab_size)
+    return ids + [token for _, token in tokens], all_logits.reshape(steps, decoder.vocab_size)
 
 
 def _read_corpus():
@@ -559,11 +539,25 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     >>> sample_next(np.array([1.0, 3.0, 2.0]), top_k=1, rng=0)   # only one token left to draw
     1
     """
-    probs = next_token_probs(logits, temperature, top_k, top_p)
-    if temperature == 0:
-        return int(np.argmax(probs))
-    return _draw(probs, rng if isinstance(rng, np.random.Generator) else np.random.default_rng(
-        SEED if rng is None else rng))
+    z, *settings = _sampling_inputs(logits, temperature, top_k, top_p)
+    return token_sampler(*settings, rng)(z)
+
+
+def token_sampler(temperature=1.0, top_k=None, top_p=None, rng=None):
+    """The function ``choose(logits) -> token`` that draws as :func:`sample_next` does, its settings checked once:
+    what the generation loops call at every token. ``rng``: a Generator, or a seed (default ``SEED``).
+
+    >>> choose = token_sampler(temperature=0.8, top_k=2, rng=SEED)
+    >>> [choose(np.array([1.0, 3.0, 2.0])) for _ in range(5)]
+    [2, 1, 2, 1, 1]
+    """
+    _, temperature, top_k, top_p = _sampling_inputs(np.zeros(1), temperature, top_k, top_p)
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(SEED if rng is None else rng)
+
+    def choose(logits):
+        probs = _probs(np.asarray(logits, dtype=np.float64), temperature, top_k, top_p)  # (vocab,)
+        return int(np.argmax(probs)) if temperature == 0 else _draw(probs, rng)
+    return choose
 
 
 @one_core()
@@ -581,23 +575,10 @@ def generate_ids(decoder, prompt_ids, max_new_tokens, *, context_length=CONTEXT_
     context_length = as_positive_int(context_length, "context_length")
     max_new_tokens, use_cache = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True), as_flag(
         use_cache, "use_cache")
-    _sampling_inputs(np.zeros(1), temperature, top_k, top_p)  # checked once, not at every token
-    if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(SEED if rng is None else rng)
-    start = max(0, len(ids) - context_length)  # the model sees ids[start:]
-    cache, fed = (decoder.empty_cache() if use_cache else None), start
-    for _ in range(max_new_tokens):
-        if len(ids) - start >= context_length + 1:  # the window is full: keep its second half
-            start = len(ids) - max(1, context_length // 2)
-            cache, fed = (decoder.empty_cache() if use_cache else None), start
-        if use_cache:
-            logits = _forward(decoder, np.array(ids[fed:]), cache)[-1]  # only the tokens the cache has not seen
-            fed = len(ids)
-        else:
-            logits = _forward(decoder, np.array(ids[start:]))[-1]  # the whole window again
-        probs = _probs(logits.astype(np.float64), temperature, top_k, top_p)
-        ids.append(int(np.argmax(probs)) if temperature == 0 else _draw(probs, rng))
-    return ids
+    choose = token_sampler(temperature, top_k, top_p, rng)  # checked once, not at every token
+    tokens = generate_tokens(functools.partial(_forward, decoder), ids, max_new_tokens, choose,
+                             context_length=context_length, use_cache=use_cache, new_cache=decoder.empty_cache)
+    return ids + [token for _, token in tokens]
 
 
 def _draw(probs, rng):
@@ -631,7 +612,7 @@ class TinyGPT:
             raise ValueError(f"prompt must be a non-empty str; got {prompt!r}")
         ids = generate_ids(self.decoder, self.tokenizer.encode(prompt), max_new_tokens,
                            context_length=self.context_length, temperature=temperature, top_k=top_k, top_p=top_p,
-                           rng=np.random.default_rng(SEED if seed is None else seed), use_cache=use_cache)
+                           rng=seed, use_cache=use_cache)
         return self.tokenizer.decode(ids)
 
     @staticmethod

@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import as_positive_int, as_token_ids, checked
-from .block import transformer_block
 from .bpe import VocabularyBPE
 from .config import one_core
 from .gguf_file import dequantize, read_gguf
-from .gpt import next_token_probs, sample_next
-from .kv_cache import GroupedQueryParams, KVCache, cached_attention
+from .decoder import check_cache, empty_cache, generate_tokens, run_blocks
+from .gpt import token_sampler
+from .heads import ablate_heads
+from .kv_cache import GroupedQueryParams
 from .llama import rms_norm, swiglu_ffn
 from .positions import rope
 from .published import CONFIG_COLUMNS
@@ -96,6 +97,7 @@ class LlamaBlockParams(GroupedQueryParams):
     """Notebook 10's block as Llama has it: RMSNorm instead of layer norm, the SwiGLU network, RoPE on queries
     and keys, ``num_kv_heads`` key/value heads (notebook 13). ``W_1`` is ``W_gate``, ``W_2`` is ``W_down``.
 
+    >>> from attn_helpers.block import transformer_block
     >>> from attn_helpers.kv_cache import init_grouped_query_params
     >>> p = init_grouped_query_params(d_model=8, num_heads=4, num_kv_heads=2)
     >>> block = LlamaBlockParams(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)}, W_up=p.W_1)
@@ -179,7 +181,7 @@ class SmolLM2:
 
     def empty_cache(self) -> list:
         """One empty :class:`~attn_helpers.kv_cache.KVCache` per block."""
-        return [KVCache() for _ in self.blocks]
+        return empty_cache(self.blocks)
 
     def _ids(self, ids, name="ids", ndims=(1,)):
         ids = as_token_ids(ids, self.vocab_size, name, ndims)
@@ -193,17 +195,8 @@ class SmolLM2:
         """Logits ``(T, vocab)`` of checked ``ids`` after the ``cache``'s positions; ``weights`` (a list) gets each
         block's attention weights ``(h, T, T_past + T)``, ``records`` (a list) each block's record (its input
         ``x``, ``normed_1``: what attention reads, ...)."""
-        T_past, T = (0 if cache is None else cache[0].length), ids.shape[-1]
-        mask = np.tri(T, T_past + T, k=T_past, dtype=bool)  # (T, T_past + T): position T_past + i sees 0 .. T_past + i
         x = self.embeddings[ids]  # (..., T, d_model): no position vectors; RoPE turns queries and keys in each block
-        for n, block in enumerate(self.blocks if blocks is None else blocks):
-            attention = None if cache is None else cached_attention(block, cache[n])
-            record = None if records is None else {}
-            x, w = transformer_block(x, block, mask, True, attention, record)  # (T, d), (h, T, T_past + T)
-            if records is not None:
-                records.append(record)
-            if weights is not None:
-                weights.append(w)
+        x = run_blocks(x, self.blocks if blocks is None else blocks, cache, records, weights)  # (..., T, d_model)
         final = rms_norm(x, self.final_norm_gamma, self.blocks[0].eps).reshape(-1, x.shape[-1])  # (N, d)
         logits = final @ self.embeddings.T  # (N, d_model) @ (d_model, vocab) -> (N, vocab): the tied output layer
         return logits.reshape(*ids.shape, -1)  # (..., T, vocab)
@@ -230,19 +223,13 @@ class SmolLM2:
     def step(self, ids, cache):
         """Run ``ids`` after the positions ``cache`` holds (``model.empty_cache()`` to start); the cache grows by
         ``len(ids)``. Returns the logits of the new positions ``(len(ids), vocab)``: what :meth:`generate` does."""
-        if not isinstance(cache, list) or len(cache) != len(self.blocks) or not all(
-                isinstance(c, KVCache) for c in cache):
-            raise TypeError(f"cache must be model.empty_cache(): a list of {len(self.blocks)} KVCache")
-        return self._forward(self._ids(ids), cache)
+        return self._forward(self._ids(ids), check_cache(cache, self.blocks))
 
     def ablated(self, heads):
         """The blocks with the heads ``heads`` (``(layer, head)`` pairs) silenced: their rows of ``W_o`` are 0."""
-        blocks, d_h = list(self.blocks), self.blocks[0].d_model // self.blocks[0].num_heads
-        for layer, head in heads:
-            block = blocks[layer]
-            W_o = block.W_o.copy()
-            W_o[head * d_h:(head + 1) * d_h] = 0  # (d_h, d_model): what head writes into the stream
-            blocks[layer] = dataclasses.replace(block, W_o=W_o)
+        heads, blocks = [(int(layer), int(head)) for layer, head in heads], list(self.blocks)
+        for layer in sorted({layer for layer, _ in heads}):
+            blocks[layer] = ablate_heads(blocks[layer], [head for n, head in heads if n == layer])
         return blocks
 
     @one_core()
@@ -250,21 +237,15 @@ class SmolLM2:
         """The next ``max_new_tokens`` ids after ``ids`` (the new ones only), through a KV cache; greedy by default.
 
         Each step feeds only the newest token: the earlier keys and values stay in one cache per block.
-        Sampling is notebook 14's (``temperature``, ``top_k``, ``top_p``; ``rng`` a Generator or a seed).
-        Stops after ``<|im_end|>``, the end of an answer.
+        Sampling is notebook 14's (``temperature``, ``top_k``, ``top_p``; ``rng`` a Generator or a seed, default
+        ``SEED``). Stops after ``<|im_end|>``, the end of an answer, or when the model has read its context length.
         """
         ids = self._ids(ids)
         max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
-        next_token_probs(np.zeros(1), temperature, top_k, top_p)  # the settings, checked once
-        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
-        cache, new, feed = self.empty_cache(), [], ids
-        for _ in range(max_new_tokens):
-            logits = self._forward(feed, cache)[-1]  # (vocab,): only the new tokens go through the blocks
-            new.append(sample_next(logits, temperature, top_k, top_p, rng))  # notebook 14's draw
-            if new[-1] == self.end_id or len(ids) + len(new) >= SMOLLM2_CONFIG["context_length"]:
-                break
-            feed = np.array(new[-1:])
-        return new
+        choose = token_sampler(temperature, top_k, top_p, rng)  # notebook 14's draw, its settings checked once
+        tokens = generate_tokens(self._forward, ids, max_new_tokens, choose, new_cache=self.empty_cache,
+                                 context_length=SMOLLM2_CONFIG["context_length"], at_full="stop", stop_id=self.end_id)
+        return [token for _, token in tokens]
 
     def chat(self, message, max_new_tokens=128, temperature=0, top_k=None, top_p=None, rng=None):
         """The model's answer to ``message`` (the chat template with its default system prompt; greedy by default)."""

@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from ._validate import as_float_array, as_positive_int
+from .heads import head_value_lengths
 from .pretrained import head_fingerprints
 
 __all__ = ["SINK_PROMPTS", "first_token_weight", "previous_token_score", "induction_score", "repeated_random_tokens",
@@ -106,23 +107,6 @@ def next_token_losses(logits, ids):
     shifted = logits[:-1] - logits[:-1].max(axis=-1, keepdims=True)  # (T-1, vocab): stable log-softmax
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     return -log_probs[np.arange(len(ids) - 1), ids[1:]]
-
-
-def head_value_lengths(block, normed):
-    r"""How far each head could move the stream from each token: :math:`\lVert v_j W_o^{(h)} \rVert`, ``(h, T)``.
-
-    ``block``: the block's parameters (its ``W_v``, ``b_v``, ``W_o`` and, with grouped-query attention,
-    ``num_kv_heads``); ``normed (T, d_model)``: what its attention reads (``record["normed_1"]``). Notebook 12's
-    weighted value norms: the weight :math:`w_{ij}` is half of the story, the length of what head ``h`` writes
-    from token ``j`` the other half.
-    """
-    h, d_h = block.num_heads, block.d_model // block.num_heads
-    h_kv = getattr(block, "num_kv_heads", h)
-    values = normed @ block.W_v  # (T, d_model) @ (d_model, h_kv d_h) -> (T, h_kv d_h)
-    values = values if block.b_v is None else values + block.b_v
-    values = np.repeat(values.reshape(len(normed), h_kv, d_h).transpose(1, 0, 2), h // h_kv, axis=0)  # (h, T, d_h)
-    W_o = block.W_o.reshape(h, d_h, block.d_model)  # (h, d_h, d_model): each head's rows of W_o
-    return np.linalg.norm(values @ W_o, axis=-1)  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model) -> (h, T)
 
 
 def first_token_parking(weights, lengths):

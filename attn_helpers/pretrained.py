@@ -24,7 +24,7 @@ from ._validate import as_float_array, as_positive_int, checked
 from .block import BlockParams, layer_norm, transformer_block
 from .config import one_core
 from .core import entropy
-from .multihead import split_heads
+from .heads import head_value_lengths
 
 __all__ = ["MODEL_PACKAGE", "MODEL_SHA256", "MODEL_SIZE", "MODEL_FILES", "INSTALL_COMMAND", "SPECIAL_TOKENS",
            "REFERENCE_FILE", "FINGERPRINT_SENTENCES", "FINGERPRINTS", "model_dir", "read_safetensors", "basic_tokenize",
@@ -637,10 +637,5 @@ def weighted_value_norms(model, result, layer):
     its sum to get each key's share of what the head writes into the query.
     """
     layer = _layer_index(layer, len(model.blocks), "layer")
-    params = model.blocks[layer]
-    num_heads, head_dim, d_model = model.num_heads, model.d_model // model.num_heads, model.d_model
-    x = result.hidden_states[layer]  # (T, d_model): the input of this block
-    values = split_heads(x @ params.W_v + params.b_v, num_heads)  # (T, d) @ (d, d) -> (h, T, d_h)
-    W_o = params.W_o.reshape(num_heads, head_dim, d_model)  # (h, d_h, d_model): head h's rows of W_o
-    moved = values @ W_o  # (h, T, d_h) @ (h, d_h, d_model) -> (h, T, d_model)
-    return result.attentions[layer] * np.linalg.norm(moved, axis=-1)[:, None, :]  # (h, T, T) * (h, 1, T)
+    lengths = head_value_lengths(model.blocks[layer], result.hidden_states[layer])  # the block's input -> (h, T)
+    return result.attentions[layer] * lengths[:, None, :]  # (h, T, T) * (h, 1, T)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_helpers import llm
+from attn_helpers import decoder, llm
 from attn_helpers.block import BlockParams
 from attn_helpers.bpe import VocabularyBPE, gpt2_pattern
 from attn_helpers.gguf_file import read_gguf
@@ -128,12 +128,12 @@ def test_the_kv_cache_gives_the_full_forwards_scores(model):
 
 def test_the_model_is_the_series_block(model, monkeypatch):
     calls = []
-    original = llm.transformer_block
+    original = decoder.transformer_block  # the one runner's block, shared with the tiny GPT
 
     def counted(*args, **kwargs):
         calls.append(type(args[1]))
         return original(*args, **kwargs)
-    monkeypatch.setattr(llm, "transformer_block", counted)
+    monkeypatch.setattr(decoder, "transformer_block", counted)
     model.logits([1, 2, 3])
     assert calls == [LlamaBlockParams] * 30
     assert issubclass(LlamaBlockParams, GroupedQueryParams) and issubclass(LlamaBlockParams, BlockParams)
