@@ -4,8 +4,9 @@
 Times, with one thread, MiniLM's forward pass (notebook 12: ``model.run`` of one sentence), the tiny GPT's greedy
 generation with and without the KV cache (notebook 14: ``model.generate``) and SmolLM2's 32 greedy tokens (notebook
 15: ``model.generate``). Each side runs in its own process with ``PYTHONPATH`` set to its checkout, the two sides
-alternating ``--rounds`` times; a side's figure is its lowest round (the one least disturbed by the rest of the
-machine), and the ratio ``this checkout / base`` is printed for each. Both sides must produce the same tokens.
+alternating ``--rounds`` times; a side's figure is its lowest processor time of a call (one thread: the time it
+computed, not the time it waited for a core on a busy machine; the lowest wall time is printed too), and the ratio
+``this checkout / base`` is printed for each. Both sides must produce the same numbers and tokens.
 
     git worktree add /tmp/base-models f6b00f9
     python benchmarks/bench_models_vs_base.py --base /tmp/base-models            # exit 1 if a ratio is over 1.1
@@ -29,13 +30,15 @@ SENTENCE = "The cat sat on the mat because it was tired after a long day."
 
 
 def best(call, repeats):
-    """The lowest wall time of ``repeats`` calls of ``call`` (after one untimed call), and its last result."""
-    result, times = call(), []
+    """The lowest processor and wall times of ``repeats`` calls of ``call`` (after one untimed call), and its last
+    result."""
+    result, cpu, wall = call(), [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = call()
-        times.append(time.perf_counter() - start)
-    return min(times), result
+        cpu.append(time.process_time() - start_cpu)
+        wall.append(time.perf_counter() - start)
+    return {"seconds": min(cpu), "wall": min(wall)}, result
 
 
 def child(task, repeats):
@@ -43,20 +46,20 @@ def child(task, repeats):
         from attn_helpers.pretrained import load_minilm
 
         model = load_minilm()
-        seconds, result = best(lambda: model.run(SENTENCE), repeats)
-        return {"seconds": seconds, "check": float(result.hidden_states[-1].sum())}
+        times, result = best(lambda: model.run(SENTENCE), repeats)
+        return {**times, "check": float(result.hidden_states[-1].sum())}
     if task.startswith("tiny_gpt"):
         from attn_helpers.gpt import load_tiny_gpt
 
         model, use_cache = load_tiny_gpt(), task.endswith("cache")
-        seconds, text = best(lambda: model.generate("It is a truth", 100, temperature=0, use_cache=use_cache), repeats)
-        return {"seconds": seconds, "check": text}
+        times, text = best(lambda: model.generate("It is a truth", 100, temperature=0, use_cache=use_cache), repeats)
+        return {**times, "check": text}
     from attn_helpers.llm import load_smollm2
 
     model = load_smollm2()
     ids = model.encode("Once upon a time, there was a little robot who")
-    seconds, new = best(lambda: model.generate(ids, 32), max(1, repeats // 3))
-    return {"seconds": seconds, "check": new}
+    times, new = best(lambda: model.generate(ids, 32), max(1, repeats // 3))
+    return {**times, "check": new}
 
 
 def run_side(path, task, repeats):
@@ -95,10 +98,12 @@ def main(argv=None) -> int:
             print(f"{task:<18} skipped: {errors[0]}")
             continue
         same = len({json.dumps(run["check"]) for side in runs.values() for run in side}) == 1
-        this, base = (min(run["seconds"] for run in runs[side]) for side in ("this", "base"))
+        (this, base), (this_wall, base_wall) = ([min(run[key] for run in runs[side]) for side in ("this", "base")]
+                                                for key in ("seconds", "wall"))
         ratio = this / base
         failed |= ratio > args.target or not same
-        print(f"{task:<18} base {base * 1e3:9.1f} ms   this {this * 1e3:9.1f} ms   ratio {ratio:.3f}   "
+        print(f"{task:<18} CPU: base {base * 1e3:8.1f} ms  this {this * 1e3:8.1f} ms  ratio {ratio:.3f}   "
+              f"(wall {base_wall * 1e3:.1f} / {this_wall * 1e3:.1f} ms: {this_wall / base_wall:.3f})   "
               f"same output: {same}   {'OK' if ratio <= args.target and same else 'OVER'}")
     return 1 if failed else 0
 

@@ -274,7 +274,7 @@ def _grade(checker, answer, limit_s=20.0):
     assert isinstance(verdict, Verdict), f"{checker.__name__}({answer!r}) returned {type(verdict).__name__}"
     assert verdict.message
     assert not caught, f"{checker.__name__}({answer!r}) warned: {caught[0].message}"
-    assert elapsed < limit_s, f"{checker.__name__}({answer!r}) took {elapsed:.1f} s"
+    assert elapsed < limit_s, f"{checker.__name__}({answer!r}) took {elapsed:.1f} s"  # a hang, not a slow machine
     return verdict
 
 
@@ -303,7 +303,7 @@ def test_checker_gives_up_on_code_that_never_returns(name, monkeypatch):
     monkeypatch.setattr(_grader, "TIME_LIMIT", 0.25)
     threads_before = threading.active_count()
     for probe in HANGING:
-        verdict = _grade(CHECKERS[name], probe, limit_s=5.0)
+        verdict = _grade(CHECKERS[name], probe, limit_s=10.0)  # 40 times the limit: stopped, not waited for
         assert not verdict.passed
         if probe is _forever and takes_a_function:
             assert "did not return within 0.25 s: is there a loop that never ends?" in verdict.message
@@ -403,10 +403,12 @@ def _sleeps_a_minute(*args, **kwargs):
     time.sleep(60)
 
 
-def test_a_function_that_sleeps_a_minute_gets_a_timeout_verdict_within_6_s():
+def test_a_function_that_sleeps_a_minute_gets_a_timeout_verdict_long_before_the_minute():
+    """The real TIME_LIMIT, 5 s: the verdict says so. The clock only tells "stopped at the limit" (5 s and a little)
+    from "waited for the sleep" (60 s): a bound of 30 s, which no busy machine reaches (it was 6.5 s)."""
     start = time.perf_counter()
-    verdict = checks.check_mean_embedding(_sleeps_a_minute)  # the real TIME_LIMIT, 5 s
-    assert time.perf_counter() - start < 6.5
+    verdict = checks.check_mean_embedding(_sleeps_a_minute)
+    assert time.perf_counter() - start < 30
     assert not verdict.passed and "did not return within 5 s" in verdict.message and "■" in verdict.hint
 
 
