@@ -1,9 +1,10 @@
 r"""A tiny GPT of your own (notebooks 13 and 14): notebook 10's blocks stacked into a decoder, trained on a novel.
 
 :class:`Decoder` is the model (its blocks are :class:`~attn_helpers.block.BlockParams`);
-:func:`decoder_forward` runs it, with a KV cache or without (13); :func:`gpt_loss_and_grads` and :func:`train_gpt`
-train it with the backward pieces of :mod:`~attn_helpers.backprop`; :func:`filter_logits` and :func:`sample_next` sample
-from it; :func:`load_tiny_gpt` loads the one trained on *Pride and Prejudice*.
+:func:`decoder_forward` runs it, with a KV cache or without (13), through :mod:`~attn_helpers.decoder`'s runner (the
+one SmolLM2 uses too); :func:`gpt_loss_and_grads` and :func:`train_gpt` train it with the backward pieces of
+:mod:`~attn_helpers.backprop`; :func:`filter_logits` and :func:`sample_next` sample from it, :func:`generate_ids`
+through the one generation loop; :func:`load_tiny_gpt` loads the one trained on *Pride and Prejudice*.
 """
 
 from __future__ import annotations
