@@ -48,8 +48,8 @@ from .training import adam_step
 
 __all__ = ["Decoder", "random_decoder", "decoder_forward", "attention_weights", "generate", "corpus_split",
            "init_tiny_gpt", "decoder_arrays", "gpt_loss_and_grads", "train_gpt", "windows", "mean_loss",
-           "ngram_losses", "ngram_probs", "filter_logits", "next_token_probs", "sample_next", "token_sampler", "generate_ids", "TinyGPT",
-           "load_tiny_gpt", "load_dropout_record"]
+           "ngram_losses", "ngram_probs", "filter_logits", "next_token_probs", "sample_next", "token_sampler",
+           "generate_ids", "TinyGPT", "load_tiny_gpt", "load_dropout_record"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "pride_and_prejudice.txt"

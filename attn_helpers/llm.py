@@ -26,8 +26,8 @@ import numpy as np
 from ._validate import as_positive_int, as_token_ids, checked
 from .bpe import VocabularyBPE
 from .config import one_core
-from .gguf_file import dequantize, read_gguf
 from .decoder import check_cache, empty_cache, generate_tokens, run_blocks
+from .gguf_file import dequantize, read_gguf
 from .gpt import token_sampler
 from .heads import ablate_heads
 from .kv_cache import GroupedQueryParams

@@ -17,7 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("from attn_helpers import scaled_dot_product_attention as f; from attn_helpers.efficient import "
-        "attention_cost, fitted_slope; T = [128, 256, 512, 1024, 2048]; print(fitted_slope(T, attention_cost(f, T)[0]))")
+        "attention_cost, fitted_slope; T = [128, 256, 512, 1024, 2048]; "
+        "print(fitted_slope(T, attention_cost(f, T)[0]))")
 
 
 def main() -> int:

@@ -48,7 +48,7 @@ def kept_windows(prompt, max_new_tokens, context_length, next_token):
 
 
 def spy_on_the_forward(monkeypatch):
-    """Every window the tiny GPT reads through ``gpt._forward``: with a cache, what that cache holds plus the new ids."""
+    """Every window the tiny GPT reads through ``gpt._forward``: with a cache, what the cache holds and the new ids."""
     read, held, forward = [], {}, gpt._forward
 
     def spy(decoder, ids, cache=None, *rest):
@@ -182,7 +182,7 @@ def test_making_a_shared_piece_raise_breaks_both_models(monkeypatch, smollm2, mi
 # --------------------------------------------------------------------------------------- a head's rows, one home
 
 def test_a_heads_rows_are_what_it_writes_into_the_stream():
-    """Head h's context vector meets only its rows of W_o: zeroing them removes exactly that head (a loop over heads)."""
+    """Head h's context vectors meet only its rows of W_o: zeroing those removes exactly that head (a loop)."""
     rng = np.random.default_rng(48)
     block = random_decoder(d_model=8, num_heads=4, num_layers=1, dtype=np.float64).blocks[0]
     contexts = rng.standard_normal((4, 5, 2))  # (h, T, d_h): each head's context vectors
