@@ -322,7 +322,8 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #bbb; padding
 </head>
 <body>
 <main class="site-index">
-<nav class="site-nav site-nav-top" aria-label="series"><a class="site-series" href="index.html">{html.escape(SERIES)}: contents</a></nav>
+<nav class="site-nav site-nav-top" aria-label="series">
+<a class="site-series" href="index.html">{html.escape(SERIES)}: contents</a></nav>
 {body}
 </main>
 <div class="site-note">{html.escape(note)}</div>
