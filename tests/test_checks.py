@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import signal
 import sys
 import threading
@@ -18,8 +19,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import re
-
 import pytest
 from learner_inputs import crash
 

@@ -99,6 +99,31 @@ class Wrong:
     hint: str
 
 
+def two_slips(reference: Callable[..., Any], slips: Mapping[str, tuple[dict, str]]) -> list[Wrong]:
+    """Every slip of ``slips`` alone, then every two at once, as known wrong answers of ``reference``.
+
+    ``reference(*args, **kwargs, **options)`` computes the right answer with its default options and a slip
+    with others: ``slips`` maps a slip's name to ``(options, hint)``. Two slips at once get both hints, numbered,
+    so a learner who made two is told both (a single slip's hint would send them to fix one and find the
+    numbers still wrong). Slips that set the same option are not combined.
+
+    >>> wrongs = two_slips(lambda x, power=1, plus=0: x ** power + plus,
+    ...                    {"squared": ({"power": 2}, "no square"), "shifted": ({"plus": 1}, "no shift")})
+    >>> [w.hint for w in wrongs]
+    ['no square', 'no shift', 'two slips at once: (1) no square; (2) no shift']
+    >>> wrongs[2].fn(3)
+    10
+    """
+    def variant(options):
+        return lambda *args, **kwargs: reference(*args, **{**kwargs, **options})
+
+    singles = [Wrong(variant(options), hint) for options, hint in slips.values()]
+    pairs = [Wrong(variant({**a, **b}), f"two slips at once: (1) {hint_a}; (2) {hint_b}")
+             for i, (a, hint_a) in enumerate(slips.values()) for b, hint_b in list(slips.values())[i + 1:]
+             if not set(a) & set(b)]
+    return singles + pairs
+
+
 class TimeLimit(BaseException):
     """Still running after ``TIME_LIMIT`` s (a ``BaseException``: ``except Exception:`` does not catch it)."""
 
