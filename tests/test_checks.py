@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import signal
 import sys
 import threading
@@ -283,6 +284,20 @@ def test_checker_never_raises_and_rejects_garbage(name):
     for garbage in GARBAGE + PROBES:
         verdict = _grade(CHECKERS[name], garbage)
         assert not verdict.passed, f"{name} accepted {garbage!r}"
+
+
+DOUBLED_WORD = re.compile(r"(?<![\w'])([A-Za-z]{3,}) \1(?![\w'])", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_no_verdict_repeats_a_word(name):
+    """"replace the ... with your your prediction" (10's dropout hint): every verdict on garbage, on a blank and on
+    a right answer is read for a doubled word."""
+    for answer in [*GARBAGE, *PROBES, *_right_answers(name)]:
+        verdict = _grade(CHECKERS[name], answer)
+        text = f"{verdict.message} {verdict.hint or ''}"
+        prose = re.sub(r"<[^>]*>|0x[0-9a-f]+", " ", text)  # the learner's own values, echoed back, are not prose
+        assert not DOUBLED_WORD.search(prose), f"{name}({answer!r}): {text}"
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))

@@ -414,3 +414,27 @@ def test_static_documents_the_names_of_its_entries(capsys):
     assert set(explorer.controls) == {f"{name}_{r}{c}" for name in nb05.MATRIX_NAMES for r in (0, 1) for c in (0, 1)}
     explorer.static(W_q_00=2)
     assert "Q = X W_q: I [2.00 0.00]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("check, name, key", [("check_asymmetric_keys", "W_k", None),
+                                              ("check_roamed_keys", "creature", "W_k")])
+def test_an_edit_of_the_notebooks_own_array_is_named(monkeypatch, check, name, key):
+    """``my_W_k = W_k; my_W_k[0, 0] = 2`` changes W_k itself, and the cells that use it then fail: the checker
+    says so and names the cell to run again, and after an earlier such try it asks for that cell first."""
+    import types
+
+    from attn_helpers.checks import _grader, nb05
+    from attn_helpers.examples import creature_example, i_love_ai
+
+    space = {"W_k": i_love_ai()["W_k"], "creature": creature_example()}
+    monkeypatch.setattr(_grader, "_ipython", lambda: types.SimpleNamespace(user_ns=space, execution_count=1))
+    original = space[name] if key is None else space[name][key]
+    mine = original  # an alias, not a copy
+    mine[0 if key is None else 2, 0 if key is None else 3] = 2.0
+    verdict = getattr(nb05, check)(mine)
+    assert not verdict.passed and "is not a copy" in verdict.message and "again" in verdict.hint
+    right = (nb05.asymmetric_keys() if key is None else nb05.roamed_keys())
+    verdict = getattr(nb05, check)(right)
+    assert not verdict.passed and "no longer holds its own numbers" in verdict.message
+    space.update({"W_k": i_love_ai()["W_k"], "creature": creature_example()})
+    assert getattr(nb05, check)(right).passed

@@ -345,3 +345,18 @@ def test_explorer_labels_padding_and_draws_masked_keys_at_zero():
             assert [label.get_text() for label in labels] == expected
         top = fig.handles["row_hatch"].get_path().vertices[:, 1].max()
         assert top <= MASKED_STRIP < 0.1
+
+
+def test_a_padded_query_has_one_name_in_both_panels():
+    """Past the real tokens, the heatmap's axes say <pad>; the bar chart's title and the note say the same, not the
+    word the padding replaced ("forest")."""
+    from attn_helpers.widgets.nb07 import PAD
+
+    fig = plt.figure()
+    note = draw_masking(fig, causal=True, query="forest", length=3)
+    left, right = fig.handles["left"], fig.handles["right"]
+    fig.canvas.draw()
+    labels = {t.get_text() for t in left.get_yticklabels()}
+    plt.close(fig)
+    assert PAD in labels and "forest" not in labels
+    assert PAD in right.get_title() and "forest" not in right.get_title() and "forest" not in note

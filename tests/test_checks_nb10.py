@@ -372,3 +372,24 @@ def test_dropout_mean_right_answers_pass(answer):
     from attn_helpers.checks import check_dropout_mean
 
     assert check_dropout_mean(answer).passed
+
+
+def test_two_layer_norm_slips_at_once_are_both_named():
+    """10.3 with ddof=1 and eps outside the root used to get the generic hint, though each alone is named: every
+    two slips that can come together are named together."""
+    from itertools import combinations
+
+    from attn_helpers.checks import nb10
+
+    for (name_a, (a, hint_a)), (name_b, (b, hint_b)) in combinations(nb10._LN_SLIPS.items(), 2):
+        if set(a) & set(b):
+            continue
+
+        options = {**a, **b}
+
+        def learner(x, gamma, beta, eps=1e-5, options=options):
+            return nb10._layer_norm_with(x, gamma, beta, eps, **options)
+
+        verdict = nb10.check_layer_norm(learner)
+        assert not verdict.passed, (name_a, name_b)
+        assert hint_a in verdict.hint and hint_b in verdict.hint, (name_a, name_b, verdict)

@@ -140,6 +140,14 @@ def _grad_x(grad_out, x, gamma, mean_g, mean_gx=lambda a: a.mean(axis=-1, keepdi
     return (g - mean_g(g) - x_hat * mean_gx(g * x_hat)) / _sigma(x)
 
 
+def _axis_0_everywhere(grad_out, x, gamma):
+    """14.2 with every statistic over axis 0, the tokens (the slip notebook 10 teaches), written as a learner would."""
+    mean = x.mean(axis=0, keepdims=True)
+    sigma = np.sqrt(x.var(axis=0, keepdims=True) + 1e-5)
+    x_hat, g = (x - mean) / sigma, grad_out * gamma
+    return (g - g.mean(axis=0, keepdims=True) - x_hat * (g * x_hat).mean(axis=0, keepdims=True)) / sigma
+
+
 @pytest.mark.parametrize("fn, hint", [
     (_with_grad_x(lambda go, x, g: go * g / _sigma(x)), "divided by sigma only"),
     (_with_grad_x(lambda go, x, g: (go * g - (go * g).mean(-1, keepdims=True)) / _sigma(x)), "through the variance"),
@@ -153,6 +161,8 @@ def _grad_x(grad_out, x, gamma, mean_g, mean_gx=lambda a: a.mean(axis=-1, keepdi
     (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, lambda a: a.mean(axis=-1))), "keepdims=True"),
     (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, *[lambda a: a.sum(-1, keepdims=True)] * 2)), "summed"),
     (lambda go, x, g, eps=1e-5: layer_norm_backward_solution(go, x, g)[:2], "three gradients as one tuple"),
+    (_with_grad_x(lambda go, x, g: _grad_x(go, x, g, *[lambda a: a.mean(0, keepdims=True)] * 2)), "over axis 0"),
+    (_with_grad_x(_axis_0_everywhere), "notebook 10's slip"),
 ])
 def test_layer_norm_backward_wrong_answers_get_specific_hints(fn, hint):
     verdict = check_layer_norm_backward(fn)

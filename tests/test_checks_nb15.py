@@ -228,3 +228,22 @@ def test_the_chat_explorer_draws_and_never_raises(model):
     n = len(view["labels"])
     assert view["weights"].shape == (n, n) and np.allclose(np.triu(view["weights"], 1), 0)
 
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"high": "masked"}, "masked but not shifted"), ({"low": "whole"}, "low halves are the whole byte")])
+def test_q4_1_nibble_slips_are_named(options, words):
+    from attn_helpers.checks import nb15
+
+    verdict = nb15.check_q4_1_block(nb15._q4_1_variant(**options))
+    assert not verdict.passed and words in verdict.hint, verdict
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"transposed": True}, "the transpose"), ({"rows": "one more"}, "one query too many"),
+    ({"rows": "one late"}, "start one too late")])
+def test_induction_score_slips_are_named(options, words):
+    from attn_helpers.checks import nb15
+
+    verdict = nb15.check_induction_score(nb15._score_variant(**options))
+    assert not verdict.passed and words in verdict.hint, verdict

@@ -62,6 +62,15 @@ def test_the_check_fails_on_a_notebook_without_the_cells_and_the_tool_puts_them_
     assert colab.with_colab_cells(nb, NOTEBOOKS[3].name)  # an edited cell is out of date
 
 
+def test_the_set_up_cell_is_folded_out_of_a_learners_way():
+    """33 lines of installer were the first code a learner met: Colab shows only the cell's title (a form),
+    JupyterLab a collapsed input."""
+    for path in NOTEBOOKS:
+        cell = next(c for c in nbformat.read(path, as_version=4).cells if c.get("id") == colab.SETUP_ID)
+        assert cell.metadata.get("cellView") == "form" and cell.metadata.get("jupyter", {}).get("source_hidden")
+        assert cell.source.startswith("#@title Optional:"), path.name
+
+
 def test_links_open_this_repository_on_colab():
     repository = re.search(r'^Repository = "https://github\.com/([\w.-]+/[\w.-]+)"$',
                            (ROOT / "pyproject.toml").read_text(), re.M).group(1)

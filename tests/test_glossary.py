@@ -178,3 +178,27 @@ def test_no_word_before_its_meaning(term):
     assert not found, (f"{term.name!r} is defined in notebook {term.notebook:02d} ({term.where}), but is used "
                        f"before, not in a sentence that points forward (define it there, point forward, or "
                        f"reword):\n" + "\n".join(found))
+
+
+def _bold_in(text: str, term: Term) -> bool:
+    return any(term.pattern.fullmatch(b.strip().strip("`").strip()) for b in BOLD.findall(text))
+
+
+def test_each_row_points_to_the_definition_not_to_a_use():
+    """Where a row says a term is defined, the section shows it in bold: the place a learner who looks it up
+    lands on is the one that explains it, not a later sentence that uses it."""
+    terms, _ = glossary()
+    problems = []
+    for term in terms:
+        nb = notebook(term.notebook)
+        start = heading_cell(nb, term.where)
+        if start is None:
+            continue  # test_glossary_rows_are_well_formed names it
+        lines = "\n".join(c.source if c.cell_type == "markdown" else "" for c in nb.cells[start:]).splitlines()
+        first = next((i for i, line in enumerate(lines) if line.startswith("#") and term.where in line), 0)
+        level = len(lines[first]) - len(lines[first].lstrip("#")) if lines[first].startswith("#") else 6
+        end = next((i for i in range(first + 1, len(lines)) if lines[i].startswith("#")
+                    and len(lines[i]) - len(lines[i].lstrip("#")) <= level), len(lines))
+        if not _bold_in("\n".join(lines[first:end]), term):
+            problems.append(f"{term.name}: not in bold in notebook {term.notebook:02d}'s section {term.where!r}")
+    assert not problems, "\n".join(problems)

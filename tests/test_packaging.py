@@ -130,7 +130,7 @@ def test_the_core_needs_only_numpy():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
     assert "its core (`import attn_helpers`: attention, masks, multi-head attention, the block) needs only numpy" in (
-        ROOT / "README.md").read_text()
+        ROOT / "CONTRIBUTING.md").read_text()
 
 
 def test_a_passing_run_keeps_no_temporary_folders():
@@ -144,8 +144,8 @@ def test_jupyter_settings_of_the_clone():
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
     assert ".jupyter/workspaces/" in (ROOT / ".gitignore").read_text().splitlines()
     assert "cp .jupyter/labconfig/default_setting_overrides.json" in (ROOT / "binder/postBuild").read_text()
-    readme = (ROOT / "README.md").read_text()
-    assert "jupyter lab --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in readme
+    install = (ROOT / "docs" / "install.md").read_text()
+    assert "jupyter lab --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in install
 
 
 def _sync_requirements():

@@ -53,7 +53,7 @@ def _has_figures(notebook: Path) -> bool:
 
 def test_every_notebook_has_a_page_and_the_index_lists_them_in_order(site):
     out, pages = site
-    assert [p.name for p in pages] == ["index.html", *[f"{nb.stem}.html" for nb in NOTEBOOKS]]
+    assert [p.name for p in pages] == ["index.html", *[f"{nb.stem}.html" for nb in NOTEBOOKS], "glossary.html"]
     index = (out / "index.html").read_text(encoding="utf-8")
     links = re.findall(r'<li><a href="(\d\d_[\w.-]+\.html)"', index)
     assert links == [f"{nb.stem}.html" for nb in NOTEBOOKS]
@@ -75,6 +75,7 @@ def test_page_is_self_contained_and_readable(site, notebook):
     assert all(re.search(r"""\balt=(["'])(?:(?!\1).){10,}\1""", img) for img in images), "a figure without alt text"
     assert "application/vnd.jupyter.widget-view+json" not in page, "a live widget view left in a static page"
     assert not re.search(r'href="\d\d_[\w.-]+\.ipynb', page), "a link to a notebook instead of its page"
+    assert 'href="glossary.html"' in page and "glossary.md" not in page, "the first cell's glossary link"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -146,3 +147,12 @@ def test_every_figure_says_what_it_shows(notebook):
         for text in alts:
             assert len(text) >= 80 and not re.match(r"(?i)(figure|plot|image|chart)\s*\d*\s*[.:]?$", text), (
                 f"cell {cell.get('id')}: alt text that does not say what the figure shows: {text!r}")
+
+
+def test_the_glossary_has_a_page_with_every_term(site):
+    out, _ = site
+    page = (out / "glossary.html").read_text(encoding="utf-8")
+    rows = [line for line in (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and not line.startswith(("| term", "| ---"))]
+    assert page.count("<tr>") >= len(rows) > 100
+    assert "<script" not in page.lower() and "$" not in page.split("<main", 1)[1], "raw LaTeX or a script"

@@ -44,6 +44,7 @@ from traitlets.config import Config
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SITE = ROOT / "site"
+GLOSSARY = ROOT / "docs" / "glossary.md"
 SERIES = "Attention from first principles"
 CODE_STYLE = "a11y-light"  # accessible-pygments: every colour at least 4.5:1 on its background
 
@@ -274,8 +275,9 @@ def for_reading(nb):
 
 
 def link_pages(page: str) -> str:
-    """Links between notebooks point to the pages: ``01_x.ipynb`` -> ``01_x.html``."""
-    return re.sub(r'href="(\d\d_[\w.-]+?)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', page)
+    """Links between notebooks point to the pages: ``01_x.ipynb`` -> ``01_x.html``; the glossary's to its page."""
+    page = re.sub(r'href="(\d\d_[\w.-]+?)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', page)
+    return re.sub(r'href="(?:\.\./)?docs/glossary\.md(#[^"]*)?"', r'href="glossary.html\1"', page)
 
 
 def nav(previous: tuple[str, str] | None, following: tuple[str, str] | None, where: str) -> str:
@@ -302,6 +304,32 @@ def exporter() -> HTMLExporter:
         embed_images=True,  # markdown images too, not only outputs
         config=Config({"CSSHTMLHeaderPreprocessor": {"style": CODE_STYLE}}),
     )
+
+
+def glossary_page(note: str) -> str:
+    """``docs/glossary.md`` as a page of its own (the notebooks' first cells link to it)."""
+    body = markdown_to_html(GLOSSARY.read_text(encoding="utf-8"))
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>Glossary · {html.escape(SERIES)}</title>
+<style type="text/css">{CSS}
+body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #bbb; padding: 0.2rem 0.4rem; vertical-align: top; }}
+</style>
+</head>
+<body>
+<main class="site-index">
+<nav class="site-nav site-nav-top" aria-label="series">
+<a class="site-series" href="index.html">{html.escape(SERIES)}: contents</a></nav>
+{body}
+</main>
+<div class="site-note">{html.escape(note)}</div>
+</body>
+</html>
+"""
 
 
 def index_page(entries: list[dict], note: str) -> str:
@@ -372,7 +400,9 @@ def build(out: Path = SITE, folder: Path = NOTEBOOKS) -> list[Path]:
 
     index = out / "index.html"
     index.write_text(index_page(entries, note), encoding="utf-8")
-    return [index, *written]
+    glossary = out / "glossary.html"
+    glossary.write_text(glossary_page(note), encoding="utf-8")
+    return [index, *written, glossary]
 
 
 def main(argv: list[str]) -> int:

@@ -32,9 +32,12 @@ NOTEBOOKS = ROOT / "notebooks"
 README = ROOT / "README.md"
 LINK_ID, SETUP_ID = "colab-link", "colab-setup"
 TAGS = ["optional"]
+#: The set-up cell's code stays folded, out of a learner's way: Colab shows a form with its title only
+#: (``cellView``), JupyterLab and Notebook 7 a collapsed input (``jupyter.source_hidden``); a click unfolds it.
+FOLDED = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
 SETUP = '''\
-# Optional: on Colab, this cell installs the series (under a minute); anywhere else it does nothing.
+#@title Optional: on Colab, this cell installs the series (under a minute); anywhere else it does nothing.
 import sys
 
 if "google.colab" in sys.modules:
@@ -86,6 +89,8 @@ def setup_source() -> str:
 def _cell(kind: str, cell_id: str, source: str):
     cell = (nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell)(source)
     cell.id, cell.metadata["tags"] = cell_id, list(TAGS)
+    if kind == "code":
+        cell.metadata.update(FOLDED)
     return cell
 
 
@@ -98,8 +103,11 @@ def with_colab_cells(nb, name: str) -> bool:
     for cell_id, (kind, source) in wanted.items():
         if cell_id in ids:
             cell = nb.cells[ids.index(cell_id)]
-            if cell.cell_type != kind or cell.source != source or cell.metadata.get("tags") != TAGS:
+            folded = FOLDED if kind == "code" else {}
+            if (cell.cell_type != kind or cell.source != source or cell.metadata.get("tags") != TAGS
+                    or any(cell.metadata.get(key) != value for key, value in folded.items())):
                 cell.cell_type, cell.source, cell.metadata["tags"], changed = kind, source, list(TAGS), True
+                cell.metadata.update(folded)
             continue
         first_code = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("id") != SETUP_ID),
                           len(nb.cells))

@@ -99,6 +99,31 @@ class Wrong:
     hint: str
 
 
+def two_slips(reference: Callable[..., Any], slips: Mapping[str, tuple[dict, str]]) -> list[Wrong]:
+    """Every slip of ``slips`` alone, then every two at once, as known wrong answers of ``reference``.
+
+    ``reference(*args, **kwargs, **options)`` computes the right answer with its default options and a slip
+    with others: ``slips`` maps a slip's name to ``(options, hint)``. Two slips at once get both hints, numbered,
+    so a learner who made two is told both (a single slip's hint would send them to fix one and find the
+    numbers still wrong). Slips that set the same option are not combined.
+
+    >>> wrongs = two_slips(lambda x, power=1, plus=0: x ** power + plus,
+    ...                    {"squared": ({"power": 2}, "no square"), "shifted": ({"plus": 1}, "no shift")})
+    >>> [w.hint for w in wrongs]
+    ['no square', 'no shift', 'two slips at once: (1) no square; (2) no shift']
+    >>> wrongs[2].fn(3)
+    10
+    """
+    def variant(options):
+        return lambda *args, **kwargs: reference(*args, **{**kwargs, **options})
+
+    singles = [Wrong(variant(options), hint) for options, hint in slips.values()]
+    pairs = [Wrong(variant({**a, **b}), f"two slips at once: (1) {hint_a}; (2) {hint_b}")
+             for i, (a, hint_a) in enumerate(slips.values()) for b, hint_b in list(slips.values())[i + 1:]
+             if not set(a) & set(b)]
+    return singles + pairs
+
+
 class TimeLimit(BaseException):
     """Still running after ``TIME_LIMIT`` s (a ``BaseException``: ``except Exception:`` does not catch it)."""
 
@@ -272,6 +297,34 @@ def read_filled(value, name: str, *, example: str, hint: str = "", shape: tuple 
     return got, None
 
 
+def edited_in_place(value, name: str, originals: Mapping[str, Any], defined_in: str):
+    """A Verdict when ``value`` is not a copy but one of the notebook's own arrays (``my_W_k = W_k``, then
+    ``my_W_k[0, 0] = 2``): the edit changed that array too, and the cells that use it print other numbers when run
+    again. ``originals`` maps each such name in the learner's namespace (``"W_k"``, ``'creature["W_k"]'``) to the
+    numbers the notebook gave it; ``defined_in`` names the cell that defines them. None when ``value`` is a copy.
+
+    >>> W_k = np.zeros((2, 2)); mine = W_k; mine[0, 0] = 2.0
+    >>> edited_in_place(mine, "my_W_k", {"W_k": np.zeros((2, 2))}, "the cell of step 1") is None
+    True
+    """
+    shell = _ipython()
+    space = getattr(shell, "user_ns", None) or {}
+    for label, original in originals.items():
+        found = space.get(label.split("[")[0])
+        if "[" in label and isinstance(found, Mapping):
+            found = found.get(label.split('"')[1])
+        if not isinstance(found, np.ndarray) or found.shape != np.shape(original) or np.array_equal(found, original):
+            continue
+        if isinstance(value, np.ndarray) and np.shares_memory(found, value):
+            return Verdict(False, f"{name} is not a copy: it is the notebook's {label} itself, so your change "
+                                  f"changed {label} too (cells that use {label} now print other numbers)",
+                           f"run {defined_in} again to get {label} back, then start from {label}.copy()")
+        return Verdict(False, f"the notebook's {label} no longer holds its own numbers (an earlier try changed it), "
+                              f"so this check and the cells that use {label} would not agree",
+                       f"run {defined_in} again to get {label} back, then this cell")
+    return None
+
+
 def _as_result_array(result, subject="your function returned"):
     """The learner's result as a float array, or a string saying why it is not one."""
     if result is None:
@@ -424,7 +477,8 @@ def failed_call(error: BaseException, where: str, hints: Mapping[str, str] | Non
 def grade_value(value, expected, *, name: str = "value", wrongs: Sequence[tuple[Any, str]] = (),
                 rtol: float = 1e-4, atol: float = 1e-4, success: str = "", hint: str = "") -> Verdict:
     """Grade a value the learner computed, with hints for known wrong values (and ``hint`` for any other)."""
-    got, problem = read_filled(value, name, example=f"your {name}", hint=f"give {name} as numbers, without quotes")
+    yours = name if name.startswith("your ") else f"your {name}"
+    got, problem = read_filled(value, name, example=yours, hint=f"give {name} as numbers, without quotes")
     if problem is not None:
         return problem
     expected = np.asarray(expected, dtype=np.float64)

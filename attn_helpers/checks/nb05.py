@@ -19,6 +19,7 @@ from ._grader import (
     Case,
     Verdict,
     Wrong,
+    edited_in_place,
     grade_function,
     never_raises,
     read_filled,
@@ -157,6 +158,9 @@ def check_asymmetric_keys(W_k):
     if problem is not None:
         return problem
     ex = i_love_ai(dtype=np.float64)
+    aliased = edited_in_place(W_k, "my_W_k", {"W_k": i_love_ai()["W_k"]}, "the cell of step 1 (X, W_q, W_k, W_v = ...)")
+    if aliased is not None:
+        return aliased
     X, W_q = ex["X"], ex["W_q"]
     M = W_q @ W.T  # (d_in, d_k) @ (d_k, d_in) -> (d_in, d_in)
     S = (X @ W_q) @ (X @ W).T  # (T, d_k) @ (d_k, T) -> (T, T)
@@ -278,6 +282,10 @@ def check_roamed_keys(W_k):
                                   'creature["W_k"].copy() and change an entry')
     if problem is not None:
         return problem
+    aliased = edited_in_place(W_k, "my_W_k_roamed", {'creature["W_k"]': creature_example()["W_k"]},
+                              "the cell creature = creature_example()")
+    if aliased is not None:
+        return aliased
     if np.abs(W).max() > 1e3:
         return Verdict(False, "my_W_k_roamed contains huge numbers", "use small ordinary numbers")
     tokens = CREATURE_TOKENS

@@ -23,6 +23,7 @@ from ._grader import (
     read_filled,
     register_solution,
     shows_verdict,
+    two_slips,
 )
 from ._predict import is_complex
 
@@ -55,31 +56,39 @@ def _ln_cases():
     ]
 
 
-def _normalise(x, axis=-1, ddof=0, eps=1e-5):
+def _layer_norm_with(x, g, b, eps=1e-5, *, axis=-1, ddof=0, eps_at="inside", root=True, affine="gamma, beta"):
+    """Layer norm with the options a learner gets wrong; the defaults compute it right."""
     mean = x.mean(axis=axis, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(axis=axis, ddof=ddof, keepdims=True) + eps)
+    variance = x.var(axis=axis, ddof=ddof, keepdims=True)
+    spread = {"inside": np.sqrt(variance + eps) if root else variance + eps,
+              "outside": (np.sqrt(variance) if root else variance) + eps}[eps_at]
+    normalised = (x - mean) / spread
+    return {"gamma, beta": g * normalised + b, "swapped": b * normalised + g, "none": normalised}[affine]
 
+
+#: The slips of 10.3 that can come together, each with its hint; two at once get both (``two_slips``). Without the
+#: root, where eps goes makes no difference, so "no root" fixes eps_at and is never paired with "eps outside".
+_LN_SLIPS = {
+    "axis 0": ({"axis": 0}, "you normalised each feature over the tokens (axis=0): that is batch-norm's direction, "
+                            "and it makes a token depend on the other tokens. Layer norm takes the statistics of each "
+                            "token over its features: axis=-1"),
+    "ddof": ({"ddof": 1}, "you used the unbiased variance (dividing by d - 1, as ddof=1 or a statistics textbook "
+                          "does). Layer norm divides by d: np.var's default, or ((x - mean) ** 2).mean(...)"),
+    "eps outside": ({"eps_at": "outside"}, "eps goes inside the square root: (x - mean) / sqrt(variance + eps). With "
+                                           "eps outside, a token whose variance is below eps is blown up to unit "
+                                           "length"),
+    "no root": ({"root": False, "eps_at": "inside"},
+                "you divided by the variance: divide by its square root, the standard deviation"),
+    "no affine": ({"affine": "none"}, "you normalised but forgot the learned scale and shift: multiply by gamma, "
+                                      "then add beta"),
+    "swapped": ({"affine": "swapped"}, "gamma and beta are swapped: gamma multiplies (scale), beta is added (shift)"),
+}
 
 _LN_WRONGS = [
-    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, axis=0, eps=eps) + b,
-          "you normalised each feature over the tokens (axis=0): that is batch-norm's direction, and it makes a "
-          "token depend on the other tokens. Layer norm takes the statistics of each token over its features: "
-          "axis=-1"),
-    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, axis=1, eps=eps) + b,
+    *two_slips(_layer_norm_with, _LN_SLIPS),
+    Wrong(lambda x, g, b, eps=1e-5: _layer_norm_with(x, g, b, eps, axis=1),
           "axis=1 is the feature axis of a (T, d) matrix but the token axis of a batch (B, T, d): use axis=-1, "
           "the last axis, so that the same code serves both"),
-    Wrong(lambda x, g, b, eps=1e-5: g * _normalise(x, ddof=1, eps=eps) + b,
-          "you used the unbiased variance (dividing by d - 1, as ddof=1 or a statistics textbook does). Layer norm "
-          "divides by d: np.var's default, or ((x - mean) ** 2).mean(...)"),
-    Wrong(lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + eps) + b,
-          "eps goes inside the square root: (x - mean) / sqrt(variance + eps). With eps outside, a token whose "
-          "variance is below eps is blown up to unit length"),
-    Wrong(lambda x, g, b, eps=1e-5: _normalise(x, eps=eps),
-          "you normalised but forgot the learned scale and shift: multiply by gamma, then add beta"),
-    Wrong(lambda x, g, b, eps=1e-5: b * _normalise(x, eps=eps) + g,
-          "gamma and beta are swapped: gamma multiplies (scale), beta is added (shift)"),
-    Wrong(lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdims=True)) / (x.var(-1, keepdims=True) + eps) + b,
-          "you divided by the variance: divide by its square root, the standard deviation"),
     Wrong(lambda x, g, b, eps=1e-5: g * x / np.sqrt(x.var(-1, keepdims=True) + eps) + b,
           "subtract each token's mean before dividing: (x - mean) / sqrt(variance + eps)"),
     Wrong(lambda x, g, b, eps=1e-5: g * ((x - x.mean(-1)) / np.sqrt(x.var(-1) + eps)) + b,

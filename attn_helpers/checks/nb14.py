@@ -312,6 +312,16 @@ def _ln_wrongs():
         g, x_hat = grad_out * gamma, stats(x)[2]
         return (g - g.mean() - x_hat * (g * x_hat).mean()) / stats(x)[1]
 
+    def over_tokens(grad_out, x, gamma, axis=0):  # every statistic over the tokens (axis 0): batch norm's axis
+        mean = x.mean(axis=axis, keepdims=True)
+        sigma = np.sqrt(((x - mean) ** 2).mean(axis=axis, keepdims=True) + 1e-5)
+        g, x_hat = grad_out * gamma, (x - mean) / sigma
+        return (g - g.mean(axis=axis, keepdims=True) - x_hat * (g * x_hat).mean(axis=axis, keepdims=True)) / sigma
+
+    def means_over_tokens(grad_out, x, gamma):  # the forward's statistics right, the backward's means over axis 0
+        g, x_hat = grad_out * gamma, stats(x)[2]
+        return (g - g.mean(axis=0, keepdims=True) - x_hat * (g * x_hat).mean(axis=0, keepdims=True)) / stats(x)[1]
+
     def sums_not_means(grad_out, x, gamma):
         g, x_hat = grad_out * gamma, stats(x)[2]
         return (g - g.sum(axis=-1, keepdims=True) - x_hat * (g * x_hat).sum(axis=-1, keepdims=True)) / stats(x)[1]
@@ -321,6 +331,11 @@ def _ln_wrongs():
                                 "its own mean over its features: g.mean(axis=-1, keepdims=True)"),
         Wrong(both_whole_array_means, "both means lack an axis: g.mean() and (g * x_hat).mean() average the "
                                       "whole array; each token needs its own, .mean(axis=-1, keepdims=True)"),
+        Wrong(over_tokens, "your statistics run over axis 0, the tokens: that is batch norm's direction "
+                           "(notebook 10's slip). Layer norm's mean, sigma and both means of its backward pass are "
+                           "per token, over its features: axis=-1, keepdims=True"),
+        Wrong(means_over_tokens, "the two means of the backward pass run over axis 0, the tokens: like the forward "
+                                 "pass, they are per token, over its features: .mean(axis=-1, keepdims=True)"),
         Wrong(sums_not_means, "you summed over the features where the equation takes a mean: divide by d, or "
                               "use .mean(axis=-1, keepdims=True)"),
         Wrong(only_scale, "you divided by sigma only: the mean and the variance depend on every feature too. "

@@ -36,7 +36,7 @@ def q4_1_block(block):
     return d * q + m
 
 
-def _q4_1_variant(order="halves", plus_m=True, swap=False, offset=0, as_int=False):
+def _q4_1_variant(order="halves", plus_m=True, swap=False, offset=0, as_int=False, high="shifted", low="masked"):
     def variant(block):
         block = np.asarray(block, dtype=np.uint8)
         d, m = (block[0:2].view(np.uint16) if as_int else block[0:2].view(np.float16)).astype(np.float32)[0], \
@@ -44,13 +44,14 @@ def _q4_1_variant(order="halves", plus_m=True, swap=False, offset=0, as_int=Fals
         if swap:
             d, m = m, d
         codes = block[4:20]
-        low, high = codes & 0x0F, codes >> 4
+        lows = codes & 0x0F if low == "masked" else codes  # "whole": the byte, high bits and all
+        highs = codes >> 4 if high == "shifted" else codes & 0xF0  # "masked": the high bits kept where they are
         if order == "halves":
-            q = np.concatenate([low, high])
+            q = np.concatenate([lows, highs])
         elif order == "high_first":
-            q = np.concatenate([high, low])
+            q = np.concatenate([highs, lows])
         else:  # interleaved: low, high of byte 0, then of byte 1...
-            q = np.stack([low, high], axis=1).reshape(-1)
+            q = np.stack([lows, highs], axis=1).reshape(-1)
         return d * (q.astype(np.float32) - offset) + (m if plus_m else 0)
     return variant
 
@@ -89,6 +90,11 @@ def check_q4_1_block(fn):
               "d * (q - 8) is Q4_0, the format without a minimum; Q4_1 stores m and computes d * q + m"),
         Wrong(_q4_1_variant(as_int=True),
               "d was read as a 16-bit whole number: its two bytes are a float16, block[0:2].view(np.float16)"),
+        Wrong(_q4_1_variant(high="masked"),
+              "your high halves are masked but not shifted: byte & 0xF0 keeps the four high bits where they are, "
+              "16 times their value (0, 16, ..., 240); shift them down to 0..15 with byte >> 4"),
+        Wrong(_q4_1_variant(low="whole"),
+              "your low halves are the whole byte: byte & 0x0F keeps only the four low bits (0..15)"),
     ]
     return grade_function(fn, dequantize_q4_1, cases, what="q4_1_block", wrongs=wrongs, rtol=1e-5, atol=1e-6,
                           shape_hint="one block of 20 bytes holds 32 numbers: return an array of shape (32,)",
@@ -134,13 +140,17 @@ def my_induction_score(weights, period):
     return np.mean(scores)
 
 
-def _score_variant(offset=1, rows="repeat"):
+def _score_variant(offset=1, rows="repeat", transposed=False):
     """The score with one slip: the key ``i - period + offset`` (``offset=None``: the previous token, ``i - 1``), over
-    the queries of the repeat or, with ``rows="all"``, over every query that has such a key."""
+    the queries of the repeat (``rows``: ``"all"`` every query that has such a key; ``"one more"``, ``"one late"``:
+    the repeat's range off by one at its end or its start), read as ``weights[j, i]`` if ``transposed``."""
     def variant(weights, period):
-        queries = range(period, 2 * period) if rows == "repeat" else range(len(weights))
+        queries = {"repeat": range(period, 2 * period), "all": range(len(weights)),
+                   "one more": range(period, min(2 * period + 1, len(weights))),
+                   "one late": range(period + 1, 2 * period)}[rows]
         keys = [i - 1 if offset is None else i - period + offset for i in queries]
-        return np.mean([weights[i, j] for i, j in zip(queries, keys) if 0 <= j <= i])
+        read = (lambda i, j: weights[j, i]) if transposed else (lambda i, j: weights[i, j])
+        return np.mean([read(i, j) for i, j in zip(queries, keys) if 0 <= j <= i])
     return variant
 
 
@@ -163,6 +173,15 @@ def check_induction_score(fn):
               "you averaged over every query; only the repeat (queries period .. 2 period - 1) has an earlier copy"),
         Wrong(lambda w, p: np.sum([w[i, i - p + 1] for i in range(p, 2 * p)]),
               "that is the sum over the queries: divide by their number (period) for the mean"),
+        Wrong(_score_variant(transposed=True),
+              "you read weights[j, i], the transpose: row i holds what QUERY i gives each key, so the weight of query "
+              "i on key j is weights[i, j] (above the diagonal a causal row is 0)"),
+        Wrong(_score_variant(rows="one more"),
+              "one query too many: the repeat is queries period .. 2 period - 1, which range(period, 2 * period) "
+              "gives (its end is left out)"),
+        Wrong(_score_variant(rows="one late"),
+              "your queries start one too late: the repeat's first query is position period (its earlier copy is "
+              "position 0), so range(period, 2 * period)"),
     ]
     return grade_function(fn, induction_score, cases, what="induction score", wrongs=wrongs,
                           shape_hint="return one number, the mean weight",

@@ -102,6 +102,7 @@ def update_masking(fig, causal=True, query="creature", length=8, **_):
     colours = [LATER_COLOUR if later else EARLIER_COLOUR for later in future]
     set_bars(handles["bars"], row, handles["labels"], colours=colours,
              texts=[f"{weight:.2f}" if allowed else "" for weight, allowed in zip(row, mask[i], strict=True)])
+    query = names[i]  # a padded query is named <pad> here too, as on the heatmap's axes
     handles["right"].set_title(f"query {query!r}: its row of weights")
     future_weight = float(row[future].sum())
     allowed = int(mask[i].sum())

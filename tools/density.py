@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""How much a learner reads on each notebook's core path, against the budgets of one sitting.
+
+    python tools/density.py                      # every notebook: a table, then the budgets it breaks
+    python tools/density.py notebooks/10_*.ipynb # some notebooks
+    python tools/density.py --json               # the same as JSON
+
+The core path is every cell not tagged ``optional``. Prose is the markdown with fenced and indented code,
+LaTeX (``$...$``, ``$$...$$``) and inline code removed; a word is a run of letters (``don't`` is two).
+Sentences end at ``.``, ``!`` or ``?`` followed by a space or the end, and at the end of a list item, a
+table row, a heading or a paragraph.
+
+Two estimates of the self-paced minutes, which must both stay within one sitting:
+
+- ``core_path``: the teaching guide's own estimate (``tools/core_path.py``: 105 words a minute, 45 s a code
+  cell, figures, widgets, predictions, exercises, derivations; a learner's timed minutes where they are more);
+- ``independent``: 110 prose words a minute, 50 s a code cell, 3 min a prediction, 4 min an exercise and 4 min
+  an explorer (a live widget) -- rates set apart from the guide's, so that the two disagree where either is off.
+
+Budgets (``BUDGETS``): at most 75 minutes by each estimate; no markdown cell over 200 words and at most two over
+150; a mean sentence of at most 18 words and at most three sentences over 40; a summary of at most six bullets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+BUDGETS = {"core_path_minutes": 75, "independent_minutes": 75, "longest_cell": 200, "cells_over_150": 2,
+           "mean_sentence": 18.0, "sentences_over_40": 3, "summary_bullets": 6}
+RATES = {"words_per_minute": 110, "code": 50 / 60, "prediction": 3.0, "exercise": 4.0, "explorer": 4.0}
+
+WORD = re.compile(r"[A-Za-z]+")
+
+
+def _core_path_tool():
+    spec = importlib.util.spec_from_file_location("core_path", ROOT / "tools" / "core_path.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prose(markdown: str) -> str:
+    """The words a learner reads in a markdown cell: no code blocks, LaTeX, inline code, HTML tags or link targets."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.DOTALL)
+    text = re.sub(r"^(?: {4}|\t).*$", " ", text, flags=re.MULTILINE)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.DOTALL)
+    text = re.sub(r"(?<!\\)\$[^$\n]+\$", " ", text)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    text = re.sub(r"<[^>\n]+>", " ", text)
+    text = re.sub(r"\]\([^)\s]*\)", "]", text)  # a link keeps its words, not its address
+    return text
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (already through ``prose``): split at . ! ? and at every line that starts a list
+    item, a table row or a heading, and at blank lines."""
+    pieces = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+] |\d+\. |\||#))", text):
+        block = block.replace("\n", " ")
+        for part in re.split(r"(?<=[.!?])\s+", block):
+            if WORD.search(part):
+                pieces.append(part.strip())
+    return pieces
+
+
+def words(text: str) -> int:
+    return len(WORD.findall(text))
+
+
+def summary_bullets(cells: list) -> int:
+    """Bullets of the notebook's summary: the markdown cell whose heading says Summary (0 if none)."""
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.match(r"#+ .*\b(Summary|summary|What you)", source):
+            return len(re.findall(r"^\s*[-*] ", source, re.MULTILINE))
+    return 0
+
+
+def measure(path: Path, tool=None) -> dict:
+    """The density figures of one notebook's core path."""
+    tool = tool or _core_path_tool()
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    core = [c for c in cells if "optional" not in c.get("metadata", {}).get("tags", [])]
+    cell_words, all_sentences, counts = [], [], {"code": 0, "prediction": 0, "exercise": 0, "explorer": 0}
+    for cell in core:
+        source = "".join(cell["source"])
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "markdown":
+            text = prose(source)
+            cell_words.append(words(text))
+            all_sentences += sentences(text)
+        elif cell["cell_type"] == "code":
+            if "nbval-ignore-output" in tags and ".show()" in source:
+                counts["explorer"] += 1
+                continue
+            counts["code"] += 1
+            if tool.is_prediction(source):
+                counts["prediction"] += 1
+            elif "raise NotImplementedError" in source or (re.search(r"^\w+ = \.\.\.", source, re.MULTILINE)
+                                                          and re.search(r"\bcheck_\w+\(", source)):
+                counts["exercise"] += 1
+    lengths = [words(s) for s in all_sentences]
+    total = sum(cell_words)
+    independent = (total / RATES["words_per_minute"] + counts["code"] * RATES["code"]
+                   + sum(counts[k] * RATES[k] for k in ("prediction", "exercise", "explorer")))
+    return {
+        "notebook": Path(path).name[:2],
+        "core_prose_words": total,
+        "longest_cell": max(cell_words, default=0),
+        "cells_over_150": sum(w > 150 for w in cell_words),
+        "cells_over_200": sum(w > 200 for w in cell_words),
+        "mean_sentence": round(total / len(lengths), 1) if lengths else 0.0,
+        "sentences_over_40": sum(n > 40 for n in lengths),
+        "summary_bullets": summary_bullets(core),
+        **counts,
+        "independent_minutes": round(independent),
+        "core_path_minutes": tool.core_path(path)["self_paced_minutes"],
+    }
+
+
+def over_budget(row: dict) -> list[str]:
+    """The budgets ``row`` breaks, each as 'name value > budget'."""
+    return [f"{name} {row[name]} > {limit}" for name, limit in BUDGETS.items() if row[name] > limit]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    tool = _core_path_tool()
+    rows = [measure(p, tool) for p in paths]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    columns = ["notebook", "core_prose_words", "longest_cell", "cells_over_150", "cells_over_200", "mean_sentence",
+               "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes"]
+    short = ["nb", "words", "longest", ">150", ">200", "mean sent", ">40 w", "bullets", "min (indep.)", "min (guide)"]
+    print("| " + " | ".join(short) + " |")
+    print("|" + " --- |" * len(short))
+    for row in rows:
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    broken = [(row["notebook"], over_budget(row)) for row in rows if over_budget(row)]
+    for number, budgets in broken:
+        print(f"{number}: " + "; ".join(budgets))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
