@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Maintainer tool: general claims in learner prose that nothing backs.
+
+    python tools/claims_lint.py [notebooks/NN_x.ipynb ...]     # every notebook if none is named
+
+A sentence of a markdown cell (or of a code cell's printed text) that says *every*, *all*, *most*, *always*,
+*never*, *none*, *no head*, *from layer N on*, or a direction (*faster*, *slower*, *larger*, *smaller*, *helps*,
+*hurts*) makes a general claim. It passes if it is
+
+- **registered**: a claim in ``tests/claims.py`` names its notebook, its cell id and a piece of the sentence, and a
+  function that recomputes the evidence and asserts what the sentence says (``tests/test_claims.py`` runs them);
+- **hedged** to what was run ("on these 12 prompts", "in this run", "on this machine"); or
+- **not a claim**: a use of the word that states no finding (an instruction, a definition, a question, a negated or
+  superlative phrase), listed in :data:`NOT_CLAIMS` with the reason, by pattern or by notebook and sentence.
+
+Everything else is printed, one line per sentence, as ``notebook cell-id: word: sentence``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The words that make a sentence general: quantifiers and directions.
+QUANTIFIERS = (r"every", r"all", r"most", r"always", r"never", r"none", r"no (?:head|layer|prompt|token|model)s?",
+               r"in every layer", r"on every prompt", r"from layer \d+ on")
+DIRECTIONS = (r"faster", r"slower", r"larger", r"smaller", r"helps?", r"hurts?", r"improves?")
+CLAIM_WORD = re.compile(r"\b(" + "|".join(QUANTIFIERS + DIRECTIONS) + r")\b", re.IGNORECASE)
+
+#: Phrases that say the strength of the run: "on these 12 prompts", "in this run", "on this machine".
+HEDGE = re.compile(
+    r"\b(?:on|in|over|of|for|across|from|with) (?:these|this|the|its|both|our|all) (?:\d+ |[\w,-]+ ){0,3}"
+    r"(?:prompts?|runs?|seeds?|sentences?|sequences?|examples?|draws?|windows?|machine|computer|samples?|pairs?|"
+    r"cases?|trials?|queries|steps|texts?|inputs?)\b"
+    r"|\bin this (?:run|example|figure|table|case)\b|\bat the strength of\b|\bon this machine\b|\bhere\b",
+    re.IGNORECASE)
+
+#: Uses of a claim word that state no finding, by pattern (applied to the word and its neighbours), with the reason.
+NOT_CLAIMS = {
+    r"\brun all\b|\brestart & run all\b": "an instruction (Jupyter's menu item)",
+    r"\bthe most\b|\bmost (?:likely|common|similar|frequent|recent|important)\b|\bat most\b|\bmost of (?:its|their|the) "
+    r"(?:weight|budget)\b": "a superlative or a bound, not 'most heads/tokens/prompts'",
+    r"\ball (?:of )?(?:the|its|their|these|those|three|two|four|six|nine|twelve|\d+)\b|\bat all\b|\ball at once\b"
+    r"|\ball together\b|\ball zero\b|\ball-zero\b": "a collective of the named objects (all the weights of this cell), "
+    "not a generalisation over runs",
+    r"\bevery (?:row|column|entry|query|key|token|position|head|weight|number|pair|layer|block|step|cell|time|word|"
+    r"sentence|component|feature|element|value|score|one|other|call|batch|slice)\b": "a definition or a property "
+    "of the computation the cell itself runs (every row sums to 1), checked by its own code or by a registered claim",
+    r"\bnever (?:NaN|sees?|looks?|attends?|changes?|seen|copied|imported|downloaded)\b": "a guarantee of the code "
+    "(a mask, a stable softmax), tested in the helpers' tests",
+}
+NOT_CLAIM = re.compile("|".join(NOT_CLAIMS), re.IGNORECASE)
+CODE = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
+SENTENCE = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z*(\"'])|\n\s*(?:[-*]|\d+\.)\s+|\n\n")
+
+
+def sentences(text):
+    """The sentences of a markdown text, with code, maths and link targets blanked out."""
+    text = CODE.sub(lambda m: " " * 0 + "X", text)
+    return [" ".join(s.split()) for s in SENTENCE.split(text) if s.strip()]
+
+
+def learner_prose(path):
+    """``[(cell id, sentence)]``: every sentence of the markdown cells and of the printed text of code cells."""
+    found = []
+    for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            found += [(cell["id"], s) for s in sentences("".join(cell["source"]))]
+        elif cell["cell_type"] == "code":
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                    found += [(cell["id"], " ".join(line.split())) for line in "".join(output["text"]).splitlines()
+                              if line.strip()]
+    return found
+
+
+def claim_words(sentence):
+    """The claim words of a sentence that no not-a-claim pattern covers."""
+    covered = [m.span() for m in NOT_CLAIM.finditer(sentence)]
+    return [m.group(1) for m in CLAIM_WORD.finditer(sentence)
+            if not any(a <= m.start() < b for a, b in covered)]
+
+
+def unbacked(path, registered=(), allowed=()):
+    """``[(cell id, word, sentence)]``: general sentences with no registered claim, no hedge, no listed reason.
+
+    ``registered``: ``(cell id, fragment)`` pairs (the claims registry); ``allowed``: the same for sentences listed
+    as not claims."""
+    found = []
+    for cell_id, sentence in learner_prose(path):
+        words = claim_words(sentence)
+        if not words or HEDGE.search(sentence) or sentence.rstrip().endswith("?"):
+            continue
+        if any(cell_id == c and _overlaps(fragment, sentence) for c, fragment in (*registered, *allowed)):
+            continue
+        found.append((cell_id, words[0], sentence))
+    return found
+
+
+def _overlaps(fragment, sentence):
+    fragment, sentence = " ".join(CODE.sub("X", fragment).split()), " ".join(sentence.split())
+    return fragment in sentence or sentence in fragment
+
+
+def main(argv):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from claims import ALLOWED, registered_fragments
+
+    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    count = 0
+    for path in paths:
+        number = path.name[:2]
+        for cell_id, word, sentence in unbacked(path, registered_fragments(number), ALLOWED.get(number, ())):
+            print(f"{number} {cell_id}: {word}: {sentence}")
+            count += 1
+    print(f"{count} unbacked general sentences")
+    return 1 if count else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
