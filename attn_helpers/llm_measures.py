@@ -8,6 +8,8 @@ ask for the same numbers as its cells).
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -17,7 +19,11 @@ from .pretrained import head_fingerprints
 __all__ = ["SINK_PROMPTS", "first_token_weight", "previous_token_score", "induction_score", "repeated_random_tokens",
            "next_token_losses", "right_padded", "sink_study", "induction_study", "head_value_lengths",
            "first_token_parking", "smollm2_parking", "tiny_gpt_parking", "sink_head_shares", "induction_checks",
-           "parking_over_prompts"]
+           "parking_over_prompts", "INDUCTION_CHECKS_PATH", "stored_induction_checks"]
+
+#: :func:`induction_checks` on SmolLM2, stored by ``tools/build_induction_checks.py`` (8 s to recompute: notebook 15
+#: reads it; tests/test_claims.py recomputes it).
+INDUCTION_CHECKS_PATH = Path(__file__).resolve().parent / "data" / "nb15_induction_checks.json"
 
 #: Prompts of several kinds over which the first token's weight is measured (chat, prose, code, lists, numbers).
 SINK_PROMPTS = (
@@ -260,8 +266,13 @@ def induction_checks(model, period=40, seeds=(0, 1, 2), held_out=(3, 4, 5), draw
 
 
 @functools.lru_cache(maxsize=2)
-def parking_over_prompts(model, prompts=SINK_PROMPTS, layers=slice(3, None)):
-    """:func:`smollm2_parking` on each prompt, averaged over ``layers`` and heads: dict of ``(prompts,)`` arrays
+def parking_over_prompts(model, prompts=SINK_PROMPTS):
+    """:func:`smollm2_parking` on each prompt, averaged over the heads: dict of ``(prompts, layers)`` arrays
     (``weight``, ``share``, ``length_ratio``)."""
     runs = [smollm2_parking(model, model.encode(p)) for p in prompts]
-    return {key: np.array([float(run[key][layers].mean()) for run in runs]) for key in runs[0]}
+    return {key: np.stack([run[key].mean(axis=-1) for run in runs]) for key in runs[0]}
+
+
+def stored_induction_checks(path=INDUCTION_CHECKS_PATH):
+    """:func:`induction_checks` as stored: dict of arrays (the same keys)."""
+    return {key: np.array(value) for key, value in json.loads(Path(path).read_text(encoding="utf-8")).items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,3 +37,13 @@ def test_no_unbacked_general_claim(path):
     found = claims_lint.unbacked(path, claims.registered_fragments(number), claims.ALLOWED.get(number, ()))
     assert found == [], "register these claims in tests/claims.py, hedge them to their run, or list why they are " \
                         "no claim:\n" + "\n".join(f"{c}: {w}: {s}" for c, w, s in found)
+
+
+def test_stored_induction_checks_are_what_induction_checks_computes():
+    """Notebook 15 reads its 5 control draws and 3 held-out sequences from attn_helpers/data (8 s to recompute)."""
+    from attn_helpers.llm_measures import induction_checks, stored_induction_checks
+
+    stored, fresh = stored_induction_checks(), induction_checks(claims.smollm2())
+    assert stored.keys() == fresh.keys()
+    for key in stored:
+        np.testing.assert_allclose(fresh[key], stored[key], atol=0.02, err_msg=key)  # float32 forwards, any SIMD
