@@ -272,8 +272,153 @@ def notes_slipped_on_the_axis_and_the_arithmetic():
     assert not np.allclose(softmax(np.array(NOTES_SCORES)), NOTES_WEIGHTS, atol=0.01)
 
 
+#: Why a sentence with a claim word is no claim of a run (the lint's reasons, by kind).
+DEFINITION = "a definition, or a property of the computation or of its mathematics that the sentence or its cell proves"
+DESIGN = "a property of a design (an architecture, a helper, a configuration), not a behaviour measured on runs"
+CITED = "a statement about the literature or the field, with its source named in the sentence or its section"
+HEADING = "a heading, an instruction or an exercise's wording"
+PRINTED = "describes the run printed right there (its own numbers, or the figure above), at their strength"
+GUARANTEE = "a guarantee of the code, tested by the helpers' and checkers' tests (tests/test_checks*.py, test_core.py)"
+
 #: Sentences with a claim word that state no finding of a run, by notebook: (cell id, piece of the sentence, reason).
-ALLOWED: dict[str, list[tuple[str, str]]] = {}
+ALLOWED: dict[str, list[tuple[str, str, str]]] = {
+    "00": [("00-000", "The map below lists them all.", HEADING),
+           ("00-001", "**Read-only.** On GitHub, or in the static export, widgets cannot run", DESIGN),
+           ("00-new-06", "Real RNNs learn what to keep, which helps, but the summary is still on", CITED),
+           ("00-008", "Row X of X is X, a vector of X numbers; column X, X, is one feature ac", DEFINITION),
+           ("00-013", "A wrong answer gets a hint, never a traceback.", GUARANTEE),
+           ("00-021", "Every number printed in these notebooks is recomputed automatically", GUARANTEE),
+           ("00-021", "The helper package X is tested against independent reference code, and", GUARANTEE)],
+    "01": [("01-000", "explain why one vector per word cannot hold every meaning of a word", HEADING),
+           ("01-032", "Most answers land; some miss", PRINTED),
+           ("01-034", "We cannot look at 50 dimensions, but we can look at the two directions", DEFINITION),
+           ("01-new-06", "## 8 · One vector per word cannot hold every meaning", HEADING),
+           ("01-new-06", "Score some words against each whole group: the mean cosine with its me", PRINTED),
+           ("01-new-06", "The code compares every word with every group member at once", DEFINITION),
+           ("01-057", "Pretrained **GloVe** vectors place words used in similar contexts clos", CITED),
+           ("01-057", "One vector per word is one vector for all meanings:", DEFINITION)],
+    "02": [("02-006", "## All scores of one query, with a loop", HEADING),
+           ("02-016b", "Row X of the heatmap is query X's scores over all keys", DEFINITION),
+           ("02-027", "All scores at once:", HEADING)],
+    "03": [("03-000", "Notebook 02 gave every (query, key) pair a score.", DEFINITION),
+           ("03-010", "**Always positive.** X for every X, so every weight is positive", DEFINITION),
+           ("03-010", "**Order-preserving.** X grows with X: a larger score always gets a lar", DEFINITION),
+           ("03-016", "For X, every X is X and X is X.", DEFINITION),
+           ("03-016", "For X every X underflows to 0 and X is X too.", DEFINITION),
+           ("03-016", "Then the largest exponent is X, so every X lies in X (no overflow)", DEFINITION),
+           ("03-new-05", "X, what the printed weights add up to (the test every softmax must pas", HEADING)],
+    "04": [("04-004", "The context vector of token X is the sum of **all** input vectors", DEFINITION),
+           ("04-006", "An average cannot be larger than the largest value it averages", DEFINITION),
+           ("04-008", "With two features, each input is a point (the tip of its arrow)", DEFINITION),
+           ("04-008", "left and middle: the inputs as arrows in their tokens' colours, thicke", HEADING),
+           ("04-010", "So all context vectors come out of one matrix product:", DEFINITION),
+           ("04-024", "If all embeddings had the same length, the Cauchy-Schwarz inequality", DEFINITION),
+           ("04-new-01", "Double every embedding, X.", HEADING),
+           ("04-031", "## Exercise 04.1: all context vectors", HEADING),
+           ("04-037", "The context vector of token X is the weighted sum X; all of them at on", DEFINITION)],
+    "05": [("05-003", "parameters that training could change: none", PRINTED),
+           ("05-004", "With one token per row, for all tokens at once:", DEFINITION),
+           ("05-037", "The random matrices mean nothing yet; training would shape X and X so", DESIGN),
+           ("05-040", "The checker runs it on \"I love AI\" and on inputs where X, X and X all", GUARANTEE)],
+    "06": [("06-006", "As histograms: on the top row the three unscaled distributions share o", PRINTED),
+           ("06-026", "X scales the **scores** in every head of every layer.", DESIGN)],
+    "07": [("07-000", "build a causal mask, in which no token may attend to a later one", DEFINITION),
+           ("07-012", "Of the two keys it may still see, its own answers part of the question", PRINTED),
+           ("07-012", "The softmax of those two scores, printed below, gives \"fluffy\" the lar", PRINTED),
+           ("9406bce0", "Some code zeroes the future weights **after** a softmax over all keys.", DEFINITION),
+           ("07-014b", "**Optional: masking the scores is also safer in floating point.** When", DEFINITION),
+           ("07-019b", "For a batch, X is a trap: it reverses **every** axis of an array", DEFINITION),
+           ("07-022", "The next cell plays the next layer with the padding section's X", DEFINITION)],
+    "08": [("08-004", "X has shape X: it reads **all** X features of **every** token", DEFINITION),
+           ("08-008", "### All heads: a loop", HEADING),
+           ("08-008", "A mask (boolean, X = may attend) is shared by all heads.", DESIGN),
+           ("08-015", "## All heads at once: split, attend, merge", HEADING),
+           ("08-020", "With X every split agrees, which is why a test with a single head cann", DEFINITION),
+           ("08-023", "The length of head X's contribution for token X, as a fraction of all", DEFINITION),
+           ("08-025", "Changing X keeps the **same four matrices**: only the way their column", DEFINITION),
+           ("08-032", "Each extra head gets a thinner slice (X shrinks), so the heads trade d", DEFINITION),
+           ("08-043", "X heads give X, each from its own X (a block of X columns that reads", DEFINITION)],
+    "09": [("09-027", "Concatenating them would keep them apart, but would cost extra feature", DESIGN),
+           ("09-041", "(Rotations are written for column vectors, X, as in most texts.", CITED),
+           ("09-052a", "RoPE is what most open large language models use today", CITED),
+           ("09-052", "Because a distance never seen in training is just a larger penalty", CITED),
+           ("new", "Every model has 4 heads, because ALiBi's slopes are a sequence", DESIGN)],
+    "10": [("10-007b", "The X is a direct path, the identity, that no layer can block.", DEFINITION),
+           ("10-010", "X and X have shape X, start at 1 and 0, and are learned: the model can", DESIGN),
+           ("10-023", "All communication between tokens happens in attention", DEFINITION),
+           ("10-029", "Middle: the mean cosine similarity of each token with **its own input*", DEFINITION),
+           ("10-047", "The larger GPT-2 models keep the same vocabulary", CITED),
+           ("10-dropout-4", "Dividing by X keeps each number's **expected value**", DEFINITION),
+           ("10-032", "Without residual connections, one or two random blocks are enough to m", PRINTED),
+           ("10-058", "Residuals give the gradient a direct path, X instead of X", PRINTED)],
+    "11": [("11-000", "Every attention pattern so far came from weights set by hand", DEFINITION),
+           ("11-002b", "For X, one row of scores, every score X moves **every** weight X", DEFINITION),
+           ("11-015", "Every backward pass agrees with the finite differences to better than", PRINTED),
+           ("11-027", "At step 0 there is no pattern: each row puts its weight wherever the r", PRINTED),
+           ("11-034g", "On the last three rows it does something else: layer 1 reads every pos", PRINTED),
+           ("11-035c", "Neither head is useful alone: the previous-token head helps only once", DESIGN),
+           ("11-039e", "*Optional: every shipped run, the ablations included, in the explorer.", HEADING)],
+    "12": [("e52ce16f", "X does three things: it checks the weights file's **SHA-256** against", GUARANTEE),
+           ("12-tok-3", "A single sentence is all \"sentence A\"", DEFINITION),
+           ("b6f1eae1", "Trained models learn a cheap place: a token that is always there", CITED),
+           ("12-ab-8", "**Right after its block**, zeroing the previous-token head moves the t", PRINTED),
+           ("12-ab-8", "(2, 11) and (1, 9) in the fingerprint table.) The heads of layer 5 cha", PRINTED),
+           ("12-ab-8", "**The sentence embeddings move little, but not nothing.** For our thre", PRINTED),
+           ("12-ab-8", "Over all 72 heads, removing one head of layers 0 to 4 keeps every embe", PRINTED),
+           ("12-ab-8", "Yet zeroing any one of 30 heads gives some sentence another nearest ne", PRINTED),
+           ("12-ab-8", "Not always: for the previous-token head, mean ablation changes the las", PRINTED),
+           ("12-ctx-0", "*apple* in a fruit sentence and in a phone sentence, compared with eac", HEADING),
+           ("1618c252", "Sentences about the same thing get the larger cosine:", PRINTED),
+           ("421ad020", "## 9 · Exercise 12.3: measure a habit of every head yourself", HEADING),
+           ("d7c7c3e8", "On four sentence pairs with a clear referent, no head's weights from", PRINTED)],
+    "13": [("13-000", "For X tokens that is a X matrix of weights per head, and everything th", DEFINITION),
+           ("13-002", "The same for X (section 3), which never builds the X weights.", DESIGN),
+           ("13-009", "**It is not a faster way to compute attention in numpy**", PRINTED),
+           ("13-009", "While the X arrays fit in the processor's cache (its small, fast memor", PRINTED),
+           ("13-009", "That effect is the whole point of FlashAttention (section 3) on a GPU", CITED),
+           ("13-011", "They never build the weights: the next two sections show how.", DESIGN),
+           ("13-016", "Check it on 8 positions with seeded random X (X), with tiles of 3", DEFINITION),
+           ("13-024", "X is the loop above, for any batch of heads at once: each tile is a bl", DESIGN),
+           ("13-025", "r\"\"\"Attention tile by tile with the online softmax", DESIGN),
+           ("13-055", "(Notebook 11's trained models would write something sensible, but they", DESIGN),
+           ("13-055", "X always picks the highest-scoring token (*greedy decoding*)", DEFINITION),
+           ("13-028", "The scores (float32) agree to about a millionth, but not always bit fo", PRINTED),
+           ("13-032", "Measured on a larger random decoder (X, 8 heads, 2 blocks, X)", PRINTED),
+           ("13-051", "Counting multiply-adds instead of timing them says why, and what large", DEFINITION),
+           ("13-035", "The recomputation's time can grow faster than its count at the longest", PRINTED),
+           ("13-035", "In a real model (X in the thousands, on a GPU) the arithmetic is a far", CITED),
+           ("13-035", "**Predict, then run.** Llama 2 7B has 32 layers of 32 heads, all with", DESIGN),
+           ("13-038", "None of the models in the table reads 128k tokens", PRINTED),
+           ("13-042", "The checker tries the larger max in either half", GUARANTEE),
+           ("13-050", "**Tiled attention** adds a running weighted sum of the values, rescale", DESIGN),
+           ("13-050", "The sentence is the running example of notebooks 07 and 08; all other", DEFINITION)],
+    "14": [("14-002", "Frequent words end up as one token; rare ones stay split into pieces", DESIGN),
+           ("14-004", "As in GPT-2, the text is first cut into **chunks**", DESIGN),
+           ("14-008", "**One merge, by hand.** Count every pair in every chunk", HEADING),
+           ("14-015", "Notebook 12's model used **WordPiece**, a close cousin", DESIGN),
+           ("14-017", "So each token's gradient sums to zero: shifting all of a token's featu", DEFINITION),
+           ("14-021", "**multi-head attention**: the output projection, then the gradient is", DEFINITION),
+           ("14-021", "This is why deep residual networks train: the gradient always has a di", DEFINITION),
+           ("14-024", "The key bias X gets exactly zero gradient: adding the same vector to e", DEFINITION),
+           ("14-026", "Watch a fresh model for a few seconds (a smaller batch than the real r", HEADING),
+           ("14-dropout-3", "One pair of runs shows no direction", PRINTED),
+           ("14-dropout-3", "What is known more widely: dropout is meant for a model that fits its", CITED),
+           ("14-037", "Under the figure, 12 tokens sampled with these settings and a fixed se", GUARANTEE),
+           ("14-043", "With a window of at most 64 tokens that recomputation is short", PRINTED),
+           ("14-043", "In two lines: all-MiniLM-L6-v2's head (0, 2) puts practically all of e", PRINTED),
+           ("14-047", "**grouped-query** (notebook 13) at 70B | a smaller KV cache", DESIGN),
+           ("14-047", "X is the *gate*, which decides, feature by feature, how much of X pass", DEFINITION),
+           ("14-051", "Almost all of Llama's parameters are in the blocks", PRINTED),
+           ("14-064", "The **backward pass** of a GPT is the chain rule through pieces you ca", DEFINITION),
+           ("14-064", "**Trained** with Adam on one CPU core, the two-block model beats the u", PRINTED),
+           ("14-064", "Its heads look back one token more than an even spread would, none as", PRINTED),
+           ("14-064", "Scale it up: more blocks, a wider X, a longer context, a larger vocabu", HEADING),
+           ("14-064", "X is the recipe; every change costs minutes of CPU and shows in the va", DESIGN)],
+}
+
+
+def allowed_fragments(notebook):
+    return [(cell, piece) for cell, piece, _ in ALLOWED.get(notebook, ())]
 
 
 # ---------------------------------------------------------------- notebook 06: the gradient that reaches the query
@@ -294,7 +439,8 @@ def query_gradient_sizes(num_queries=2000, T=8, d_k=1024):
 
 
 @claim("06", "06-014d", "Without scaling, the median query gets no slope at all: most rows are one-hot",
-       "Yet the mean is *larger* than with scaling", "With scaling every query gets a moderate slope")
+       "Yet the mean is *larger* than with scaling", "nothing for most queries and a push for a few",
+       "With scaling every query gets a moderate slope")
 @claim("06", "06-034", "at $d_k = 1024$ unscaled, most of 2,000 random queries get none and a few get a large one")
 def query_gradient_heavy_tailed():
     sizes = query_gradient_sizes()
@@ -310,3 +456,108 @@ def induction_run_plateau_then_drop():
     losses = load_runs()["induction"].losses
     early, plateau, late = losses[15:25].mean(), losses[65:75].mean(), losses[290:300].mean()
     assert early - plateau < 0.6 and plateau - late > 2, (early, plateau, late)
+
+
+def runs():
+    from attn_helpers.training import load_runs
+    return load_runs()
+
+
+@claim("11", "11-039", "training is **slower, not stalled**: the loss after 10 steps is 2.228 against 0.342, and it "
+       "first gets below 0.1 at step 65 against step 12")
+@claim("11", "11-042", "training is slower, not stalled, in one run of each: 65 steps against 12 to a loss below 0.1 "
+       "with Adam, 19 against 13 with plain gradient descent")
+@claim("06", "06-014d", "Notebook 11 trains an unscaled model and finds what this predicts: slower, not stalled")
+def unscaled_slower_not_stalled():
+    def first_below(losses):
+        return int(np.argmax(np.asarray(losses) < 0.1)) + 1
+    scaled, unscaled = runs()["reverse, d_model 128, scaled"], runs()["reverse, d_model 128, unscaled"]
+    assert first_below(scaled.losses) == 12 and first_below(unscaled.losses) == 65
+    np.testing.assert_allclose([unscaled.losses[9], scaled.losses[9]], [2.228, 0.342], atol=0.0006)
+    sgd = [printed_number("11", "11-039a", rf"{name}\s+loss at step 10 [\d.]+;  first step < 0.1: (\d+)")
+           for name in ("scaled", "unscaled")]
+    assert sgd == [13, 19], sgd  # notebook 11 trains these two in the cell (nbval recomputes them)
+
+
+@claim("11", "11-039b", "the gap is *smaller* than with Adam: 19 steps against 13")
+def sgd_gap_smaller():
+    sgd = [printed_number("11", "11-039a", rf"{name}\s+loss at step 10 [\d.]+;  first step < 0.1: (\d+)")
+           for name in ("scaled", "unscaled")]
+    assert sgd[1] - sgd[0] < 65 - 12
+
+
+@claim("11", "11-039", "One layer did not solve induction, with one head or with two",
+       "Two heads side by side help a little, far from 99 %")
+def one_layer_does_not_solve_induction():
+    accuracy = {name: runs()[name].held_out_accuracy for name in
+                ("induction", "induction, 1 layer, 1 head", "induction, 1 layer, 2 heads")}
+    assert accuracy["induction"] > 0.99 and accuracy["induction, 1 layer, 1 head"] < accuracy[
+        "induction, 1 layer, 2 heads"] < 0.7, accuracy
+
+
+@claim("11", "11-036", "so most rows of the softmax start almost one-hot")
+def unscaled_rows_start_one_hot():
+    start = runs()["reverse, d_model 128, unscaled"].snapshots[0][0, 0].max(axis=-1)  # (T,): each row's largest
+    assert np.mean(start > 0.9) > 0.5, start
+
+
+# ---------------------------------------------------------------- notebook 12: the encoder's habits (printed)
+@claim("12", "b6f1eae1", "No head does it with `[SEP]`, whose largest mean share is 0.15",
+       stored="notebook 12's printed fingerprints (nbval recomputes)")
+def no_head_parks_on_sep():
+    assert notebook_12_top(r"\[SEP\]") <= 0.15
+    assert "[SEP], on the mean over the sentences           0        0        0        0        0        0" in \
+        cell_text("12", "341a6722")[1]
+
+
+@claim("12", "b6f1eae1", "layer 0, head 2 puts practically all of every token's weight on the token before it")
+def previous_token_head_all_weight():
+    assert notebook_12_top("previous") >= 0.99
+
+
+@claim("12", "b6f1eae1", "no layer spreads its weight evenly")
+def no_layer_spreads_evenly():
+    text = cell_text("12", "341a6722")[1]
+    uniform = float(re.search(r"uniform entropy log T = ([\d.]+)", text).group(1))
+    means = [float(v) for v in re.findall(r"layer \d: ([\d.]+) \(", text)]
+    assert len(means) == 6 and max(means) < uniform - 0.5, means
+
+
+@claim("12", "7033f43b", "most of the summed lengths of what it passes on come from the other tokens")
+def cls_supplies_a_minority():
+    share = float(re.search(r"and supplies ([\d.]+) of the summed lengths", " ".join(
+        cell_text("12", c)[1] for c in _cells_of("12"))).group(1))
+    assert share < 0.5, share
+
+
+def _cells_of(notebook):
+    (path,) = (ROOT / "notebooks").glob(f"{notebook}_*.ipynb")
+    return [c["id"] for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+
+
+# ---------------------------------------------------------------- notebook 15: the vocabulary
+@claim("15", "15-012", "this vocabulary has no token that joins a space and a digit")
+def no_space_digit_token():
+    tokenizer = smollm2().tokenizer
+    pieces = [smollm2().decode([i]) for i in range(tokenizer.vocab_size)]
+    assert not [p for p in pieces if re.match(r" \d", p)]
+
+
+# ---------------------------------------------------------------- notebook 09: positions past the training length
+@claim("09", "589f694f", "**RoPE**: right at every position, although offsets larger than 7 never occurred in training")
+def rope_right_at_every_position():
+    from attn_helpers.position_runs import KINDS, shipped_accuracy_by_position
+    by_position = shipped_accuracy_by_position()  # (kinds, seeds, T): every seed, every position of 16 tokens
+    assert (by_position[KINDS.index("rope"), :, 1:] > 0.99).all()
+
+
+# ---------------------------------------------------------------- notebook 04: the running example
+@claim("04", "04-024", "The longest vector, \"journey\", wins most rows.")
+def journey_wins_most_rows():
+    from attn_helpers.core import softmax
+    from attn_helpers.examples import JOURNEY_TOKENS, journey_embeddings
+    X = journey_embeddings(np.float64)
+    weights = softmax(X @ X.T)  # (T, d) @ (d, T) -> (T, T)
+    journey = JOURNEY_TOKENS.index("journey")
+    assert np.argmax(np.linalg.norm(X, axis=-1)) == journey
+    assert np.mean(weights.argmax(axis=-1) == journey) > 0.5
