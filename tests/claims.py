@@ -53,7 +53,13 @@ def registered_fragments(notebook):
 
 
 def cell_text(notebook, cell_id):
-    """The source of a notebook's cell (by id), and the text its code printed."""
+    """The source of a notebook's cell (by id), and the text its code printed; for ``"answers"`` and ``"guide"``,
+    the notebook's answer key and its section of the teaching guide."""
+    if cell_id == "answers":
+        return (ROOT / "docs" / "answers" / f"{notebook}.md").read_text(encoding="utf-8"), ""
+    if cell_id == "guide":
+        guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+        return re.search(rf"^### {notebook} · .*?(?=^##)", guide, flags=re.MULTILINE | re.DOTALL).group(0), ""
     (path,) = (ROOT / "notebooks").glob(f"{notebook}_*.ipynb")
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["id"] == cell_id:
@@ -106,6 +112,7 @@ def sink_shares():
        "just under one half (0.47)")
 @claim("15", "15-054", "from layer 3 on, the heads park on average more than half of their weight on the first "
        "position", "except in layers 10 and 11")
+@claim("15", "guide", "but layers 10 and 11 park little (0.21 and 0.06)")
 def sink_from_layer_3_on_except_10_11_16():
     layer_mean = sinks().mean(axis=(0, 2))
     below = [layer for layer in range(3, len(layer_mean)) if layer_mean[layer] <= 0.5]
@@ -118,6 +125,7 @@ def sink_from_layer_3_on_except_10_11_16():
 @claim("15", "15-029", "Prompt by prompt the rule is weaker: more than half of a layer's heads exceed 0.5 on all 12 "
        "prompts only in layers 14, 15, 17-19 and 21-29")
 @claim("15", "15-054", "most heads of a layer park on all 12 prompts only from layer 14 on, with gaps")
+@claim("15", "guide", "more than half of a layer's heads park on all 12 prompts only in layers 14, 15, 17-19 and 21-29")
 def most_heads_on_every_prompt_only_in_listed_layers():
     every_prompt = [layer for layer in range(3, 30) if (sink_shares()[:, layer] > 0.5).all()]
     assert every_prompt == [14, 15, 17, 18, 19, *range(21, 30)], every_prompt
@@ -132,6 +140,8 @@ def numbers_prompt_parks_least():
 
 
 @claim("15", "15-028", "12 prompts; layers 15-29, first-token weight: mean 0.70, lowest prompt 0.61, highest 0.75")
+@claim("15", "answers", "the model parks most of the weight on one position")
+@claim("15", "guide", "the first token gets 0.70 of the weight in layers 15-29 (an even spread: 0.15)")
 def late_layers_pooled():
     late = sinks()[:, 15:].mean(axis=(1, 2))
     np.testing.assert_allclose([sinks()[:, 15:].mean(), late.min(), late.max()], [0.70, 0.61, 0.75], atol=0.006)
@@ -140,6 +150,10 @@ def late_layers_pooled():
 @claim("15", "15-031", "On every one of the 12 prompts, in SmolLM2's layers 3 to 29 the first token's values are about "
        "a third of the length of the others' (right column: 0.28 to 0.36)")
 @claim("15", "15-054", "whose values are about a third as long")
+@claim("15", "answers", "in layers 3 to 29 the first token's values are about a third of the others' length on every "
+       "one of the 12 prompts (0.28 to 0.36)")
+@claim("15", "guide", "the first token's values are about a third as long as the others' on every one of the 12 prompts "
+       "(0.28 to 0.36)")
 def first_token_values_a_third_on_every_prompt():
     from attn_helpers.llm_measures import parking_over_prompts
     ratio = parking_over_prompts(smollm2())["length_ratio"][:, 3:].mean(axis=1)  # (prompts,)
@@ -206,6 +220,8 @@ def six_heads_carry_most():
 
 @claim("15", "15-036", "Removing six other heads of the same layers changes the loss by less than a nat in each of the "
        "five draws, and neither changes the first copy much")
+@claim("15", "answers", "six other heads of the same layers: 2.74 to 3.73 nats in five draws")
+@claim("15", "guide", "2.74 to 3.73 without 6 other heads of the same layers, in five draws")
 def control_draws_change_little():
     study, checks = induction(), stored_checks()
     assert len(checks["control_second"]) == 5 and checks["control_second"][0] == round(study["control_second"], 4)
@@ -218,6 +234,8 @@ def control_draws_change_little():
        "more than 10 nats per token")
 @claim("15", "15-054", "removing the 6 strongest brings back most of the loss, on new sequences too, removing 6 others "
        "(five draws) does not")
+@claim("15", "answers", "on three sequences the heads were not chosen on the loss without them is 10.68 to 11.21")
+@claim("15", "guide", "on three sequences the heads were not chosen on, 10.68 to 11.21 without the six")
 def held_out_sequences():
     checks = stored_checks()
     assert len(checks["held_ablated"]) == 3 and (checks["held_ablated"] > 10).all(), checks
@@ -228,6 +246,8 @@ def held_out_sequences():
        "induction heads (17 and 18)", "Other previous-token heads are spread from layer 1 to 22")
 @claim("15", "15-054", "**Previous-token heads** are spread from layer 1 to 22; the strongest sits just before the "
        "induction heads")
+@claim("15", "answers", "the other previous-token heads are spread from layer 1 to 22, so the order alone proves little")
+@claim("15", "guide", "the strongest previous-token head is in layer 16, the others spread from layer 1 to 22")
 def previous_token_heads_spread():
     previous, top = induction()["previous"], induction()["top"]
     strongest = np.unravel_index(np.argmax(previous), previous.shape)[0]
@@ -417,6 +437,71 @@ ALLOWED: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+MISCONCEPTION = "takes a misconception or a wrong answer apart (its own evidence is the notebook's, cited there)"
+
+#: The same for the answer keys ("answers") and the guide's sections ("guide").
+for _number, _entries in {
+    "00": [("guide", "**Misconceptions addressed:** rows vs columns: in this series (and in", CITED)],
+    "02": [("guide", "**Objectives:** compute one score by hand, all scores for a query with", HEADING),
+           ("guide", "\"a score is only about direction\" (the core text after the geometry ta", MISCONCEPTION)],
+    "03": [("answers", "believes a token attends to itself when the softmax gets sharp; a temp", MISCONCEPTION),
+           ("answers", "Every score divided by a huge X is close to 0, every X, and the weight", DEFINITION)],
+    "04": [("answers", "**Question.** Double every embedding, X.", HEADING),
+           ("answers", "thinks larger scores make the weights flatter; larger differences make", MISCONCEPTION)],
+    "06": [("06-004", "With X the scores lie tens of units apart, and the softmax gives nearl", PRINTED),
+           ("guide", "**Objectives:** derive that the variance of a dot product of random un", HEADING),
+           ("guide", "\"Length\" in this notebook means the dimension X, never the norm.", DEFINITION)],
+    "08": [("answers", "A score is the sum over *all* the query and key features of a head", DEFINITION)],
+    "09": [("answers", "ALiBi's penalty X prefers near keys but excludes none", DEFINITION),
+           ("answers", "(Reverse has no causal mask, so a model could count the keys, but none", DESIGN),
+           ("guide", "\"RoPE is added to X\" (it rotates the queries and keys, never the value", MISCONCEPTION),
+           ("guide", "\"a learned table with spare rows can use them\" (rows 8 to 15 were neve", MISCONCEPTION),
+           ("guide", "X alone (ALiBi slides but stays above 80 %: its penalty depends only o", PRINTED)],
+    "10": [("answers", "forgets the division by X: that is dropout without the rescaling, whic", MISCONCEPTION),
+           ("guide", "\"the residual is a detail\" (without it the gradient printout drops to", MISCONCEPTION)],
+    "11": [("11-039", "**Positions.** Without them the reverse loss stays high and the accura", PRINTED),
+           ("answers", "Layer 1 uses positions 9 to 11 only as *queries* (they need their own", PRINTED),
+           ("answers", "A second head can attend to a second useful position (say the previous", DESIGN),
+           ("answers", "In one layer every head reads only the original embeddings, so no numb", DESIGN),
+           ("guide", "**Optional cells:** the X source, the gradient checks of the linear, e", HEADING),
+           ("guide", "The reverse task without positions trains in a second or two; the slow", HEADING),
+           ("guide", "Every number of §6 and §7 comes from runs shipped in X, built by X wit", GUARANTEE)],
+    "12": [("answers", "expects every head of a layer to matter alike; a broad head adds much", MISCONCEPTION),
+           ("answers", "**Answer.** (b): the largest move of a cosine is 0.019 (zero) and 0.02", PRINTED),
+           ("answers", "A good sink is a token that is always present at the same place (X at", DESIGN),
+           ("guide", "\"this head resolves pronouns\" (on four pairs with a clear referent no", MISCONCEPTION),
+           ("guide", "\"the head with the sharpest pattern matters most\" (removing (0, 2) mov", MISCONCEPTION),
+           ("guide", "(2) (b) a little, every nearest neighbour stays); exercise 12.3 (b) as", HEADING)],
+    "13": [("answers", "counts one layer; every layer has its own keys and values.", MISCONCEPTION),
+           ("answers", "\"four arrays\" (true of a softmax that keeps every intermediate alive t", MISCONCEPTION),
+           ("answers", "The gap is far below 512 because the cached step does only 0.1 to 0.2", PRINTED),
+           ("answers", "The count gives the shape, not the time: the growth factors the notebo", PRINTED),
+           ("answers", "In a real model (X in the thousands, on a GPU) the arithmetic is a far", CITED),
+           ("guide", "**\"tiling makes attention faster\"**: in numpy it saves memory, not tim", MISCONCEPTION),
+           ("guide", "**\"the cache changes the result\"**: the generated tokens are identical", MISCONCEPTION)],
+    "14": [("answers", "Every chunk is a word with the space before it, and the words starting", DESIGN),
+           ("answers", "counts pairs across the chunking: the space belongs to the start of th", MISCONCEPTION),
+           ("answers", "Every head still gives the previous token more than chance (0.12, the", PRINTED),
+           ("answers", "reads \"more than chance\" as \"more than half\": every head does look bac", PRINTED),
+           ("answers", "Greedy always takes the most probable token, so the same context alway", DEFINITION),
+           ("answers", "\"top-p alone breaks the loop\" (with temperature 0 the most probable to", MISCONCEPTION),
+           ("answers", "More training and a larger model give the heads room to specialise: a", CITED),
+           ("answers", "With a previous-token head in one block, a head in a later block can s", PRINTED),
+           ("answers", "Llama 2 7B's feed-forward share (64.2 % in the notebook's table) is la", PRINTED),
+           ("answers", "Not as a regulariser should succeed: the gap is smaller only because t", PRINTED),
+           ("guide", "**What the class will see (numbers printed by the notebook):** the fir", PRINTED),
+           ("guide", "With and without the cache the text is identical; the cache is faster", PRINTED),
+           ("guide", "On a validation sentence no head puts more than half its weight on the", PRINTED),
+           ("guide", "**Misconceptions:** **\"BPE is a fixed dictionary of words\"**: it is an", MISCONCEPTION),
+           ("guide", "Darcy\") and after an open one (\"she said\"); the seeded sample under th", GUARANTEE),
+           ("guide", "**Where next:** Karpathy's nanoGPT and his lecture *Let's build GPT* (", HEADING)],
+    "15": [("answers", "With a scale alone (Q4_0) the 16 levels are centred on zero, X, so a b", DEFINITION),
+           ("answers", "*Wrong:* \"the ablation failed because the loss is not back to the firs", MISCONCEPTION),
+           ("answers", "Within one layer all heads read the same input, so the two steps need", DESIGN)],
+}.items():
+    ALLOWED.setdefault(_number, []).extend(_entries)
+
+
 def allowed_fragments(notebook):
     return [(cell, piece) for cell, piece, _ in ALLOWED.get(notebook, ())]
 
@@ -442,6 +527,9 @@ def query_gradient_sizes(num_queries=2000, T=8, d_k=1024):
        "Yet the mean is *larger* than with scaling", "nothing for most queries and a push for a few",
        "With scaling every query gets a moderate slope")
 @claim("06", "06-034", "at $d_k = 1024$ unscaled, most of 2,000 random queries get none and a few get a large one")
+@claim("06", "answers", "with nearly one-hot weights it is small for most rows, and the slope that reaches the query is "
+       "heavy-tailed (the notebook measures it on 2,000 queries at $d_k = 1024$: none for most, large for a few)")
+@claim("06", "guide", "the slope that reaches a query turn heavy-tailed (none for most queries, large for a few)")
 def query_gradient_heavy_tailed():
     sizes = query_gradient_sizes()
     assert np.median(sizes["without"]) < 1e-3 and np.mean(sizes["without"] < 1e-3) > 0.5
@@ -468,6 +556,10 @@ def runs():
 @claim("11", "11-042", "training is slower, not stalled, in one run of each: 65 steps against 12 to a loss below 0.1 "
        "with Adam, 19 against 13 with plain gradient descent")
 @claim("06", "06-014d", "Notebook 11 trains an unscaled model and finds what this predicts: slower, not stalled")
+@claim("11", "answers", "(b), slower, not stalled: the rows start almost one-hot (mean largest weight 0.99 against 0.57 "
+       "scaled), the loss at step 10 is 2.228 against 0.342, and it first gets below 0.1 at step 65 against step 12")
+@claim("11", "guide", "training is slower, not stalled: the loss first gets below 0.1 at step 65 against 12 with Adam, at "
+       "step 19 against 13 with plain gradient descent")
 def unscaled_slower_not_stalled():
     def first_below(losses):
         return int(np.argmax(np.asarray(losses) < 0.1)) + 1
@@ -502,6 +594,7 @@ def unscaled_rows_start_one_hot():
 
 
 # ---------------------------------------------------------------- notebook 12: the encoder's habits (printed)
+@claim("12", "guide", "while no head gives `[SEP]` more than 0.15 on average")
 @claim("12", "b6f1eae1", "No head does it with `[SEP]`, whose largest mean share is 0.15",
        stored="notebook 12's printed fingerprints (nbval recomputes)")
 def no_head_parks_on_sep():
@@ -545,6 +638,7 @@ def no_space_digit_token():
 
 # ---------------------------------------------------------------- notebook 09: positions past the training length
 @claim("09", "589f694f", "**RoPE**: right at every position, although offsets larger than 7 never occurred in training")
+@claim("09", "answers", "at 16 tokens RoPE gets 1.000 (every seed)")
 def rope_right_at_every_position():
     from attn_helpers.position_runs import KINDS, shipped_accuracy_by_position
     by_position = shipped_accuracy_by_position()  # (kinds, seeds, T): every seed, every position of 16 tokens
@@ -561,3 +655,19 @@ def journey_wins_most_rows():
     journey = JOURNEY_TOKENS.index("journey")
     assert np.argmax(np.linalg.norm(X, axis=-1)) == journey
     assert np.mean(weights.argmax(axis=-1) == journey) > 0.5
+
+
+@claim("15", "answers", "the early layers do hold strong previous-token heads ((2, 1) at 0.74, (1, 2) at 0.69)",
+       "the measurement does: no head of layers 0-9 scores above 0.3")
+def early_previous_token_heads_no_early_induction():
+    study = induction()
+    np.testing.assert_allclose([study["previous"][2, 1], study["previous"][1, 2]], [0.74, 0.69], atol=0.006)
+    assert (study["scores"][:10] <= 0.3).all()
+
+
+@claim("15", "answers", "expects every head to be idle: the heads still read other tokens")
+@claim("15", "answers", "in layers 15 to 29 most heads park more than half of their weight, on the mean over the 12 "
+       "prompts")
+def late_heads_park_but_not_all():
+    late = sinks()[:, 15:]  # (prompts, 15, heads)
+    assert (late.mean(axis=0) > 0.5).mean() > 0.5 and late.mean() < 0.9

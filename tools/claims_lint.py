@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The words that make a sentence general: quantifiers and directions.
 QUANTIFIERS = (r"every", r"all", r"most", r"always", r"never", r"none", r"no (?:head|layer|prompt|token|model)s?",
-               r"in every layer", r"on every prompt", r"from layer \d+ on")
+               r"in every layer", r"on every prompt", r"from layer \d+ on", r"about a (?:third|half|quarter|fifth|tenth)",
+               r"close to zero", r"nearly all")
 DIRECTIONS = (r"faster", r"slower", r"larger", r"smaller", r"helps?", r"hurts?", r"improves?")
 CLAIM_WORD = re.compile(r"\b(" + "|".join(QUANTIFIERS + DIRECTIONS) + r")\b", re.IGNORECASE)
 
@@ -75,7 +76,7 @@ VERBAL = re.compile(r"[^\d=()\[\]{}#]+")
 CODE_LINE = re.compile(r"\s*(?:if|elif|else|for|while|def|class|return|r?\"\"\")\b|.*:\s*$")
 #: Not a claim of the notebook: an answer option of a prediction, a citation or a title (the claim is the source's).
 ATTRIBUTED = re.compile(r"^\(?[a-e]\)|et al\.|\(\d{4}\)|\b(?:19|20)\d\d\b|\*[A-Z][^*]+\*,|Attention (?:Is|is)(?: not)? [Aa]ll")
-SENTENCE = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z*(\"'])|\n\s*(?:[-*]|\d+\.)\s+|\n\n")
+SENTENCE = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z*(\"'])|\n\s*(?:[-*]|\d+\.)\s+|\n\n|\s*\|\s*")
 
 
 def sentences(text):
@@ -98,9 +99,27 @@ def learner_prose(path):
     return found
 
 
+def doc_prose(number, root=ROOT):
+    """``[(place, sentence)]`` of what the docs say about notebook ``number``: its answer key (``"answers"``) and its
+    section of the teaching guide (``"guide"``)."""
+    key = root / "docs" / "answers" / f"{number}.md"
+    guide = (root / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    section = re.search(rf"^### {number} · .*?(?=^##)", guide, flags=re.MULTILINE | re.DOTALL)
+    found = [("answers", s) for s in sentences(key.read_text(encoding="utf-8"))] if key.exists() else []
+    return found + ([("guide", s) for s in sentences(section.group(0))] if section else [])
+
+
+#: A quoted phrase ("a bigger dot product always means more similar"): a misconception or a wrong answer quoted to be
+#: taken apart, not a claim of the text that quotes it.
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+
+
 def claim_words(sentence):
-    """The claim words of a sentence that no not-a-claim pattern covers."""
-    covered = [m.span() for m in NOT_CLAIM.finditer(sentence)]
+    """The claim words of a sentence that no not-a-claim pattern covers (short labels of fewer than 5 words, such
+    as a table's wrong answers, state no claim)."""
+    if len(sentence.split()) < 5:
+        return []
+    covered = [m.span() for m in NOT_CLAIM.finditer(sentence)] + [m.span() for m in QUOTED.finditer(sentence)]
     return [m.group(1) for m in CLAIM_WORD.finditer(sentence)
             if not any(a <= m.start() < b for a, b in covered)]
 
@@ -110,8 +129,17 @@ def unbacked(path, registered=(), allowed=()):
 
     ``registered``: ``(cell id, fragment)`` pairs (the claims registry); ``allowed``: the same for sentences listed
     as not claims."""
+    return _unbacked(learner_prose(path), registered, allowed)
+
+
+def unbacked_docs(number, registered=(), allowed=()):
+    """:func:`unbacked` for the answer key and the guide's section of notebook ``number``."""
+    return _unbacked(doc_prose(number), registered, allowed)
+
+
+def _unbacked(prose, registered, allowed):
     found = []
-    for cell_id, sentence in learner_prose(path):
+    for cell_id, sentence in prose:
         words = claim_words(sentence)
         if not words or HEDGE.search(sentence) or ATTRIBUTED.search(sentence) or sentence.rstrip().endswith("?"):
             continue
@@ -136,6 +164,9 @@ def main(argv):
         number = path.name[:2]
         for cell_id, word, sentence in unbacked(path, registered_fragments(number), allowed_fragments(number)):
             print(f"{number} {cell_id}: {word}: {sentence}")
+            count += 1
+        for place, word, sentence in unbacked_docs(number, registered_fragments(number), allowed_fragments(number)):
+            print(f"{number} {place}: {word}: {sentence}")
             count += 1
     print(f"{count} unbacked general sentences")
     return 1 if count else 0
