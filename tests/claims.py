@@ -169,7 +169,7 @@ def sink_moves_with_the_position():
     assert abs(shifted[:, 15:].mean() - sinks()[:, 15:].mean()) < 0.05
 
 
-@claim("15", "15-031", "The tiny GPT has none of it: its heads give the first token *less* than an even spread would, "
+@claim("15", "15-031t", "The tiny GPT has none of it: its heads give the first token *less* than an even spread would, "
        "and the first token's values are as long as any other's")
 def tiny_gpt_parks_nothing():
     weight = printed_number("15", "15-030", r"tiny GPT \(14\), 8 windows\s+([\d.]+)")
@@ -182,7 +182,7 @@ def notebook_12_top(habit):
     return printed_number("12", "341a6722", rf"most weight on {habit}\s+\(layer, head\): \(\d+, \d+\): ([\d.]+)")
 
 
-@claim("15", "15-031", "Notebook 12's encoder parked on `[CLS]`, its first token, and not on `[SEP]`: no head gave "
+@claim("15", "15-031t", "Notebook 12's encoder parked on `[CLS]`, its first token, and not on `[SEP]`: no head gave "
        "`[SEP]` more than 0.15 of its weight on average", stored="notebook 12's printed fingerprints (nbval recomputes)")
 def encoder_parked_on_cls_not_sep():
     assert notebook_12_top(r"\[CLS\]") > 0.5 and notebook_12_top(r"\[SEP\]") <= 0.15
@@ -256,7 +256,7 @@ def previous_token_heads_spread():
     assert layers[0] == 1 and layers[-1] == 22 and len(layers) > 3, layers
 
 
-@claim("15", "15-038", "as the answer says *red*, *blue* and *green* again, the head looks at the token that followed "
+@claim("15", "15-038b", "as the answer says *red*, *blue* and *green* again, the head looks at the token that followed "
        "each word in the message, *fox*, *owl*, *frog*", "It copies the list right")
 def explorer_head_induces_in_the_window():
     from attn_helpers.widgets.nb15 import chat_view
@@ -269,7 +269,7 @@ def explorer_head_induces_in_the_window():
         assert first < view["answer_start"] and labels[first + 1] == after and view["weights"][n, first + 1] > 0.9
 
 
-@claim("15", "15-038", "asked \"My cat is called Tom. What is my cat called?\", it writes a story about a cat named "
+@claim("15", "15-038b", "asked \"My cat is called Tom. What is my cat called?\", it writes a story about a cat named "
        "Luna")
 def wrong_answer_about_tom():
     assert "Luna" in smollm2().chat("My cat is called Tom. What is my cat called?", max_new_tokens=12)
@@ -326,7 +326,7 @@ ALLOWED: dict[str, list[tuple[str, str, str]]] = {
            ("03-016", "For X, every X is X and X is X.", DEFINITION),
            ("03-016", "For X every X underflows to 0 and X is X too.", DEFINITION),
            ("03-016", "Then the largest exponent is X, so every X lies in X (no overflow)", DEFINITION),
-           ("03-new-05", "X, what the printed weights add up to (the test every softmax must pas", HEADING)],
+           ("03-new-05b", "X, what the printed weights add up to (the test every softmax must pas", HEADING)],
     "04": [("04-004", "The context vector of token X is the sum of **all** input vectors", DEFINITION),
            ("04-006", "An average cannot be larger than the largest value it averages", DEFINITION),
            ("04-008", "With two features, each input is a point (the tip of its arrow)", DEFINITION),
