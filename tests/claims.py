@@ -111,7 +111,7 @@ def sink_shares():
        "Layers 10 and 11 park little: their means (0.21 and 0.06) are near or below an even spread, and layer 16 is "
        "just under one half (0.47)")
 @claim("15", "15-054", "from layer 3 on, the heads park on average more than half of their weight on the first "
-       "position", "except in layers 10 and 11")
+       "position", "except in layers 10 and 11 (far below) and 16 (0.47)")
 @claim("15", "guide", "but layers 10 and 11 park little (0.21 and 0.06)")
 def sink_from_layer_3_on_except_10_11_16():
     layer_mean = sinks().mean(axis=(0, 2))
