@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The words that make a sentence general: quantifiers and directions.
 QUANTIFIERS = (r"every", r"all", r"most", r"always", r"never", r"none", r"no (?:head|layer|prompt|token|model)s?",
                r"in every layer", r"on every prompt", r"from layer \d+ on", r"about a (?:third|half|quarter|fifth|tenth)",
-               r"close to zero", r"nearly all")
+               r"close to zero", r"nearly all", r"almost (?:no|none|all|every|never)")
 DIRECTIONS = (r"faster", r"slower", r"larger", r"smaller", r"helps?", r"hurts?", r"improves?")
 CLAIM_WORD = re.compile(r"\b(" + "|".join(QUANTIFIERS + DIRECTIONS) + r")\b", re.IGNORECASE)
 
