@@ -152,7 +152,8 @@ def late_layers_pooled():
 @claim("15", "15-054", "whose values are about a third as long")
 @claim("15", "answers", "in layers 3 to 29 the first token's values are about a third of the others' length on every "
        "one of the 12 prompts (0.28 to 0.36)")
-@claim("15", "guide", "the first token's values are about a third as long as the others' on every one of the 12 prompts "
+@claim("15", "guide", "the first token's values are about a third as long as the others' on every one of the 12 "
+       "prompts "
        "(0.28 to 0.36)")
 def first_token_values_a_third_on_every_prompt():
     from attn_helpers.llm_measures import parking_over_prompts
@@ -183,7 +184,8 @@ def notebook_12_top(habit):
 
 
 @claim("15", "15-031t", "Notebook 12's encoder parked on `[CLS]`, its first token, and not on `[SEP]`: no head gave "
-       "`[SEP]` more than 0.15 of its weight on average", stored="notebook 12's printed fingerprints (nbval recomputes)")
+       "`[SEP]` more than 0.15 of its weight on average",
+       stored="notebook 12's printed fingerprints (nbval recomputes)")
 def encoder_parked_on_cls_not_sep():
     assert notebook_12_top(r"\[CLS\]") > 0.5 and notebook_12_top(r"\[SEP\]") <= 0.15
 
@@ -210,7 +212,8 @@ def stored_checks():
     return stored_induction_checks()
 
 
-@claim("15", "15-036", "Six heads out of 270 carry most of the copying: without them the second copy is again nearly as "
+@claim("15", "15-036", "Six heads out of 270 carry most of the copying: without them the second copy is again "
+       "nearly as "
        "hard as the first", stored="attn_helpers/data/nb15_induction_checks.json (test_stored_induction_checks)")
 def six_heads_carry_most():
     study = induction()
@@ -246,7 +249,8 @@ def held_out_sequences():
        "induction heads (17 and 18)", "Other previous-token heads are spread from layer 1 to 22")
 @claim("15", "15-054", "**Previous-token heads** are spread from layer 1 to 22; the strongest sits just before the "
        "induction heads")
-@claim("15", "answers", "the other previous-token heads are spread from layer 1 to 22, so the order alone proves little")
+@claim("15", "answers", "the other previous-token heads are spread from layer 1 to 22, so the order alone proves "
+       "little")
 @claim("15", "guide", "the strongest previous-token head is in layer 16, the others spread from layer 1 to 22")
 def previous_token_heads_spread():
     previous, top = induction()["previous"], induction()["top"]
@@ -466,7 +470,7 @@ for _number, _entries in {
            ("guide", "**Optional cells:** the X source, the gradient checks of the linear, e", HEADING),
            ("guide", "The reverse task without positions trains in a second or two; the slow", HEADING),
            ("guide", "Every number of §6 and §7 comes from runs shipped in X, built by X wit", GUARANTEE),
-           ("answers", "forgets notebook 06: unscaled scores spread about X times wider, and a one-hot row", DEFINITION)],
+           ("answers", "forgets notebook 06: unscaled scores spread about X times wider, and a one-hot", DEFINITION)],
     "12": [("answers", "expects every head of a layer to matter alike; a broad head adds much", MISCONCEPTION),
            ("answers", "**Answer.** (b): the largest move of a cosine is 0.019 (zero) and 0.02", PRINTED),
            ("answers", "A good sink is a token that is always present at the same place (X at", DESIGN),
@@ -531,7 +535,8 @@ def query_gradient_sizes(num_queries=2000, T=8, d_k=1024):
        "Yet the mean is *larger* than with scaling", "nothing for most queries and a push for a few",
        "With scaling every query gets a moderate slope")
 @claim("06", "06-034", "at $d_k = 1024$ unscaled, most of 2,000 random queries get none and a few get a large one")
-@claim("06", "answers", "with nearly one-hot weights it is small for most rows, and the slope that reaches the query is "
+@claim("06", "answers", "with nearly one-hot weights it is small for most rows, and the slope that reaches the "
+       "query is "
        "heavy-tailed (the notebook measures it on 2,000 queries at $d_k = 1024$: none for most, large for a few)")
 @claim("06", "guide", "the slope that reaches a query turn heavy-tailed (none for most queries, large for a few)")
 def query_gradient_heavy_tailed():
@@ -560,9 +565,11 @@ def runs():
 @claim("11", "11-042", "training is slower, not stalled, in one run of each: 65 steps against 12 to a loss below 0.1 "
        "with Adam, 19 against 13 with plain gradient descent")
 @claim("06", "06-014d", "Notebook 11 trains an unscaled model and finds what this predicts: slower, not stalled")
-@claim("11", "answers", "(b), slower, not stalled: the rows start almost one-hot (mean largest weight 0.99 against 0.57 "
+@claim("11", "answers", "(b), slower, not stalled: the rows start almost one-hot (mean largest weight 0.99 against "
+       "0.57 "
        "scaled), the loss at step 10 is 2.228 against 0.342, and it first gets below 0.1 at step 65 against step 12")
-@claim("11", "guide", "training is slower, not stalled: the loss first gets below 0.1 at step 65 against 12 with Adam, at "
+@claim("11", "guide", "training is slower, not stalled: the loss first gets below 0.1 at step 65 against 12 with "
+       "Adam, at "
        "step 19 against 13 with plain gradient descent")
 def unscaled_slower_not_stalled():
     def first_below(losses):

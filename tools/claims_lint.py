@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The words that make a sentence general: quantifiers and directions.
 QUANTIFIERS = (r"every", r"all", r"most", r"always", r"never", r"none", r"no (?:head|layer|prompt|token|model)s?",
-               r"in every layer", r"on every prompt", r"from layer \d+ on", r"about a (?:third|half|quarter|fifth|tenth)",
+               r"in every layer", r"on every prompt", r"from layer \d+ on",
+               r"about a (?:third|half|quarter|fifth|tenth)",
                r"close to zero", r"nearly all", r"almost (?:no|none|all|every|never)")
 DIRECTIONS = (r"faster", r"slower", r"larger", r"smaller", r"helps?", r"hurts?", r"improves?")
 CLAIM_WORD = re.compile(r"\b(" + "|".join(QUANTIFIERS + DIRECTIONS) + r")\b", re.IGNORECASE)
@@ -64,7 +65,8 @@ NOT_CLAIMS = {
         "code or a helper's test",
     r"\bnever (?:NaN|sees?|looks?|attends?|changes?|seen|used|saw|touch(?:es)?|built|overflows?|zero|"
     r"rescaled|mixes|fill|occurred|imported|downloaded)\b|\bnone of them\b|\bhas none\b|\badd none\b":
-        "a guarantee of the code or of the data (a mask, a stable softmax, a held-out set), tested by the helpers' tests",
+        "a guarantee of the code or of the data (a mask, a stable softmax, a held-out set), tested by the helpers' "
+        "tests",
     r"\b(?:larger|smaller|faster|slower) (?:one|than (?:\w+ )?(?:d_model|X|one))\b|\bX (?:times )?(?:larger|smaller)\b"
     r"|\b\d+ times (?:larger|smaller|faster|slower)\b": "a comparison of sizes the sentence computes or prints",
 }
@@ -75,7 +77,8 @@ CODE = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>"
 VERBAL = re.compile(r"[^\d=()\[\]{}#]+")
 CODE_LINE = re.compile(r"\s*(?:if|elif|else|for|while|def|class|return|r?\"\"\")\b|.*:\s*$")
 #: Not a claim of the notebook: an answer option of a prediction, a citation or a title (the claim is the source's).
-ATTRIBUTED = re.compile(r"^\(?[a-e]\)|et al\.|\(\d{4}\)|\b(?:19|20)\d\d\b|\*[A-Z][^*]+\*,|Attention (?:Is|is)(?: not)? [Aa]ll")
+ATTRIBUTED = re.compile(r"^\(?[a-e]\)|et al\.|\(\d{4}\)|\b(?:19|20)\d\d\b|\*[A-Z][^*]+\*,"
+                        r"|Attention (?:Is|is)(?: not)? [Aa]ll")
 SENTENCE = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z*(\"'])|\n\s*(?:[-*]|\d+\.)\s+|\n\n|\s*\|\s*")
 
 
