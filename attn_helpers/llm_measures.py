@@ -8,6 +8,8 @@ ask for the same numbers as its cells).
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -17,7 +19,12 @@ from .pretrained import head_fingerprints
 
 __all__ = ["SINK_PROMPTS", "first_token_weight", "previous_token_score", "induction_score", "repeated_random_tokens",
            "next_token_losses", "right_padded", "sink_study", "induction_study", "head_value_lengths",
-           "first_token_parking", "smollm2_parking", "tiny_gpt_parking"]
+           "first_token_parking", "smollm2_parking", "tiny_gpt_parking", "sink_head_shares", "induction_checks",
+           "parking_over_prompts", "INDUCTION_CHECKS_PATH", "stored_induction_checks"]
+
+#: :func:`induction_checks` on SmolLM2, stored by ``tools/build_induction_checks.py`` (8 s to recompute: notebook 15
+#: reads it; tests/test_claims.py recomputes it).
+INDUCTION_CHECKS_PATH = Path(__file__).resolve().parent / "data" / "nb15_induction_checks.json"
 
 #: Prompts of several kinds over which the first token's weight is measured (chat, prose, code, lists, numbers).
 SINK_PROMPTS = (
@@ -197,3 +204,59 @@ def induction_study(model, period=40, seeds=(0, 1, 2), top=6):
     return {"scores": scores, "previous": previous, "top": top_heads, "control": control, "loss_first": loss_first,
             "loss_second": loss_second, "ablated_first": ablated[0], "ablated_second": ablated[1],
             "control_first": controlled[0], "control_second": controlled[1]}
+
+
+def sink_head_shares(sinks, threshold=0.5):
+    """The share of heads that give the first token more than ``threshold``, per prompt and layer.
+
+    ``sinks (prompts, layers, h)`` (:func:`sink_study`). Returns ``(prompts, layers)``: "most heads of this layer
+    park on this prompt" is a share above one half.
+
+    >>> sink_head_shares(np.array([[[0.9, 0.8, 0.1]]])).round(2)
+    array([[0.67]])
+    """
+    return (np.asarray(sinks) > threshold).mean(axis=-1)
+
+
+def _control_heads(top_heads, num_heads, rng):
+    """For each top head, another head of its layer, not a top head and not drawn already."""
+    control = []
+    for layer, _ in top_heads:
+        options = [h for h in range(num_heads) if (layer, h) not in top_heads and (layer, h) not in control]
+        control.append((layer, int(rng.choice(options))))
+    return control
+
+
+@functools.lru_cache(maxsize=2)
+def induction_checks(model, period=40, seeds=(0, 1, 2), held_out=(3, 4, 5), draws=5, top=6):
+    """Is :func:`induction_study`'s ablation more than luck? Two checks of the same top heads: ``draws`` control
+    draws (other heads of the same layers, the first draw is the study's own), and sequences the heads were
+    not chosen on (``held_out`` seeds). Returns dict: ``control_second (draws,)``, the mean loss on the second copy
+    without each control draw; ``held_intact``, ``held_ablated (len(held_out),)``, each held-out sequence's loss on
+    its second copy with all heads and without the top heads."""
+    study = induction_study(model, period, seeds, top)
+    batch = np.stack([repeated_random_tokens(period, np.random.default_rng(seed)) for seed in seeds])
+    rng = np.random.default_rng(15)  # the study's generator: draw 0 is its control
+    num_heads = study["scores"].shape[1]
+
+    def second(logits, ids):  # (B,): each sequence's mean loss on the tokens of its second copy
+        return np.array([next_token_losses(lg, s)[period:].mean() for lg, s in zip(logits, ids)])
+
+    controls = [second(model.forward(batch, ablate=tuple(_control_heads(study["top"], num_heads, rng)))[0],
+                       batch).mean() for _ in range(draws)]
+    fresh = np.stack([repeated_random_tokens(period, np.random.default_rng(seed)) for seed in held_out])
+    return {"control_second": np.array(controls), "held_intact": second(model.forward(fresh)[0], fresh),
+            "held_ablated": second(model.forward(fresh, ablate=tuple(study["top"]))[0], fresh)}
+
+
+@functools.lru_cache(maxsize=2)
+def parking_over_prompts(model, prompts=SINK_PROMPTS):
+    """:func:`smollm2_parking` on each prompt, averaged over the heads: dict of ``(prompts, layers)`` arrays
+    (``weight``, ``share``, ``length_ratio``)."""
+    runs = [smollm2_parking(model, model.encode(p)) for p in prompts]
+    return {key: np.stack([run[key].mean(axis=-1) for run in runs]) for key in runs[0]}
+
+
+def stored_induction_checks(path=INDUCTION_CHECKS_PATH):
+    """:func:`induction_checks` as stored: dict of arrays (the same keys)."""
+    return {key: np.array(value) for key, value in json.loads(Path(path).read_text(encoding="utf-8")).items()}
