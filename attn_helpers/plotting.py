@@ -463,6 +463,10 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
         height = min(width * (y1 - y0) / (x1 - x0), 7.0) + (0.4 if title else 0.0) if figsize is None else figsize[1]
         fig = plt.figure(figsize=(width, height))
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0 - (0.4 / height if title else 0.0)))
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.axis("off")
     patches = {key: _draw_array(ax, node) if node.shape is not None else _draw_step(ax, node)
                for key, node in by_key.items()}
     ax.figure.canvas.draw()  # settles the text boxes, whose outlines the arrows stop at
@@ -485,10 +489,6 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
             mid = ((x0 + x1) / 2 + bend * (y1 - y0) / 2, (y0 + y1) / 2 - bend * (x1 - x0) / 2)
             ax.text(*mid, label, ha="center", va="center", fontsize=DIAGRAM_FONT_SIZE, color=_INK, bbox=LABEL_BOX,
                     zorder=3)
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_aspect("equal")
-    ax.axis("off")
     if title:
         ax.set_title(title, fontsize=DIAGRAM_FONT_SIZE + 2)
     return ax
@@ -510,15 +510,24 @@ def describe_flow(nodes, edges):
     """The diagram in words, one line per box in the order given, with the boxes that flow into it: the figure's
     text version (for a screen reader in the notebook) and the source of its alt text on the site.
 
-    >>> x, q = array_node("X", np.zeros((3, 2)), (0, 0)), array_node("Q", np.zeros((3, 4)), (2, 0))
-    >>> print(describe_flow([x, q], [("X", "Q")]))
+    >>> x, w = array_node("X", np.zeros((3, 2)), (0, 0)), array_node("W_q", np.zeros((2, 4)), (1, 0), parameter=True)
+    >>> q, s = array_node("Q", np.zeros((3, 4)), (2, 0)), array_node("S", np.zeros((3, 3)), (3, 0))
+    >>> print(describe_flow([x, w, q, s], [("X", "W_q"), ("W_q", "Q"), ("Q", "S")]))
     X (3, 2)
-    Q (3, 4) <- X
+    W_q (2, 4)
+    Q (3, 4) <- X times W_q
+    S (3, 3) <- Q
     """
     nodes = list(nodes)
     by_key = {node.key: node for node in nodes}
     sources = {node.key: [] for node in nodes}
     for start, end, *_ in edges:
-        sources[end].append(by_key[start].label)
-    return "\n".join(node.text + (" <- " + ", ".join(sources[node.key]) if sources[node.key] else "")
-                     for node in nodes)
+        sources[end].append(start)
+
+    def name(key):  # an arrow through a parameter box is a product: "X times W_q"
+        node = by_key[key]
+        return " and ".join(map(name, sources[key])) + f" times {node.label}" if node.parameter and sources[key] \
+            else node.label
+
+    return "\n".join(node.text + (" <- " + ", ".join(map(name, sources[node.key]))
+                                   if sources[node.key] and not node.parameter else "") for node in nodes)
