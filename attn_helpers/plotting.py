@@ -8,7 +8,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import font_manager, ft2font
-from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 __all__ = ["setup_style", "heatmap", "heatmap_grid", "place_labels", "text_colour_on", "token_colour", "token_colours",
            "MASKED_COLOUR", "HATCH_COLOUR", "CONTEXT_COLOUR", "HIGHLIGHT_EDGE", "PAPER_COLOUR", "LABEL_BOX",
@@ -346,7 +346,7 @@ def array_node(label, array, xy, *, key=None, dims=None, tokens=None, show_value
 
     ``dims``: the symbols of its axes, ``("T", "d_k")``; ``tokens``: one per row of the last two axes, each row drawn
     in the token's series colour; ``show_values``: a small viridis heatmap of a 2-D array inside the box (which
-    weight is large); ``parameter``: learned weights, drawn grey; ``note``: a line under the shape (the formula);
+    weight is large; of a 3-D array, the first of the stack); ``parameter``: learned weights, drawn grey; ``note``: a line under the shape (the formula);
     ``name_rows``: the tokens' names written left of their rows.
 
     >>> array_node("Q", np.zeros((3, 2)), (0, 0), dims=("T", "d_k")).text
@@ -361,9 +361,9 @@ def array_node(label, array, xy, *, key=None, dims=None, tokens=None, show_value
                          f"shape {array.shape}")
     values = None
     if show_values:
-        if array.ndim != 2:
-            raise ValueError(f"show_values needs a 2-D array; {label!r} has shape {array.shape}")
-        values = np.asarray(array, dtype=float)
+        if array.ndim == 1:
+            raise ValueError(f"show_values needs a 2-D or 3-D array; {label!r} has shape {array.shape}")
+        values = np.asarray(array, dtype=float).reshape(-1, *array.shape[-2:])[0]  # (h, T, T): the front one
     node = Node(label, xy, key=key, shape=array.shape, dims=dims, tokens=None if tokens is None else list(tokens),
                 values=values, parameter=parameter, note=note)
     node.name_rows = bool(name_rows and tokens is not None)
@@ -382,14 +382,14 @@ _CELL = 0.4  # the side of one array entry, in data units (inches on an equal-as
 _MAX_CELLS = 8  # longer axes are drawn at this length: the shape label says the true one
 
 
-def _box_size(shape):
+def _box_size(shape, cell=_CELL):
     rows, cols = (1, shape[0]) if len(shape) == 1 else shape[-2:]
-    return _CELL * min(max(cols, 1), _MAX_CELLS), _CELL * min(max(rows, 1), _MAX_CELLS)
+    return cell * min(max(cols, 1), _MAX_CELLS), cell * min(max(rows, 1), _MAX_CELLS)
 
 
-def _draw_array(ax, node):
+def _draw_array(ax, node, cell=_CELL):
     x, y = node.xy
-    width, height = _box_size(node.shape)
+    width, height = _box_size(node.shape, cell)
     depth = min(node.shape[0], 4) if len(node.shape) == 3 else 1  # (h, T, d_h): h boxes, one behind the other
     step = 0.12
     for layer in reversed(range(1, depth)):
@@ -422,15 +422,20 @@ def _draw_array(ax, node):
     return frame
 
 
-def _draw_step(ax, node):
+def _draw_step(ax, node, renderer):
     colour = node.colour or PAPER_COLOUR
     text = ax.text(*node.xy, node.label, ha="center", va="center", fontsize=DIAGRAM_FONT_SIZE + 1, zorder=3,
-                   color=text_colour_on(0.0) if _is_dark(colour) else _INK,
-                   bbox={"boxstyle": "round,pad=0.35", "facecolor": colour, "edgecolor": _INK, "linewidth": 1.2})
+                   color=text_colour_on(0.0) if _is_dark(colour) else _INK)
+    # the box around the text, in data units (measured, not drawn: no full draw of the figure is needed)
+    (x0, y0), (x1, y1) = ax.transData.inverted().transform(text.get_window_extent(renderer).get_points())
+    pad = 0.1
+    box = FancyBboxPatch((x0 - pad, y0 - pad), x1 - x0 + 2 * pad, y1 - y0 + 2 * pad, boxstyle="round,pad=0.02",
+                         facecolor=colour, edgecolor=_INK, linewidth=1.2, zorder=2)
+    ax.add_patch(box)
     if node.note:
-        ax.text(node.xy[0], node.xy[1] - 0.32, node.note, ha="center", va="top", fontsize=DIAGRAM_FONT_SIZE,
+        ax.text(node.xy[0], y0 - pad - 0.05, node.note, ha="center", va="top", fontsize=DIAGRAM_FONT_SIZE,
                 color=GUIDE_COLOUR, zorder=3)
-    return text
+    return box
 
 
 def _is_dark(colour):
@@ -438,12 +443,13 @@ def _is_dark(colour):
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.35  # black text on lighter fills, white on darker
 
 
-def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
+def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL):
     """Draw what flows where: ``nodes`` (from :func:`array_node`, :func:`step_node`) joined by ``edges``.
 
     ``edges``: ``(from_key, to_key)`` or ``(from_key, to_key, label)`` or ``(from_key, to_key, label, options)``
     with ``options`` a dict of ``bend`` (the arc's curvature, 0 = straight), ``width`` (a line width, for a weight)
     and ``dashed``. Each array's box shows the array's own shape, so the picture follows the arrays it is given.
+    ``cell``: the side of one entry of an array, in data units (an axis longer than 8 is drawn 8 long).
     Returns the Axes (if ``ax`` is None, of a new figure ``DIAGRAM_MAX_WIDTH`` wide and as high as the nodes need).
     """
     nodes = list(nodes)
@@ -454,7 +460,7 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
         if node.key in by_key:
             raise ValueError(f"two nodes share the key {node.key!r}: give one a key=")
         by_key[node.key] = node
-    (x0, x1), (y0, y1) = _limits(nodes)
+    (x0, x1), (y0, y1) = _limits(nodes, cell)
     if ax is None:
         width = DIAGRAM_MAX_WIDTH if figsize is None else figsize[0]
         if width > DIAGRAM_MAX_WIDTH:
@@ -467,18 +473,17 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
     ax.set_ylim(y0, y1)
     ax.set_aspect("equal")
     ax.axis("off")
-    patches = {key: _draw_array(ax, node) if node.shape is not None else _draw_step(ax, node)
+    ax.apply_aspect()  # so that data units map to their final pixels
+    renderer = ax.figure.canvas.get_renderer()
+    patches = {key: _draw_array(ax, node, cell) if node.shape is not None else _draw_step(ax, node, renderer)
                for key, node in by_key.items()}
-    ax.figure.canvas.draw()  # settles the text boxes, whose outlines the arrows stop at
     for edge in edges:
         start, end, label, options = (*edge, None, None)[:4]
         options = options or {}
         for key in (start, end):
             if key not in by_key:
                 raise ValueError(f"edge {edge!r} names {key!r}, which is no node's key; keys: {sorted(by_key)}")
-        patch_a, patch_b = (p.get_bbox_patch() if hasattr(p, "get_bbox_patch") else p
-                            for p in (patches[start], patches[end]))
-        arrow = FancyArrowPatch(by_key[start].xy, by_key[end].xy, patchA=patch_a, patchB=patch_b,
+        arrow = FancyArrowPatch(by_key[start].xy, by_key[end].xy, patchA=patches[start], patchB=patches[end],
                                 arrowstyle="-|>", mutation_scale=15, color=_INK, zorder=1,
                                 linewidth=options.get("width", 1.4), linestyle="--" if options.get("dashed") else "-",
                                 connectionstyle=f"arc3,rad={options.get('bend', 0.0)}", shrinkA=4, shrinkB=4)
@@ -494,13 +499,13 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None):
     return ax
 
 
-def _limits(nodes):
+def _limits(nodes, cell=_CELL):
     """``(x0, x1), (y0, y1)``: axis limits that hold every box and its labels (autoscaling ignores text)."""
     xs, ys = [], []
     for node in nodes:
-        width, height = _box_size(node.shape) if node.shape is not None else (0.17 * len(node.label), 0.4)
+        width, height = _box_size(node.shape, cell) if node.shape is not None else (0.17 * len(node.label), 0.4)
         below = (1.0 if node.dims else 0.6) + (0.4 if node.note else 0.0) if node.shape is not None else 0.4
-        left = 0.9 if getattr(node, "name_rows", False) else 0.5
+        left = 0.5 + (0.11 * max(map(len, node.tokens)) if getattr(node, "name_rows", False) else 0.0)
         xs += [node.xy[0] - width / 2 - left, node.xy[0] + width / 2 + 0.5]
         ys += [node.xy[1] - height / 2 - below, node.xy[1] + height / 2 + 0.5]
     return (min(xs), max(xs)), (min(ys), max(ys))
