@@ -332,9 +332,8 @@ class Node:
     @property
     def text(self):
         """The words the box shows (its label and shape label), as the description and the alt text give them."""
-        if self.shape is None:
-            return self.label
-        return f"{self.label} {shape_label(self.shape, self.dims)}"
+        label = " ".join(self.label.split())  # a label on two lines is one line of text
+        return label if self.shape is None else f"{label} {shape_label(self.shape, self.dims)}"
 
     def __repr__(self):
         return f"Node({self.text!r})"
@@ -531,8 +530,8 @@ def describe_flow(nodes, edges):
 
     def name(key):  # an arrow through a parameter box is a product: "X times W_q"
         node = by_key[key]
-        return " and ".join(map(name, sources[key])) + f" times {node.label}" if node.parameter and sources[key] \
-            else node.label
+        label = " ".join(node.label.split())
+        return " and ".join(map(name, sources[key])) + f" times {label}" if node.parameter and sources[key] else label
 
     return "\n".join(node.text + (" <- " + ", ".join(map(name, sources[node.key]))
                                    if sources[node.key] and not node.parameter else "") for node in nodes)
