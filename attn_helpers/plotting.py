@@ -345,8 +345,8 @@ def array_node(label, array, xy, *, key=None, dims=None, tokens=None, show_value
 
     ``dims``: the symbols of its axes, ``("T", "d_k")``; ``tokens``: one per row of the last two axes, each row drawn
     in the token's series colour; ``show_values``: a small viridis heatmap of a 2-D array inside the box (which
-    weight is large; of a 3-D array, the first of the stack); ``parameter``: learned weights, drawn grey; ``note``: a line under the shape (the formula);
-    ``name_rows``: the tokens' names written left of their rows.
+    weight is large; of a 3-D array, the first of the stack); ``parameter``: learned weights, drawn grey;
+    ``note``: a line under the shape (the formula); ``name_rows``: the tokens' names written left of their rows.
 
     >>> array_node("Q", np.zeros((3, 2)), (0, 0), dims=("T", "d_k")).text
     'Q (T, d_k) = (3, 2)'
@@ -502,7 +502,9 @@ def _limits(nodes, cell=_CELL):
     """``(x0, x1), (y0, y1)``: axis limits that hold every box and its labels (autoscaling ignores text)."""
     xs, ys = [], []
     for node in nodes:
-        width, height = _box_size(node.shape, cell) if node.shape is not None else (0.17 * len(node.label), 0.4)
+        longest = max(map(len, node.label.split("\n")))
+        width, height = _box_size(node.shape, cell) if node.shape is not None else (0.17 * longest, 0.4)
+        width = max(width, 0.13 * longest)  # a label wider than its box (about 0.13 units a character)
         below = (1.0 if node.dims else 0.6) + (0.4 if node.note else 0.0) if node.shape is not None else 0.4
         left = 0.5 + (0.11 * max(map(len, node.tokens)) if getattr(node, "name_rows", False) else 0.0)
         xs += [node.xy[0] - width / 2 - left, node.xy[0] + width / 2 + 0.5]
