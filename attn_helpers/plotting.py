@@ -14,7 +14,8 @@ __all__ = ["setup_style", "heatmap", "heatmap_grid", "place_labels", "text_colou
            "MASKED_COLOUR", "HATCH_COLOUR", "CONTEXT_COLOUR", "HIGHLIGHT_EDGE", "PAPER_COLOUR", "LABEL_BOX",
            "OUTLINE_COLOUR", "GUIDE_COLOUR", "FAINT_COLOUR", "OKABE_ITO", "SERIES_COLOURS", "drawable_labels",
            "NO_GLYPH", "DIAGRAM_FONT_SIZE", "DIAGRAM_MAX_WIDTH", "PARAMETER_COLOUR", "shape_label", "Node",
-           "array_node", "step_node", "flow_diagram", "describe_flow"]
+           "array_node", "step_node", "flow_diagram", "describe_flow", "induction_nodes",
+           "describe_arrows"]
 
 #: Colour of masked cells: visibly different from any weight, even 0.
 MASKED_COLOUR = "#d9d9d9"
@@ -328,6 +329,7 @@ class Node:
         self.label, self.xy, self.key = str(label), (float(xy[0]), float(xy[1])), str(key or label)
         self.shape, self.dims, self.tokens, self.values = shape, dims, tokens, values
         self.parameter, self.colour, self.note = parameter, colour, note
+        self.name_rows, self.numbers = False, None
 
     @property
     def text(self):
@@ -340,13 +342,14 @@ class Node:
 
 
 def array_node(label, array, xy, *, key=None, dims=None, tokens=None, show_values=False, parameter=False,
-               note=None, name_rows=False):
+               note=None, name_rows=False, show_numbers=False):
     """A box for ``array``, labelled ``label`` and with the array's own shape (never a typed one).
 
     ``dims``: the symbols of its axes, ``("T", "d_k")``; ``tokens``: one per row of the last two axes, each row drawn
     in the token's series colour; ``show_values``: a small viridis heatmap of a 2-D array inside the box (which
     weight is large; of a 3-D array, the first of the stack); ``parameter``: learned weights, drawn grey;
-    ``note``: a line under the shape (the formula); ``name_rows``: the tokens' names written left of their rows.
+    ``note``: a line under the shape (the formula); ``name_rows``: the tokens' names written left of their rows;
+    ``show_numbers``: each entry of a 1-D array written in its cell.
 
     >>> array_node("Q", np.zeros((3, 2)), (0, 0), dims=("T", "d_k")).text
     'Q (T, d_k) = (3, 2)'
@@ -366,6 +369,9 @@ def array_node(label, array, xy, *, key=None, dims=None, tokens=None, show_value
     node = Node(label, xy, key=key, shape=array.shape, dims=dims, tokens=None if tokens is None else list(tokens),
                 values=values, parameter=parameter, note=note)
     node.name_rows = bool(name_rows and tokens is not None)
+    if show_numbers and array.ndim != 1:
+        raise ValueError(f"show_numbers needs a 1-D array; {label!r} has shape {array.shape}")
+    node.numbers = np.array(array, dtype=float) if show_numbers else None
     return node
 
 
@@ -404,20 +410,25 @@ def _draw_array(ax, node, cell=_CELL):
         for r, token in enumerate(shown):
             ax.add_patch(Rectangle((left, bottom + height - (r + 1) * row_height), width, row_height,
                                    facecolor=token_colour(token, r), edgecolor=PAPER_COLOUR, linewidth=0.8, zorder=2))
-            if getattr(node, "name_rows", False):
+            if node.name_rows:
                 ax.text(left - 0.08, bottom + height - (r + 0.5) * row_height, token, ha="right", va="center",
                         fontsize=DIAGRAM_FONT_SIZE, color=_INK, zorder=3)
     if node.values is not None:
         ax.imshow(node.values, cmap="viridis", vmin=0.0, vmax=max(float(node.values.max()), 1e-12),
                   extent=(left, left + width, bottom, bottom + height), interpolation="nearest", zorder=2)
     top = y + height / 2 + (depth - 1) * step
+    if node.numbers is not None:  # each entry written in its cell (a short 1-D array, a tile of scores)
+        for c, value in enumerate(np.ravel(node.numbers)[:_MAX_CELLS]):
+            ax.text(left + (c + 0.5) * cell, y, f"{value:g}", ha="center", va="center", fontsize=DIAGRAM_FONT_SIZE,
+                    color=_INK, zorder=3)
+    # the labels on a paper-coloured box: an arrow that passes behind them never crosses their letters
     ax.text(x, top + 0.08, node.label, ha="center", va="bottom", fontsize=DIAGRAM_FONT_SIZE + 1, fontweight="bold",
-            color=_INK, zorder=3)
+            color=_INK, zorder=3, bbox=LABEL_BOX)
     ax.text(x, bottom - 0.08, shape_label(node.shape, node.dims).replace(" = ", "\n= "), ha="center", va="top",
-            fontsize=DIAGRAM_FONT_SIZE, color=_INK, zorder=3)
+            fontsize=DIAGRAM_FONT_SIZE, color=_INK, zorder=3, bbox=LABEL_BOX)
     if node.note:
         ax.text(x, bottom - 0.7, node.note, ha="center", va="top", fontsize=DIAGRAM_FONT_SIZE, color=GUIDE_COLOUR,
-                zorder=3)
+                zorder=3, bbox=LABEL_BOX)
     return frame
 
 
@@ -460,6 +471,7 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
             raise ValueError(f"two nodes share the key {node.key!r}: give one a key=")
         by_key[node.key] = node
     (x0, x1), (y0, y1) = _limits(nodes, cell)
+    own = False
     if ax is None:
         width = DIAGRAM_MAX_WIDTH if figsize is None else figsize[0]
         if width > DIAGRAM_MAX_WIDTH:
@@ -467,6 +479,7 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
                              "projector")
         height = min(width * (y1 - y0) / (x1 - x0), 7.0) + (0.4 if title else 0.0) if figsize is None else figsize[1]
         fig = plt.figure(figsize=(width, height))
+        own = True
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0 - (0.4 / height if title else 0.0)))
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
@@ -493,9 +506,29 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
             mid = ((x0 + x1) / 2 + bend * (y1 - y0) / 2, (y0 + y1) / 2 - bend * (x1 - x0) / 2)
             ax.text(*mid, label, ha="center", va="center", fontsize=DIAGRAM_FONT_SIZE, color=_INK, bbox=LABEL_BOX,
                     zorder=3)
+    _fit(ax, renderer, title_space=(0.4 if title else 0.0) if own and figsize is None else None)
     if title:
         ax.set_title(title, fontsize=DIAGRAM_FONT_SIZE + 2)
     return ax
+
+
+def _fit(ax, renderer, title_space=None, rounds=3):
+    """Limits that hold every text and arrow: text keeps its size in points, so each round changes the scale a little.
+    On a figure of its own (``title_space``: inches above the axes) the diagram keeps the full width, and the
+    figure takes the height it needs."""
+    fig = ax.figure
+    for _ in range(rounds):
+        ax.apply_aspect()
+        boxes = [artist.get_window_extent(renderer) for artist in (*ax.texts, *ax.patches, *ax.images)]
+        corners = ax.transData.inverted().transform(np.vstack([box.get_points() for box in boxes]))
+        (x0, y0), (x1, y1) = corners.min(axis=0) - 0.1, corners.max(axis=0) + 0.1
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        if title_space is not None:
+            width = fig.get_size_inches()[0]
+            height = width * (y1 - y0) / (x1 - x0)
+            fig.set_size_inches(width, height + title_space)
+            ax.set_position((0.0, 0.0, 1.0, height / (height + title_space)))
 
 
 def _limits(nodes, cell=_CELL):
@@ -506,7 +539,7 @@ def _limits(nodes, cell=_CELL):
         width, height = _box_size(node.shape, cell) if node.shape is not None else (0.17 * longest, 0.4)
         width = max(width, 0.13 * longest)  # a label wider than its box (about 0.13 units a character)
         below = (1.0 if node.dims else 0.6) + (0.4 if node.note else 0.0) if node.shape is not None else 0.4
-        left = 0.5 + (0.11 * max(map(len, node.tokens)) if getattr(node, "name_rows", False) else 0.0)
+        left = 0.5 + (0.11 * max(map(len, node.tokens)) if node.name_rows else 0.0)
         xs += [node.xy[0] - width / 2 - left, node.xy[0] + width / 2 + 0.5]
         ys += [node.xy[1] - height / 2 - below, node.xy[1] + height / 2 + 0.5]
     return (min(xs), max(xs)), (min(ys), max(ys))
@@ -537,3 +570,45 @@ def describe_flow(nodes, edges):
 
     return "\n".join(node.text + (" <- " + ", ".join(map(name, sources[node.key]))
                                    if sources[node.key] and not node.parameter else "") for node in nodes)
+
+
+def induction_nodes(tokens, ids, previous_weights, induction_weights, previous_queries, induction_queries,
+                    names=("previous-token head", "induction head"), spacing=0.8):
+    # names: one per row; "layer 0: previous-token head" is drawn on two lines, its weights titled "layer 0 weights"
+    """The nodes and edges of the two-step induction circuit on one sequence, for :func:`flow_diagram`.
+
+    ``tokens``: the sequence's token names; ``ids``: their ids (a token's colour follows its id, so a repeat has its
+    first copy's colour); ``previous_weights``, ``induction_weights``: the two heads' weights ``(T, T)``;
+    ``*_queries``: the query positions to draw. Each query gets an arrow from the key it attends to most (line
+    width: that weight). The first head's row is drawn below, the second above; dashed arrows carry the keys the
+    induction head picks up the residual stream, where the first head wrote "my previous token was ...".
+    Returns ``nodes, edges``; the two heads' weights are drawn as heatmaps at the right.
+    """
+    tokens, ids = [str(t) for t in tokens], np.asarray(ids)
+    previous_weights, induction_weights = np.asarray(previous_weights), np.asarray(induction_weights)
+    T = len(tokens)
+    for name, weights in (("previous_weights", previous_weights), ("induction_weights", induction_weights)):
+        if weights.shape != (T, T):
+            raise ValueError(f"{name} must be (T, T) = ({T}, {T}) for {T} tokens; got shape {weights.shape}")
+    rows = ((previous_weights, previous_queries, 0.0), (induction_weights, induction_queries, 2.8))
+    keys = {i: int(induction_weights[i].argmax()) for i in induction_queries}   # what the induction head copies
+    nodes, edges = [], []
+    for level, (weights, queries, y) in enumerate(rows):
+        nodes.append(step_node(names[level].replace(": ", ":\n"), (-1.8 - 0.4 * spacing, y)))
+        nodes += [step_node(t, (spacing * i, y), key=f"{level} {i}", colour=token_colour(t, int(ids[i])),
+                            note=f"→ {tokens[keys[i]]}" if level and i in keys else None) for i, t in enumerate(tokens)]
+        nodes.append(array_node(f"{names[level].split(':')[0]} weights", weights, (spacing * (T + 0.5) + 1.6, y + 0.2), dims=("T", "T"),
+                                show_values=True))
+        for i in queries:
+            j = int(weights[i].argmax())  # the key this query attends to most: an arrow key -> query
+            bend = min(0.9, 1.8 / (spacing * max(abs(i - j), 1)))  # an arc about 0.9 units high, whatever its length
+            edges.append((f"{level} {j}", f"{level} {i}", None,
+                          {"bend": -bend if level else bend, "width": 0.5 + 2.5 * float(weights[i, j])}))
+    for n, j in enumerate(dict.fromkeys(keys.values())):
+        edges.append((f"0 {j}", f"1 {j}", f"after {tokens[j - 1]}" if n == 0 and j else None, {"dashed": True}))
+    return nodes, edges
+
+
+def describe_arrows(tokens, weights, queries):
+    """One line: each query with the key it attends to most, ``"J5 -> P8"`` (key, then query, positions from 0)."""
+    return ", ".join(f"{tokens[j]}{j} -> {tokens[i]}{i}" for i in queries for j in [int(np.argmax(weights[i]))])
