@@ -597,8 +597,8 @@ def induction_nodes(tokens, ids, previous_weights, induction_weights, previous_q
         nodes.append(step_node(names[level].replace(": ", ":\n"), (-1.8 - 0.4 * spacing, y)))
         nodes += [step_node(t, (spacing * i, y), key=f"{level} {i}", colour=token_colour(t, int(ids[i])),
                             note=f"→ {tokens[keys[i]]}" if level and i in keys else None) for i, t in enumerate(tokens)]
-        nodes.append(array_node(f"{names[level].split(':')[0]} weights", weights, (spacing * (T + 0.5) + 1.6, y + 0.2), dims=("T", "T"),
-                                show_values=True))
+        nodes.append(array_node(f"{names[level].split(':')[0]} weights", weights, (spacing * (T + 0.5) + 1.6, y + 0.2),
+                                dims=("T", "T"), show_values=True))
         for i in queries:
             j = int(weights[i].argmax())  # the key this query attends to most: an arrow key -> query
             bend = min(0.9, 1.8 / (spacing * max(abs(i - j), 1)))  # an arc about 0.9 units high, whatever its length

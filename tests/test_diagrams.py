@@ -26,7 +26,7 @@ from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from attn_helpers import plotting  # noqa: E402
-from attn_helpers.plotting import array_node, describe_flow, flow_diagram, step_node  # noqa: E402
+from attn_helpers.plotting import array_node, describe_flow, flow_diagram, induction_nodes, step_node  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIAGRAM_NOTEBOOKS = ("05", "08", "10", "11", "13", "15")
@@ -167,3 +167,32 @@ def test_bad_input_names_the_argument_and_shapes():
     with pytest.raises(ValueError, match="names 'K', which is no node's key"):
         flow_diagram(nodes, [("X", "K")])
     plt.close("all")
+
+
+def test_induction_arrows_follow_the_weights():
+    tokens, ids = list("ABCDABCD"), np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    previous = np.eye(8, k=-1)
+    previous[0, 0] = 1.0                                      # each query on the key just before it
+    induction = np.zeros((8, 8))
+    for i in range(8):
+        induction[i, i - 3 if i >= 4 else 0] = 1.0             # the token after the earlier copy of my token
+    nodes, edges = induction_nodes(tokens, ids, previous, induction, range(1, 8), range(4, 7))
+    arrows = {(a, b) for a, b, *_ in edges}
+    assert {(f"0 {i - 1}", f"0 {i}") for i in range(1, 8)} <= arrows
+    assert {(f"1 {i - 3}", f"1 {i}") for i in range(4, 7)} <= arrows
+    assert {(f"0 {j}", f"1 {j}") for j in (1, 2, 3)} <= arrows  # the keys the induction head reads, up the stream
+    notes = {n.key: n.note for n in nodes if n.note}
+    assert notes == {"1 4": "→ B", "1 5": "→ C", "1 6": "→ D"}, notes
+    colours = {n.key: n.colour for n in nodes if n.colour}
+    assert colours["0 0"] == colours["0 4"] != colours["0 1"], "a repeated token keeps its first copy's colour"
+    with pytest.raises(ValueError, match=r"induction_weights must be \(T, T\) = \(8, 8\).*\(8, 7\)"):
+        induction_nodes(tokens, ids, previous, induction[:, :7], range(1, 8), range(4, 7))
+    ax = flow_diagram(nodes, edges, cell=0.13)
+    plt.close(ax.figure)
+
+
+def test_numbers_drawn_in_a_tile_are_the_arrays():
+    ax = flow_diagram([array_node("tile", np.array([4.0, 0.5]), (0, 0), show_numbers=True)], [])
+    texts = {t.get_text() for t in _texts(ax.figure)}
+    plt.close(ax.figure)
+    assert {"4", "0.5", "(2,)"} <= texts, texts
