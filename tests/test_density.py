@@ -1,0 +1,67 @@
+"""Every notebook is one sitting (issue 46): the budgets of ``tools/density.py`` hold for every notebook, or the
+notebook is in ``OVER``, the record of what is still over budget as measured at its commit. A record may only fall:
+a notebook that gets denser fails, and one that got lighter fails until its record is lowered (or removed), so the
+record always says where the series stands. ``python tools/density.py --over`` prints it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tool_loader import load_tool  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+density = load_tool("density")
+
+#: What is still over budget, notebook by notebook (``tools/density.py --over``); issue 46 keeps count.
+OVER = {
+    "01": {'cells_over_150': 3},
+    "04": {'longest_cell': 203},
+    "05": {'core_path_minutes': 95, 'longest_cell': 207, 'cells_over_150': 4},
+    "06": {'longest_cell': 261, 'mean_sentence': 18.2},
+    "07": {'cells_over_150': 3},
+    "08": {'longest_cell': 415, 'cells_over_150': 4},
+    "09": {'core_path_minutes': 85, 'independent_minutes': 76, 'longest_cell': 350, 'cells_over_150': 7, 'sentences_over_40': 10},
+    "10": {'core_path_minutes': 80, 'longest_cell': 408, 'cells_over_150': 7, 'mean_sentence': 18.5, 'sentences_over_40': 4, 'summary_bullets': 9},
+    "11": {'core_path_minutes': 111, 'independent_minutes': 82, 'longest_cell': 300, 'cells_over_150': 8, 'sentences_over_40': 6},
+    "12": {'core_path_minutes': 82, 'longest_cell': 436, 'cells_over_150': 7, 'mean_sentence': 19.7, 'sentences_over_40': 12},
+    "13": {'core_path_minutes': 81, 'longest_cell': 549, 'cells_over_150': 5, 'mean_sentence': 18.4, 'sentences_over_40': 9, 'summary_bullets': 10},
+    "14": {'core_path_minutes': 119, 'independent_minutes': 96, 'longest_cell': 578, 'cells_over_150': 10, 'mean_sentence': 20.6, 'sentences_over_40': 24, 'summary_bullets': 8},
+    "15": {'core_path_minutes': 90, 'independent_minutes': 84, 'longest_cell': 473, 'cells_over_150': 9, 'mean_sentence': 19.7, 'sentences_over_40': 13, 'summary_bullets': 9},
+}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    tool = density._core_path_tool()
+    return {path.name[:2]: density.measure(path, tool) for path in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("notebook", [p.name[:2] for p in NOTEBOOKS])
+def test_every_budget_holds_or_is_on_record(rows, notebook):
+    row, record = rows[notebook], OVER.get(notebook, {})
+    problems = [f"{name} {row[name]} > {record.get(name, limit)}" for name, limit in density.BUDGETS.items()
+                if row[name] > record.get(name, limit)]
+    assert not problems, f"notebook {notebook} got denser: " + "; ".join(problems)
+
+
+def test_the_record_is_current(rows):
+    stale = []
+    for notebook, record in OVER.items():
+        for name, recorded in record.items():
+            now = rows[notebook][name]
+            if now < recorded:
+                stale.append(f"{notebook} {name}: {recorded} on record, {now} now"
+                             + (" (within budget: remove it)" if now <= density.BUDGETS[name] else ""))
+    assert not stale, "lower the record (python tools/density.py --over):\n" + "\n".join(stale)
+
+
+def test_the_measures_read_what_a_learner_reads():
+    text = density.prose("Softmax $e^{x}$ of `x` in [a link](https://example.org) <b>here</b>.\n\n```\ncode\n```")
+    assert density.words(text) == 6  # Softmax of in a link here
+    assert len(density.sentences("One. Two!\n- three\n| four |\n\nfive")) == 5
