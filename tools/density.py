@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import pprint
 import re
 import sys
 from pathlib import Path
@@ -144,12 +145,9 @@ def main(argv=None) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     if args.over:  # the record tests/test_density.py keeps of what is still over budget
-        print("{")
-        for row in rows:
-            broken = {name: row[name] for name, limit in BUDGETS.items() if row[name] > limit}
-            if broken:
-                print(f'    "{row["notebook"]}": {broken},')
-        print("}")
+        record = {row["notebook"]: {name: row[name] for name, limit in BUDGETS.items() if row[name] > limit}
+                  for row in rows}
+        print("OVER = " + pprint.pformat({k: v for k, v in record.items() if v}, width=110, sort_dicts=False))
         return 0
     columns = ["notebook", "core_prose_words", "longest_cell", "cells_over_150", "cells_over_200", "mean_sentence",
                "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes"]
