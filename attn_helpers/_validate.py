@@ -1,8 +1,9 @@
 """Input checks of the public functions, once, at the boundary: ``@checked(f_inputs)`` runs ``f_inputs`` on the
 caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body. A call made
 while another checked function runs (the package calling itself, on inputs already checked) goes straight to the
-body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. Checked: shapes, axes, masks,
-NaN/inf, sizes; numpy speaks for the rest.
+body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. A learner's function passed
+as a hook (``attention=``, ``rotate=``, ...) runs as a direct call would (:func:`hook`): the calls it makes are
+checked. Checked: shapes, axes, masks, NaN/inf, sizes; numpy speaks for the rest.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ _INSIDE = contextvars.ContextVar("inside_a_checked_call", default=False)
 
 def checked(check):
     """Decorator: run ``check`` on the caller's arguments, then the body on what it returns; inside another checked
-    call, the body alone. ``check=None``: a function whose callers check its inputs (a backward pass reading its
-    forward's record): it checks nothing, and the calls it makes skip their checks too."""
+    call, the body alone. (``check=None`` is :func:`checked_by_caller`.)"""
     def decorate(body):
         signature = inspect.signature(body)
         if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
@@ -50,15 +50,61 @@ def checked(check):
     return decorate
 
 
+def checked_by_caller(body):
+    """Decorator for a function whose inputs its callers check (a backward pass reading what its forward recorded,
+    a model's inner forward on checked ids): it checks nothing itself, and the series' functions it calls skip
+    their checks, as inside any checked call."""
+    return checked(None)(body)
+
+
+def hook(function, name: str, expected: str):
+    """``None``, or a function passed as a hook (``attention=``, ``rotate=``, ...), made to run as a direct call
+    would: the series' functions it calls check their inputs again (a hook's inputs come from the package, its
+    slips do not), and a numpy error it raises says which hook raised it, and with what. The package's own
+    functions (``rope``, a block's methods) are used as they are: their inputs are the package's."""
+    if function is None:
+        return None
+    if not callable(function):
+        raise TypeError(f"{name} must be a function {expected}, or None; got {function!r:.80}")
+    if (getattr(function, "__module__", None) or "").startswith("attn_helpers"):
+        return function
+
+    @functools.wraps(function)
+    def as_called_directly(*args, **kwargs):
+        token = _INSIDE.set(False)
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, TypeError, IndexError) as err:
+            if getattr(err, "named_by_attn_helpers", False):  # a check's own message: it names the argument
+                raise
+            given = ", ".join(f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+            raise type(err)(f"your {name} function raised {type(err).__name__}: {err} (it was called with {given}; "
+                            f"expected {expected})") from err
+        finally:
+            _INSIDE.reset(token)
+
+    return as_called_directly
+
+
 def _inputs(check, signature, name, args, kwargs):
     try:
         return check(*args, **kwargs)
-    except TypeError:
+    except TypeError as err:
         try:
             signature.bind(*args, **kwargs)
-        except TypeError as err:  # a missing or unknown argument: say whose
-            raise TypeError(f"{name}{signature}: {err}") from None
+        except TypeError as bind_err:  # a missing or unknown argument: say whose
+            raise _named(TypeError(f"{name}{signature}: {bind_err}")) from None
+        _named(err)
         raise
+    except (ValueError, IndexError) as err:
+        _named(err)
+        raise
+
+
+def _named(err):
+    """Mark an error raised by a check: its message names the argument (a hook passes it on as it is)."""
+    err.named_by_attn_helpers = True
+    return err
 
 
 def _parameters(signature):
@@ -324,14 +370,6 @@ def check_score_bias(bias, scores: tuple, names: str):
     return bias
 
 
-def check_rotate(rotate):
-    """``None``, or a function ``rotate(x, positions)`` (a rotation of queries and keys by position)."""
-    if rotate is not None and not callable(rotate):
-        raise TypeError(f"rotate must be a function rotate(x, positions) -> x turned by position (such as "
-                        f"attn_helpers.positions.rope) or None; got {rotate!r}")
-    return rotate
-
-
 def record_input(record):
     """``None``, or the dict a forward pass writes its intermediate values into."""
     if record is not None and not isinstance(record, dict):
@@ -388,50 +426,60 @@ def heads_inputs(x, num_heads):
     return x, num_heads
 
 
-def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory=None):
-    """The projections of multi-head attention, checked against ``x`` (and ``memory``, if any)."""
+def projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, biases=None, memory=None, num_kv_heads=None):
+    """The projections of an attention layer, checked against ``x`` (keys and values: against ``memory``, if any):
+    ``W_q (d, h d_h)``; ``W_k (d_kv, h_kv d_h)`` and ``W_v (d_kv, h_kv d_v)``, ``h_kv`` (``num_kv_heads``, or read
+    off ``W_k``'s width) dividing ``h``; ``W_o (h d_v, d_out)``; ``biases`` None or ``(b_q, b_k, b_v, b_o)``."""
     x = as_float_array(x, "x", min_ndim=2)
     source = x if memory is None else as_float_array(memory, "memory", min_ndim=2)
     num_heads = as_positive_int(num_heads, "num_heads")
     W_q = check_weight("W_q", W_q, x.shape[-1])
     W_k, W_v = check_weight("W_k", W_k, source.shape[-1]), check_weight("W_v", W_v, source.shape[-1])
-    for name, w in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
-        if w.shape[1] % num_heads:
-            raise ValueError(f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by "
-                             f"num_heads={num_heads}")
-    if W_k.shape[1] != W_q.shape[1]:
-        raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}; queries and keys need the same "
-                         "head width d_h")
-    W_o = check_weight("W_o", W_o, W_v.shape[1])
-    b_q, b_k = check_bias("b_q", b_q, W_q.shape[1]), check_bias("b_k", b_k, W_k.shape[1])
-    b_v, b_o = check_bias("b_v", b_v, W_v.shape[1]), check_bias("b_o", b_o, W_o.shape[1])
-    return x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, (None if memory is None else source)
+    if W_q.shape[1] % num_heads:
+        raise ValueError(f"W_q has shape {W_q.shape}: its output width {W_q.shape[1]} must be divisible by "
+                         f"num_heads={num_heads}")
+    head_dim = W_q.shape[1] // num_heads
+    if num_kv_heads is None:  # read off W_k's width: h_kv = h is multi-head attention
+        kv_heads = W_k.shape[1] // max(head_dim, 1)
+        if W_k.shape[1] != kv_heads * head_dim or not kv_heads or num_heads % kv_heads:
+            raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}: with num_heads={num_heads} "
+                             f"(d_h = {head_dim}), W_k's width must be h_kv * d_h for a number of key/value heads "
+                             "h_kv that divides num_heads (h_kv = num_heads: multi-head attention)")
+    else:
+        kv_heads = as_positive_int(num_kv_heads, "num_kv_heads")
+        if num_heads % kv_heads:
+            raise ValueError(f"num_kv_heads={kv_heads} must divide num_heads={num_heads}: each key/value head "
+                             "serves a group of num_heads / num_kv_heads query heads")
+        if W_k.shape[1] != kv_heads * head_dim:
+            raise ValueError(f"W_k has shape {W_k.shape}; expected ({source.shape[-1]}, num_kv_heads * d_h) = "
+                             f"({source.shape[-1]}, {kv_heads * head_dim})")
+    W_o = check_weight("W_o", W_o, W_v.shape[1] * (num_heads // kv_heads))
+    if biases is not None:
+        if not isinstance(biases, (tuple, list)) or len(biases) != 4:
+            raise TypeError(f"biases must be None or (b_q, b_k, b_v, b_o), each None or a vector; got {biases!r:.80}")
+        biases = tuple(check_bias(name, b, w.shape[1]) for name, b, w in
+                       zip(("b_q", "b_k", "b_v", "b_o"), biases, (W_q, W_k, W_v, W_o)))
+    return x, W_q, W_k, W_v, W_o, num_heads, biases, (None if memory is None else source)
 
 
-def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                      memory=None):
-    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention` up to ``memory``, in its order."""
-    x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory = attention_weights_inputs(
-        x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory)
-    T_k = x.shape[-2] if memory is None else memory.shape[-2]
-    mask = check_mask(mask, x.shape[-2], T_k, "(..., T, T)" if memory is None else "(..., T_q, T_k)")
-    return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory
+def check_kv_cache(kv_cache):
+    """``None``, or a cache with ``length`` and ``append(keys, values)`` (a :class:`~attn_helpers.kv_cache.KVCache`)."""
+    if kv_cache is not None and not (hasattr(kv_cache, "length") and callable(getattr(kv_cache, "append", None))):
+        raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
+    return kv_cache
 
 
-def hook_inputs(T_k, x, num_heads, record, dropout, rng, rotate, bias, scale):
-    """``(record, dropout, rng, rotate, bias, scale)`` of multi-head (or grouped-query) attention; ``T_k`` keys."""
-    scores = (*x.shape[:-2], num_heads, x.shape[-2], T_k)
-    return (record_input(record), *dropout_inputs(dropout, rng), check_rotate(rotate),
-            check_score_bias(bias, scores, "(..., h, T, T_k)"), None if scale is None else as_number(scale, "scale"))
-
-
-def all_multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                          memory=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None, scale=None):
+def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, kv_cache=None, rotate=None,
+                      bias=None, scale=None):
     """The inputs of :func:`~attn_helpers.multihead.multi_head_attention`, in its order."""
-    checked_ = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-    x, memory = checked_[0], checked_[-1]
-    T_k = x.shape[-2] if memory is None else memory.shape[-2]
-    return (*checked_, *hook_inputs(T_k, x, checked_[5], record, dropout, rng, rotate, bias, scale))
+    x, W_q, W_k, W_v, W_o, num_heads, biases, _ = projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, biases)
+    kv_cache = check_kv_cache(kv_cache)
+    T, T_k = x.shape[-2], x.shape[-2] + (0 if kv_cache is None else kv_cache.length)  # cached keys, then x's
+    mask = check_mask(mask, T, T_k, "(..., T, T)" if T_k == T else "(..., T, T_past + T)")
+    scores = (*x.shape[:-2], num_heads, T, T_k)
+    return (x, W_q, W_k, W_v, W_o, num_heads, mask, biases, kv_cache, hook(rotate, "rotate", "rotate(x, positions) "
+            "-> x turned by position (such as attn_helpers.positions.rope)"),
+            check_score_bias(bias, scores, "(..., h, T, T_k)"), None if scale is None else as_number(scale, "scale"))
 
 
 def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None,
@@ -439,8 +487,20 @@ def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, 
     """The inputs of :func:`~attn_helpers.block.cross_attention`, in its order."""
     if memory is None:
         raise TypeError("memory must be an array of shape (..., T_k, d_memory), the sequence that is looked up")
-    x, *rest, memory = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-    return x, memory, *rest
+    x, W_q, W_k, W_v, W_o, num_heads, biases, memory = projection_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, (b_q, b_k, b_v, b_o), memory, num_heads)
+    mask = check_mask(mask, x.shape[-2], memory.shape[-2])
+    return (x, memory, W_q, W_k, W_v, W_o, num_heads, mask, *biases)
+
+
+def training_attention_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, rotate=None, bias=None,
+                              scale=None, record=None, dropout=0.0, rng=None):
+    """The inputs of :func:`~attn_helpers.backprop.attention_layer_forward`: those of multi-head attention (no
+    cache), then the ``record`` (a dict), ``dropout`` and ``rng``."""
+    x, W_q, W_k, W_v, W_o, num_heads, mask, biases, _, rotate, bias, scale = multi_head_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, mask, biases, None, rotate, bias, scale)
+    return (x, W_q, W_k, W_v, W_o, num_heads, mask, biases, rotate, bias, scale, record_input(record),
+            *dropout_inputs(dropout, rng))
 
 
 def eps_input(eps) -> float:

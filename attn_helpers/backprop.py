@@ -18,16 +18,18 @@ from ._validate import (
     batch_shape,
     check_bias,
     checked,
+    checked_by_caller,
     eps_input,
     sdpa_inputs,
+    training_attention_inputs,
 )
-from .block import erfc
-from .core import scaled_dot_product_attention, softmax
-from .multihead import merge_heads, split_heads
+from .core import add_bias, default_scale, erfc, log_softmax, scaled_dot_product_attention, softmax
+from .multihead import attention_heads, dropout_mask, heads_mask, merge_heads, split_heads
 
 __all__ = ["softmax_backward", "attention_backward", "linear_backward", "embedding_backward", "cross_entropy",
            "cross_entropy_backward", "numerical_gradient", "relative_error", "layer_norm_backward", "gelu_backward",
-           "feed_forward_backward", "attention_layer_backward", "block_backward"]
+           "feed_forward_backward", "attention_layer_backward", "block_backward", "attention_layer_forward",
+           "training_block"]
 
 
 def check_same_shape(a_name: str, a, b_name: str, b) -> None:
@@ -109,7 +111,7 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     array([[1., 1.],
            [1., 1.]])
     """
-    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    scale = default_scale(queries.shape[-1]) if scale is None else scale
     if weights is None:
         _, weights = scaled_dot_product_attention(queries, keys, values, mask, scale)  # (..., T_q, T_k)
     G, used = grad_context, (weights if keep is None else weights * keep)  # the weights the context was made with
@@ -223,8 +225,7 @@ def cross_entropy(logits, targets):
     1.3863
     """
     z, (t, counted, n) = logits, _counted(targets)
-    shifted = z - z.max(axis=-1, keepdims=True)  # stable: the largest logit of each row becomes 0
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., num_classes)
+    log_probs = log_softmax(z)  # (..., num_classes)
     picked = np.take_along_axis(log_probs, t[..., None], axis=-1)[..., 0]  # log p of each target: (...)
     return float(-(picked * counted).sum() / n)
 
@@ -281,6 +282,60 @@ def relative_error(analytic, numeric):
     if a.size == 0:
         return 0.0
     return float(np.abs(a - n).max() / max(float((np.abs(a) + np.abs(n)).max()), 1e-30))
+
+
+# --- the training forward: the same steps as the lessons' functions, keeping what the backward pass reads ------
+
+@checked(training_attention_inputs)
+def attention_layer_forward(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, rotate=None, bias=None,
+                            scale=None, record=None, dropout=0.0, rng=None):
+    """Notebook 08's :func:`~attn_helpers.multihead.multi_head_attention` in training: the same steps, with
+    ``dropout`` on the attention weights (``rng`` draws which; the returned weights are the softmax's, before
+    dropout), and ``record`` (a dict) gets what :func:`attention_layer_backward` reads.
+
+    >>> x, W_q, W_k, W_v, W_o = np.random.default_rng(0).standard_normal((5, 4, 4))
+    >>> record = {}
+    >>> out, weights = attention_layer_forward(x, W_q, W_k, W_v, W_o, 2, record=record)
+    >>> list(record)
+    ['x', 'rotate', 'queries', 'keys', 'values', 'weights', 'keep', 'merged', 'scale']
+    """
+    queries, keys, values = attention_heads(x, W_q, W_k, W_v, num_heads, biases, None, rotate)  # (..., h, T, d_h)
+    context, weights = scaled_dot_product_attention(queries, keys, values, heads_mask(mask), scale, bias)
+    keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)  # None without dropout
+    if keep is not None:  # the context is made with what is left of the weights
+        context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
+    merged = merge_heads(context)  # (..., T, h * d_v)
+    if record is not None:
+        record.update(x=x, rotate=rotate, queries=queries, keys=keys, values=values, weights=weights, keep=keep,
+                      merged=merged, scale=scale)
+    return add_bias(merged @ W_o, None if biases is None else biases[3]), weights
+
+
+@checked_by_caller  # transformer_block checks its inputs, then calls it
+def training_block(x, params, mask=None, norm_first=True, record=None, dropout=0.0, rng=None):
+    """Notebook 10's :func:`~attn_helpers.block.transformer_block` in training: the same steps, with dropout on the
+    attention weights and on each branch before it joins the stream (``rng`` draws which; the rest are scaled up),
+    and ``record`` (a dict, pre-norm) gets what :func:`block_backward` reads, in the order the forward makes it."""
+    p, saved = params, {} if record is None else record
+
+    def attention(h, record=None):  # the block's attention, with dropout on its weights
+        return attention_layer_forward(h, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.biases, p.rotate,
+                                       record=record, dropout=dropout, rng=rng)
+
+    def drop(branch, name):  # dropout on a branch before it joins the stream
+        saved[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
+        return branch if saved[name] is None else branch * saved[name]
+
+    if not norm_first:  # post-norm
+        attended, weights = attention(x)
+        x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
+        return p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward")), weights
+    saved["x"], saved["normed_1"] = x, p.norm_1(x)
+    attended, weights = attention(saved["normed_1"], saved.setdefault("attention", {}))
+    saved["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
+    saved["normed_2"] = p.norm_2(x)
+    ffn = p.feed_forward(saved["normed_2"], saved.setdefault("feed_forward", {}))
+    return x + drop(ffn, "drop_feed_forward"), weights  # (..., T, d_model)
 
 
 # --- notebook 14: the backward pass of a whole pre-norm block, piece by piece -----------------------------
@@ -364,7 +419,7 @@ _SLOPES = {"gelu_tanh": lambda g, x: gelu_backward(g, x, True),
            "relu": lambda g, x: g * (x > 0)}
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
 
@@ -380,7 +435,7 @@ def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def attention_layer_backward(grad_out, record, params):
     r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
 
@@ -420,7 +475,7 @@ def _sum_groups(grad, num_kv_heads):
     return grad if h == num_kv_heads else grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def block_backward(grad_out, record, params):
     r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 

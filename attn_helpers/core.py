@@ -21,8 +21,8 @@ from ._validate import (
     softmax_inputs,
 )
 
-__all__ = ["softmax", "attention_scores", "scaled_dot_product_attention", "causal_mask", "padding_mask",
-           "cosine_similarity", "entropy", "add_bias"]
+__all__ = ["softmax", "log_softmax", "attention_scores", "default_scale", "scaled_dot_product_attention",
+           "causal_mask", "padding_mask", "cosine_similarity", "entropy", "add_bias", "erfc"]
 
 
 def add_bias(x, bias):
@@ -58,6 +58,36 @@ def softmax(x, axis=-1, temperature=1.0):
     return exps / np.maximum(total, 1)  # a fully masked slice stays 0 (never 0 / 0)
 
 
+def log_softmax(x):
+    """The log of the softmax over the last axis, computed stably: ``x - max - log Σ_j exp(x_j - max)``.
+
+    >>> log_softmax(np.array([0.0, np.log(3.0)])).round(4)   # log 0.25, log 0.75
+    array([-1.3863, -0.2877])
+    """
+    shifted = x - x.max(axis=-1, keepdims=True)  # the largest becomes 0: exp never overflows
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def default_scale(d_k):
+    """The scale of scaled dot-product attention, ``1 / √d_k`` (notebook 06).
+
+    >>> default_scale(64)
+    0.125
+    """
+    return 1 / math.sqrt(d_k)
+
+
+def erfc(z):
+    """``erfc(z)`` to relative error < 1.2e-7 (numpy has no ``erf``): ``erfcc`` of *Numerical Recipes*, 6.2."""
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    with np.errstate(over="ignore", under="ignore"):  # a huge |z|: exp(-inf) = 0, the right limit
+        tail = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, tail, 2.0 - tail)
+
+
 @checked(scores_inputs)
 def attention_scores(queries, keys):
     r"""Raw dot-product scores :math:`S = Q K^\top` over the last two axes.
@@ -88,7 +118,7 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, b
     array([[0.75, 0.25],
            [0.25, 0.75]])
     """
-    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    scale = default_scale(queries.shape[-1]) if scale is None else scale
     scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = add_bias(scores, bias)  # (..., T_q, T_k): unchanged when there is no bias
     if mask is not None:

@@ -166,7 +166,8 @@ def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     for n, block in enumerate(decoder.blocks):
         blocks.append({})
         attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
-        x, _ = transformer_block(x, block, mask, True, attention, blocks[-1], dropout, rng)  # (..., T, d)
+        kept = None if record is None else blocks[-1]  # what the backward pass reads, when there is one
+        x, _ = transformer_block(x, block, mask, True, attention, kept, dropout, rng)  # (..., T, d)
     final = layer_norm(x, decoder.final_norm_gamma, decoder.final_norm_beta)  # GPT-2's final layer norm
     if record is not None:
         record.update(stream=x, final=final)
