@@ -388,13 +388,6 @@ def dropout_inputs(dropout, rng):
     return float(dropout), rng
 
 
-def attention_inputs(queries, keys, values, mask=None, scale=None):
-    """:func:`sdpa_inputs` with the scale filled in (``1 / sqrt(d_k)``), and the results' dtype."""
-    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    return q, k, v, mask, scale, np.result_type(q, k, v)
-
-
 def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
     """:func:`sdpa_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in the
     results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
@@ -403,7 +396,8 @@ def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *
     dtype = np.result_type(q, k, v)
     q, k, v = (np.broadcast_to(a.astype(dtype, copy=False), batch + a.shape[-2:]) for a in (q, k, v))
     mask = None if mask is None else np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
-    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), causal, on_tile
+    on_tile = hook(on_tile, "on_tile", "on_tile(rows, cols, m, l, acc), called after each tile")
+    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), as_flag(causal, "causal"), on_tile
 
 
 def repeat_kv_heads_inputs(x, num_heads):
@@ -574,3 +568,115 @@ def block_params_input(params):
         put(name, check_bias(name, getattr(params, name), width))  # b_k, b_v: kv_width; b_1: d_ff
     put("eps", eps_input(params.eps))
     activation_input(params.activation)
+
+
+# --- positions (notebook 09) ------------------------------------------------------------------------------------
+
+#: The most numbers :func:`~attn_helpers.positions.positional_encoding` makes (400 MB in float32): a larger table is
+#: a slip.
+MAX_TABLE = 10**8
+
+
+def frequencies_inputs(d_model, base=10000.0):
+    return as_positive_int(d_model, "d_model"), as_positive_number(base, "base")
+
+
+def positional_encoding_inputs(T, d_model, dtype=np.float32, base=10000.0):
+    """``(T, d_model, dtype, base)`` of :func:`~attn_helpers.positions.positional_encoding`: a table of at most
+    :data:`MAX_TABLE` numbers."""
+    T, d_model = as_positive_int(T, "T", allow_zero=True), as_positive_int(d_model, "d_model")
+    dtype = as_float_dtype(dtype)
+    if T * d_model > MAX_TABLE:
+        raise ValueError(f"positional_encoding(T={T}, d_model={d_model}) would make {T * d_model:,} numbers "
+                         f"({T * d_model * dtype.itemsize / 2**30:.1f} GiB); at most {MAX_TABLE:,}: "
+                         "make the table for the positions you use")
+    return T, d_model, dtype, as_positive_number(base, "base")
+
+
+def learned_positions_inputs(table, T):
+    """``(table, T)`` of :func:`~attn_helpers.positions.learned_positions`: a ``(max_len, d_model)`` table with a
+    row for each of the ``T`` positions."""
+    table = as_float_array(table, "table", min_ndim=2)
+    if table.ndim != 2:
+        raise ValueError(f"table must have shape (max_len, d_model); got shape {table.shape}")
+    T = as_positive_int(T, "T", allow_zero=True)
+    if T > table.shape[0]:
+        raise ValueError(f"T = {T} positions, but the table was trained for max_len = {table.shape[0]} (shape "
+                         f"{table.shape}): positions {table.shape[0]} to {T - 1} have no learned vector")
+    return table, T
+
+
+def rope_inputs(x, positions=None, base=10000.0):
+    """``(x, positions, base)`` of :func:`~attn_helpers.positions.rope`: an even number of features, one position
+    per row (float64), broadcasting against ``x``'s rows."""
+    x = as_float_array(x, "x", min_ndim=2)
+    T = x.shape[-2]
+    if x.shape[-1] % 2:
+        raise ValueError(f"x must have an even number of features (pairs are rotated); got shape {x.shape}")
+    if positions is not None:
+        positions = as_float_array(positions, "positions").astype(np.float64)
+        if positions.shape[-1] != T:
+            raise ValueError(f"positions must have one entry per row of x: x has shape {x.shape} (T = {T}) and "
+                             f"positions has shape {positions.shape}; expected positions.shape[-1] == {T}")
+        try:
+            np.broadcast_shapes(positions.shape, x.shape[:-1])
+        except ValueError:
+            raise ValueError(f"positions of shape {positions.shape} do not broadcast to x's rows "
+                             f"{x.shape[:-1]}") from None
+    return x, positions, as_positive_number(base, "base")
+
+
+def alibi_slopes_inputs(num_heads):
+    return (as_positive_int(num_heads, "num_heads"),)
+
+
+def alibi_bias_inputs(T, num_heads):
+    return as_positive_int(T, "T", allow_zero=True), as_positive_int(num_heads, "num_heads")
+
+
+def as_order(order, name="order"):
+    """``order`` as a 1-D int array that is a permutation of 0..T-1, or a clear error."""
+    arr = np.asarray(order)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of integers (a permutation of 0..T-1); "
+                        f"got dtype {arr.dtype} with shape {arr.shape}")
+    if not np.array_equal(np.sort(arr), np.arange(arr.size)):
+        raise ValueError(f"{name} must contain each of 0..{arr.size - 1} exactly once; got {arr.tolist()}")
+    return arr.astype(np.intp)
+
+
+def order_input(order):
+    return (as_order(order),)
+
+
+def order_sensitivity_inputs(attend, X, order):
+    """``(attend, X, order)`` of :func:`~attn_helpers.positions.order_sensitivity`: one entry of ``order`` per
+    token of ``X``; ``attend`` a function (it runs as a direct call would, see :func:`hook`)."""
+    attend = hook(attend, "attend", "attend(X) -> outputs of shape (T, d_out)")
+    if attend is None:
+        raise TypeError("attend must be a function attend(X) -> outputs of shape (T, d_out); got None")
+    X, order = as_float_array(X, "X", min_ndim=2), as_order(order)
+    if order.size != X.shape[-2]:
+        raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
+    return attend, X, order
+
+
+# --- the online softmax (notebook 13) -------------------------------------------------------------------------
+
+def online_softmax_inputs(x, block_size=1):
+    """``(x, block_size)`` of the online softmax: scores (``-inf`` allowed) with at least one on the last axis."""
+    scores = as_float_array(x, "x", allow_neg_inf=True)
+    block_size = as_positive_int(block_size, "block_size")
+    if scores.shape[-1] == 0:
+        raise ValueError(f"x must have at least one entry along its last axis; got shape {scores.shape}")
+    return scores, block_size
+
+
+def tiled_steps_inputs(queries, keys, values, mask=None, scale=None, block_size=2):
+    """The inputs of :func:`~attn_helpers.online.tiled_attention_steps`: those of attention, for one sequence."""
+    shapes = [np.shape(a) for a in (queries, keys, values)]
+    queries, keys, values, mask, scale, block_size, _, _ = tiled_inputs(queries, keys, values, mask, scale, block_size)
+    if queries.ndim != 2:  # (in the results' dtype, the mask broadcast to (T_q, T_k), by tiled_inputs)
+        raise ValueError(f"tiled_attention_steps takes one sequence: queries, keys and values of shape (T, d); got "
+                         f"{', '.join(map(str, shapes))}")
+    return queries, keys, values, mask, scale, block_size
