@@ -39,7 +39,7 @@ __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_para
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     r"""Layer normalization over the last axis: each token's features get mean 0 and variance 1.
 
-    .. math:: \mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta
+        LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β
 
     ``x (..., d_model)``; ``gamma``, ``beta (d_model,)`` default to 1 and 0. Per token, not per feature.
 
@@ -57,10 +57,10 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
 
 @checked(gelu_inputs)
 def gelu(x, approximate=False):
-    r"""Gaussian error linear unit, :math:`\mathrm{GELU}(x) = x\,\Phi(x)` with :math:`\Phi` the normal CDF.
+    """Gaussian error linear unit, ``GELU(x) = x Φ(x)`` with ``Φ`` the normal CDF.
 
-    .. math:: \text{exact: } \tfrac12 x\left(1 + \mathrm{erf}(x/\sqrt2)\right), \quad
-              \text{tanh form: } \tfrac12 x\left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right)
+        exact:      ½ x (1 + erf(x / √2))
+        tanh form:  ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))
 
     BERT uses the exact form, GPT-2 the tanh form (``approximate=True``); they differ by < 1e-3.
 
@@ -90,7 +90,7 @@ def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", rec
 def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):
     r"""The position-wise feed-forward network: the same two-layer MLP applied to every token.
 
-    .. math:: \mathrm{FFN}(x) = \mathrm{act}(x W_1 + b_1)\, W_2 + b_2
+        FFN(x) = act(x W_1 + b_1) W_2 + b_2
 
     ``x (..., T, d_model)``, ``W_1 (d_model, d_ff)``, ``W_2 (d_ff, d_out)``, biases optional;
     ``activation`` is ``"gelu"`` (BERT), ``"gelu_tanh"`` (GPT-2) or ``"relu"`` (the 2017 paper);

@@ -38,7 +38,7 @@ def add_bias(x, bias):
 def softmax(x, axis=-1, temperature=1.0):
     r"""Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
 
-    .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j / \tau}}{\sum_k e^{x_k / \tau}}
+        softmax(x)ⱼ = exp(xⱼ / τ) / Σₖ exp(xₖ / τ)        (τ: the temperature)
 
     ``x`` of any shape; the result has its shape and dtype and sums to 1 along ``axis``. A
     ``-inf`` score (masked) gets weight 0; a slice that is all ``-inf`` gets zeros, never NaN.
@@ -90,7 +90,7 @@ def erfc(z):
 
 @checked(scores_inputs)
 def attention_scores(queries, keys):
-    r"""Raw dot-product scores :math:`S = Q K^\top` over the last two axes.
+    """Raw dot-product scores ``S = Q Kᵀ`` over the last two axes.
 
     ``queries (..., T_q, d_k)`` and ``keys (..., T_k, d_k)`` give ``scores (..., T_q, T_k)``:
     ``scores[..., i, j]`` is the dot product of query ``i`` with key ``j``.
@@ -106,7 +106,7 @@ def attention_scores(queries, keys):
 def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, bias=None):
     r"""Scaled dot-product attention: the context vectors and the weights.
 
-    .. math:: \mathrm{context} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
+        context = softmax(Q Kᵀ / √d_k) V
 
     queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, ``mask`` broadcastable to
     ``(..., T_q, T_k)`` (True = may attend), ``scale`` 1/sqrt(d_k) by default, ``bias`` (optional, broadcastable
@@ -158,7 +158,7 @@ def padding_mask(lengths, T):
 def cosine_similarity(a, b):
     r"""Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
 
-    .. math:: \cos\theta = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}
+        cos θ = (a · b) / (‖a‖ ‖b‖)
 
     Values in [-1, 1]; a zero vector has similarity 0 with everything (not NaN).
 
@@ -176,7 +176,7 @@ def cosine_similarity(a, b):
 def entropy(weights, axis=-1):
     r"""Shannon entropy (in nats) of probability distributions along ``axis``.
 
-    .. math:: H(p) = -\sum_j p_j \log p_j \quad (0 \log 0 = 0)
+        H(p) = −Σⱼ pⱼ log pⱼ        (0 log 0 = 0)
 
     >>> float(entropy([0.5, 0.5]).round(4)), float(entropy([1.0, 0.0]))
     (0.6931, 0.0)

@@ -94,6 +94,7 @@ def attention_heads(x, W_q, W_k, W_v, num_heads, biases=None, kv_cache=None, rot
     [(4, 3, 2), (4, 3, 2), (4, 3, 2)]
     """
     b_q, b_k, b_v = (None, None, None) if biases is None else biases[:3]
+    # 1. Project every token, 2. split into heads: h query heads, h_kv key/value heads
     queries = project_heads(x, W_q, b_q, num_heads)  # (..., T, d_model) @ (d_model, h d_h) -> (..., h, T, d_h)
     num_kv_heads = W_k.shape[1] // queries.shape[-1]  # h_kv: as many as query heads in notebook 08
     keys = project_heads(x, W_k, b_k, num_kv_heads)  # (..., h_kv, T, d_h)
@@ -156,9 +157,9 @@ def multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=Non
 
 
 def head_contributions(context, W_o):
-    r"""Each head's part of the output, shape (h, T, d_out): :math:`\mathrm{head}_i\, W_o^{(i)}` (they sum to it).
+    """Each head's part of the output, shape (h, T, d_out): ``headᵢ W_o⁽ⁱ⁾`` (they sum to it).
 
-    :math:`W_o^{(i)}` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
+    ``W_o⁽ⁱ⁾`` is the block of rows ``[i * d_h : (i + 1) * d_h]`` of ``W_o``; ``context``: (h, T, d_h).
 
     >>> context = np.ones((2, 3, 1))                  # h=2 heads, T=3, d_h=1
     >>> W_o = np.array([[1.0, 0.0], [0.0, 2.0]])      # rows: head 0, head 1

@@ -21,8 +21,7 @@ __all__ = ["online_update", "online_softmax_steps", "online_softmax", "tiled_att
 def online_update(m, l, scores, acc=None, values=None):
     r"""Fold one block of scores into the running max ``m`` and sum ``l`` (and the accumulator ``acc``).
 
-    .. math:: m' = \max(m, \max_j s_j), \quad \ell' = \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \quad
-              a' = a\,e^{m - m'} + \sum_j e^{s_j - m'} v_j
+        m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
 
     ``m``, ``l``: (..., 1); ``scores``: (..., b), ``-inf`` where masked; for attention also
     ``acc`` (..., d_v) and ``values`` (..., b, d_v). Returns the new ``m, l, acc``.
@@ -47,7 +46,7 @@ def online_softmax_steps(x, block_size=1):
     r"""The running max and sum after each block of the last axis of ``x``: one pass, by :func:`online_update`.
 
     Returns ``maxima, sums``, shape (..., n_blocks): ``m`` (``-inf`` until the first finite
-    score) and ``l`` after each block; at the end, the row's max and :math:`\sum_j e^{x_j - m}`.
+    score) and ``l`` after each block; at the end, the row's max and ``Σⱼ e^(xⱼ − m)``.
 
     >>> maxima, sums = online_softmax_steps([1.0, 3.0, 2.0])
     >>> maxima, sums.round(4)     # l: 1, then e^(1-3) + 1 (rescaled), then + e^(2-3)
@@ -80,10 +79,10 @@ def online_softmax(x, block_size=1):
 
 @checked(tiled_inputs)
 def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
-    r"""Attention tile by tile with the online softmax: the core's context, never the $T \times T$ weights.
+    r"""Attention tile by tile with the online softmax: the core's context, never the T × T weights.
 
-    .. math:: m' = \max(m, \max_j s_j), \quad \ell' = \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \quad
-              a' = a\,e^{m - m'} + \sum_j e^{s_j - m'} v_j, \quad \text{context} = a / \ell
+        m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
+        context = a / l    (after the last tile)
 
     Shapes and ``mask`` as for ``scaled_dot_product_attention``; returns the context ``(..., T_q, d_v)``.
     ``block_size``: rows and keys per tile; ``causal=True``: the mask ``j <= i + T_k - T_q``, never built;

@@ -28,10 +28,10 @@ __all__ = ["frequencies", "positional_encoding", "learned_positions", "rope", "a
 
 @checked(frequencies_inputs)
 def frequencies(d_model, base=10000.0):
-    r"""The angular frequency of each sin/cos pair: :math:`\omega_i = 1 / \mathrm{base}^{2i / d_{model}}`.
+    """The angular frequency of each sin/cos pair: ``ωᵢ = 1 / base^(2i / d_model)``.
 
-    Pair ``i`` (features ``2i`` and ``2i + 1``) turns by :math:`\omega_i` radians per position:
-    pair 0 once per :math:`2\pi \approx 6.3` positions, the last pair about ``base`` times slower.
+    Pair ``i`` (features ``2i`` and ``2i + 1``) turns by ``ωᵢ`` radians per position:
+    pair 0 once per 2π ≈ 6.3 positions, the last pair about ``base`` times slower.
     The sinusoidal encoding and RoPE use the same frequencies.
 
     ``d_model``: number of features; there are ``ceil(d_model / 2)`` pairs; ``base``: the wavelength of the slowest
@@ -48,8 +48,7 @@ def frequencies(d_model, base=10000.0):
 def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     r"""Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
 
-    .. math:: PE_{(p, 2i)} = \sin(p\,\omega_i), \quad PE_{(p, 2i+1)} = \cos(p\,\omega_i), \quad
-              \omega_i = 1 / 10000^{2i/d_{model}}
+        PE(p, 2i) = sin(p ωᵢ),    PE(p, 2i + 1) = cos(p ωᵢ),    ωᵢ = 1 / 10000^(2i / d_model)
 
     Row ``p`` is added to the embedding of the token at position ``p``.
 
@@ -90,13 +89,12 @@ def learned_positions(table, T):
 def rope(x, positions=None, base=10000.0):
     r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
 
-    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by :math:`p\,\omega_i` (:func:`frequencies`):
+    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by ``p ωᵢ`` (``frequencies``):
 
-    .. math:: \begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} =
-              \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
-              \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}
+        x'₂ᵢ   = x₂ᵢ cos(p ωᵢ) − x₂ᵢ₊₁ sin(p ωᵢ)
+        x'₂ᵢ₊₁ = x₂ᵢ sin(p ωᵢ) + x₂ᵢ₊₁ cos(p ωᵢ)        (pair i turned by the angle p ωᵢ)
 
-    Applied to queries and keys: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k` depends on ``m - n`` only.
+    Applied to queries and keys: ``R_m q · R_n k = q · R_(n−m) k`` depends on ``m - n`` only.
     Pairs are *adjacent* features (RoFormer, GPT-J, Meta's LLaMA); Hugging Face's ``rotate_half`` pairs ``i``
     with ``i + d/2``: the same rotation on permuted columns of ``W_q`` and ``W_k``.
 
@@ -127,9 +125,9 @@ def rope(x, positions=None, base=10000.0):
 
 @checked(alibi_slopes_inputs)
 def alibi_slopes(num_heads):
-    r"""The head slopes of ALiBi (Press et al. 2021): a geometric sequence starting at :math:`2^{-8/h}`.
+    """The head slopes of ALiBi (Press et al. 2021): a geometric sequence starting at ``2^(−8/h)``.
 
-    For ``h`` a power of two the slopes are :math:`2^{-8k/h}`, ``k = 1 .. h``; otherwise the slopes
+    For ``h`` a power of two the slopes are ``2^(−8k/h)``, ``k = 1 .. h``; otherwise the slopes
     of the nearest smaller power of two, then every other slope of the next larger one (the rule of
     the authors' code).
 
@@ -148,9 +146,9 @@ def alibi_slopes(num_heads):
 
 @checked(alibi_bias_inputs)
 def alibi_bias(T, num_heads):
-    r"""ALiBi's bias :math:`-\lambda_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
+    """ALiBi's bias ``−λ_h |i − j|``, added to the scores of head ``h`` before the softmax.
 
-    Slopes :math:`\lambda_h` (:math:`m` in the paper) from :func:`alibi_slopes`; symmetric, so it also works
+    Slopes ``λ_h`` (``m`` in the paper) from :func:`alibi_slopes`; symmetric, so it also works
     without a causal mask.
 
     Returns ``bias (num_heads, T, T)``: ``bias[h, i, j]``; zero on the diagonal.

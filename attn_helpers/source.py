@@ -13,8 +13,9 @@ A part is named, never found by searching the text: ``start`` and ``end`` are on
   statement of the body, at any depth, that assigns it);
 * ``"body"``: the first statement after the docstring.
 
-``start`` is printed (with the comment lines right above it), ``end`` is not (as in ``range``; nor its comment). An unknown name raises a ``ValueError`` that lists the names
-the function has, so a rename in the package breaks the notebook's cell loudly, not silently.
+``start`` is printed (with the comment lines right above it), ``end`` is not (as in ``range``; nor its comment).
+An unknown name raises a ``ValueError`` that lists the names the function has, so a rename in the package breaks
+the notebook's cell loudly, not silently.
 """
 
 from __future__ import annotations

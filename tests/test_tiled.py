@@ -1,5 +1,5 @@
-"""tiled_attention (attn_helpers.online, imported by notebook 13 from attn_helpers.efficient) against the readable core and the loop reference,
-and the measuring helpers of notebook 13's section 1."""
+"""tiled_attention (attn_helpers.online; notebook 13 imports it from attn_helpers.efficient) against the readable
+core and the loop reference, and the measuring helpers of notebook 13's section 1."""
 
 from __future__ import annotations
 
