@@ -160,11 +160,11 @@ def test_a_budget_not_met_yet_is_really_not_met(measured, what):
 def _paths():
     """The lessons that must all run through the one scaled dot-product attention, projections, tile loop, id check."""
     from attn_helpers.ablation import ablation_effects  # noqa: F401 - the ablation's module
+    from attn_helpers.block import transformer_block
     from attn_helpers.efficient import tiled_attention
     from attn_helpers.gpt import decoder_forward, gpt_loss_and_grads, random_decoder
-    from attn_helpers.online import tiled_attention_steps
-    from attn_helpers.block import transformer_block
     from attn_helpers.kv_cache import grouped_query_attention
+    from attn_helpers.online import tiled_attention_steps
     from attn_helpers.training import train
 
     decoder, x = random_decoder(vocab_size=10, d_model=8, num_heads=2, num_layers=1), np.ones((4, 2))
