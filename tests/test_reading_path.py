@@ -240,3 +240,60 @@ def test_making_a_primitive_raise_breaks_every_lesson_built_on_it(monkeypatch, m
         if what in paths:
             with pytest.raises(RuntimeError, match=f"{name} was called"):
                 paths[what]()
+
+
+# --- no import circle ---------------------------------------------------------------------------------------------
+
+def module_imports(root=PACKAGE):
+    """``{module: set of modules}``: what each module of the package imports from the others, at any depth of its
+    code (an import inside a function counts: it is a circle that only a late import hides). Packages' ``__init__``
+    files are left out: importing a package is not an edge between two lessons."""
+    names = {path: ".".join(path.relative_to(root.parent).with_suffix("").parts) for path in root.rglob("*.py")}
+    modules = {name for path, name in names.items() if path.name != "__init__.py"}
+    graph = {}
+    for path, name in names.items():
+        if path.name == "__init__.py":
+            continue
+        package = name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # from .x (level 1: this package), from ..x (its parent)
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules)
+                found.update([base] if base in modules else [])
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in modules)
+        graph[name] = found - {name}
+    return graph
+
+
+def import_circles(graph):
+    """Every circle ``a -> b -> ... -> a`` in ``graph`` (each found once, from its smallest module)."""
+    circles = set()
+
+    def visit(start, node, path):
+        for nxt in graph.get(node, ()):
+            if nxt == start:
+                circles.add(tuple(path))
+            elif nxt > start and nxt not in path:
+                visit(start, nxt, path + [nxt])
+
+    for start in graph:
+        visit(start, start, [start])
+    return sorted(circles)
+
+
+def test_no_module_of_the_package_imports_itself_in_a_circle():
+    assert import_circles(module_imports()) == []
+
+
+def test_the_circle_rule_sees_an_import_inside_a_function(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import g\n")
+    (package / "b.py").write_text("def g():\n    from .a import f\n")
+    assert import_circles(module_imports(package)) == [("pkg.a", "pkg.b")]
