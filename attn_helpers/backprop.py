@@ -175,7 +175,7 @@ def _embedding_inputs(token_ids, grad_embedded, vocab_size):
 
 @checked(_embedding_inputs)
 def embedding_backward(token_ids, grad_embedded, vocab_size):
-    r"""Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
+    """Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
 
     Row ``v`` of the gradient is the sum of the gradients of every position holding token ``v``
     (``np.add.at``, which adds repeated indices instead of overwriting them); rows of tokens that
@@ -232,7 +232,7 @@ def cross_entropy(logits, targets):
 
 @checked(_targets)
 def cross_entropy_backward(logits, targets):
-    r"""Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
+    """Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
 
     Rows whose target is ignored (negative) get zero gradient.
 
@@ -248,7 +248,7 @@ def cross_entropy_backward(logits, targets):
 
 
 def numerical_gradient(f, x, eps=1e-6):
-    r"""Central finite differences: ``grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)``.
+    """Central finite differences: ``grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)``.
 
     ``f`` maps an array shaped like ``x`` to a scalar. Use float64 and ``eps`` near ``1e-6``:
     the error of the formula is about ``eps**2`` times the third derivative, the rounding error
@@ -271,7 +271,7 @@ def numerical_gradient(f, x, eps=1e-6):
 
 
 def relative_error(analytic, numeric):
-    r"""``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
+    """``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
 
     >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9])) < 1e-9
     True
@@ -421,7 +421,7 @@ _SLOPES = {"gelu_tanh": lambda g, x: gelu_backward(g, x, True),
 
 @checked_by_caller  # what its forward recorded: checked when the forward ran
 def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
-    r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
+    """Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
 
     Backwards through each step of the forward pass: the second linear layer, the activation
     (:func:`gelu_backward`), the first linear layer (:func:`linear_backward`).
@@ -437,7 +437,7 @@ def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
 
 @checked_by_caller  # what its forward recorded: checked when the forward ran
 def attention_layer_backward(grad_out, record, params):
-    r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
+    """Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
 
     Backwards: the output projection (:func:`linear_backward`), the concatenation (split the gradient back
     into heads), every head's attention at once (:func:`attention_backward`: the head axis is a batch axis),
@@ -477,7 +477,7 @@ def _sum_groups(grad, num_kv_heads):
 
 @checked_by_caller  # what its forward recorded: checked when the forward ran
 def block_backward(grad_out, record, params):
-    r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
+    """Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 
     A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
     FFN)``, ``grad_x = grad_m + (the path through attention)``. With dropout, the masks the forward pass

@@ -37,7 +37,7 @@ __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_para
 
 @checked(layer_norm_inputs)
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):
-    r"""Layer normalization over the last axis: each token's features get mean 0 and variance 1.
+    """Layer normalization over the last axis: each token's features get mean 0 and variance 1.
 
         LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β
 
@@ -88,7 +88,7 @@ def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", rec
 
 @checked(_feed_forward_inputs)
 def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):
-    r"""The position-wise feed-forward network: the same two-layer MLP applied to every token.
+    """The position-wise feed-forward network: the same two-layer MLP applied to every token.
 
         FFN(x) = act(x W_1 + b_1) W_2 + b_2
 
@@ -281,7 +281,7 @@ def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
 
 @checked(cross_attention_inputs)
 def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None):
-    r"""Multi-head cross-attention: queries from ``x`` (the decoder), keys and values from ``memory`` (the encoder).
+    """Multi-head cross-attention: queries from ``x`` (the decoder), keys and values from ``memory`` (the encoder).
 
     Multi-head attention whose keys and values come from another sequence: ``memory (..., T_k, d_memory)``,
     ``W_k, W_v (d_memory, h d_h)``, weights ``(..., h, T_q, T_k)``.

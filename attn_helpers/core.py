@@ -36,7 +36,7 @@ def add_bias(x, bias):
 
 @checked(softmax_inputs)
 def softmax(x, axis=-1, temperature=1.0):
-    r"""Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
+    """Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
 
         softmax(x)ⱼ = exp(xⱼ / τ) / Σₖ exp(xₖ / τ)        (τ: the temperature)
 
@@ -104,7 +104,7 @@ def attention_scores(queries, keys):
 
 @checked(sdpa_inputs)
 def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, bias=None):
-    r"""Scaled dot-product attention: the context vectors and the weights.
+    """Scaled dot-product attention: the context vectors and the weights.
 
         context = softmax(Q Kᵀ / √d_k) V
 
@@ -156,7 +156,7 @@ def padding_mask(lengths, T):
 
 @checked(cosine_inputs)
 def cosine_similarity(a, b):
-    r"""Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
+    """Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
 
         cos θ = (a · b) / (‖a‖ ‖b‖)
 
@@ -174,7 +174,7 @@ def cosine_similarity(a, b):
 
 @checked(entropy_inputs)
 def entropy(weights, axis=-1):
-    r"""Shannon entropy (in nats) of probability distributions along ``axis``.
+    """Shannon entropy (in nats) of probability distributions along ``axis``.
 
         H(p) = −Σⱼ pⱼ log pⱼ        (0 log 0 = 0)
 

@@ -19,7 +19,7 @@ __all__ = ["online_update", "online_softmax_steps", "online_softmax", "tiled_att
 
 
 def online_update(m, l, scores, acc=None, values=None):
-    r"""Fold one block of scores into the running max ``m`` and sum ``l`` (and the accumulator ``acc``).
+    """Fold one block of scores into the running max ``m`` and sum ``l`` (and the accumulator ``acc``).
 
         m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
 
@@ -43,7 +43,7 @@ def online_update(m, l, scores, acc=None, values=None):
 
 @checked(online_softmax_inputs)
 def online_softmax_steps(x, block_size=1):
-    r"""The running max and sum after each block of the last axis of ``x``: one pass, by :func:`online_update`.
+    """The running max and sum after each block of the last axis of ``x``: one pass, by :func:`online_update`.
 
     Returns ``maxima, sums``, shape (..., n_blocks): ``m`` (``-inf`` until the first finite
     score) and ``l`` after each block; at the end, the row's max and ``Σⱼ e^(xⱼ − m)``.
@@ -79,7 +79,7 @@ def online_softmax(x, block_size=1):
 
 @checked(tiled_inputs)
 def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
-    r"""Attention tile by tile with the online softmax: the core's context, never the T × T weights.
+    """Attention tile by tile with the online softmax: the core's context, never the T × T weights.
 
         m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
         context = a / l    (after the last tile)
@@ -142,7 +142,7 @@ class TileStep:
 
 @checked(tiled_steps_inputs)
 def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_size=2):
-    r"""Attention of one sequence (T, d), tile by tile, with the state after every tile (for the explorer).
+    """Attention of one sequence (T, d), tile by tile, with the state after every tile (for the explorer).
 
     :func:`tiled_attention`'s loop, one block of query rows against one block of keys at a
     time, recording a :class:`TileStep` per tile. Returns ``context`` (T_q, d_v), equal to the core's, and the list

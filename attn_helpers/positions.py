@@ -46,7 +46,7 @@ def frequencies(d_model, base=10000.0):
 
 @checked(positional_encoding_inputs)
 def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
-    r"""Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
+    """Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
 
         PE(p, 2i) = sin(p ωᵢ),    PE(p, 2i + 1) = cos(p ωᵢ),    ωᵢ = 1 / 10000^(2i / d_model)
 
@@ -87,7 +87,7 @@ def learned_positions(table, T):
 
 @checked(rope_inputs)
 def rope(x, positions=None, base=10000.0):
-    r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
+    """Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
 
     Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by ``p ωᵢ`` (``frequencies``):
 
