@@ -68,12 +68,12 @@ def attention_backward_inputs(queries, keys, values, grad_context, mask=None, sc
 
 @checked(softmax_backward_inputs)
 def softmax_backward(weights, grad_weights):
-    r"""Gradient of the loss with respect to the scores, given the softmax's output.
+    """Gradient of the loss with respect to the scores, given the softmax's output.
 
-    With :math:`p = \mathrm{softmax}(s)` over the last axis and :math:`g = \partial L / \partial p`,
-    the chain rule through the Jacobian :math:`J = \mathrm{diag}(p) - p\,p^\top` gives
+    With ``p = softmax(s)`` over the last axis and ``g = ∂L/∂p``, the chain rule through the Jacobian
+    ``J = diag(p) − p pᵀ`` gives
 
-    .. math:: \frac{\partial L}{\partial s} = J^\top g = p \odot \left(g - (g \cdot p)\right)
+        ∂L/∂s = Jᵀ g = p ⊙ (g − (g · p))
 
     (``J`` is symmetric), computed row by row without building ``J``. A masked entry
     (``p = 0``) and a fully masked row get zero gradient.
@@ -93,17 +93,16 @@ def softmax_backward(weights, grad_weights):
 
 @checked(attention_backward_inputs)
 def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
-    r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
+    """Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
-    .. math:: \partial V = P^\top G, \quad \partial S = s\, P \odot (G V^\top - \mathrm{rowsum}(G V^\top \odot P)),
-              \quad \partial Q = \partial S\, K, \quad \partial K = \partial S^\top Q
+        ∂V = Pᵀ G,    ∂S = s P ⊙ (G Vᵀ − rowsum(G Vᵀ ⊙ P)),    ∂Q = ∂S K,    ∂K = ∂Sᵀ Q
 
     ``G`` is ``grad_context (..., T_q, d_v)``, the gradient of the loss with respect to the context;
     the other arguments are those of :func:`~attn_helpers.core.scaled_dot_product_attention` (scale
     ``s``), and optionally its ``weights`` ``P`` (recomputed when None). Returns the gradients of the
     queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none. ``keep``:
     the dropout mask ``D`` that multiplied ``P`` (notebook 10's block in training): the context was
-    :math:`(P \odot D) V`, so :math:`\partial V = (P \odot D)^\top G` and :math:`G V^\top` is multiplied by ``D``.
+    ``(P ⊙ D) V``, so ``∂V = (P ⊙ D)ᵀ G`` and ``G Vᵀ`` is multiplied by ``D``.
 
     >>> x = np.eye(2)
     >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
@@ -144,10 +143,9 @@ def _linear_inputs(x, weight, grad_out):
 
 @checked(_linear_inputs)
 def linear_backward(x, weight, grad_out):
-    r"""Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
+    """Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
 
-    .. math:: \partial x = \partial\mathrm{out}\; W^\top, \qquad
-              \partial W = \sum_{\text{rows } n} x_n^\top\, \partial\mathrm{out}_n
+        ∂x = ∂out Wᵀ,    ∂W = Σₙ xₙᵀ ∂outₙ    (a sum over every row n)
 
     ``x (..., d_in)``; ``weight (d_in, d_out)``; ``grad_out (..., d_out)``. Returns ``grad_x (..., d_in)``;
     ``grad_weight (d_in, d_out)``.
@@ -213,9 +211,9 @@ def _counted(targets):
 
 @checked(_targets)
 def cross_entropy(logits, targets):
-    r"""Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
+    """Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
 
-    .. math:: L = -\frac{1}{N} \sum_{n} \log \mathrm{softmax}(z_n)_{t_n}
+        L = −(1/N) Σₙ log softmax(zₙ)[tₙ]
 
     over the ``N`` positions whose target is ``>= 0`` (a negative target is ignored).
 
@@ -349,16 +347,13 @@ def _layer_norm_backward_inputs(grad_out, x, gamma=None, eps=1e-5):
 
 @checked(_layer_norm_backward_inputs)
 def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
-    r"""Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
+    """Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
 
-    With :math:`\hat x = (x - \mu)/\sigma`, :math:`\sigma = \sqrt{\mathrm{var} + \varepsilon}` and
-    :math:`g = \gamma \odot \partial\mathrm{out}` (row by row, over the ``d`` features):
+    With ``x̂ = (x − μ) / σ``, ``σ = √(var + ε)`` and ``g = γ ⊙ ∂out`` (row by row, over the ``d`` features):
 
-    .. math:: \partial x = \frac{1}{\sigma}\left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right), \quad
-              \partial\gamma = \sum_{\text{rows}} \partial\mathrm{out} \odot \hat x, \quad
-              \partial\beta = \sum_{\text{rows}} \partial\mathrm{out}
+        ∂x = (g − mean(g) − x̂ mean(g ⊙ x̂)) / σ,    ∂γ = Σ_rows ∂out ⊙ x̂,    ∂β = Σ_rows ∂out
 
-    (a bar is the mean over the features). The two subtracted terms are the paths through
+    (a mean over the features). The two subtracted terms are the paths through
     the mean and the variance: ``grad_x`` of each row sums to 0.
 
     ``grad_out (..., d)``; ``x (..., d)``: the layer norm's input; ``gamma (d,)``: default 1. Returns
@@ -387,15 +382,13 @@ def _gelu_backward_inputs(grad_out, x, approximate=True):
 
 @checked(_gelu_backward_inputs)
 def gelu_backward(grad_out, x, approximate=True):
-    r"""Gradient of GELU with respect to ``x``: GPT-2's tanh form by default, the exact form with ``approximate=False``.
+    """Gradient of GELU with respect to ``x``: GPT-2's tanh form by default, the exact form with ``approximate=False``.
 
-    With :math:`u = \sqrt{2/\pi}\,(x + 0.044715\,x^3)`,
-    :math:`\mathrm{GELU}(x) = \tfrac12 x (1 + \tanh u)`, so
+    With ``u = √(2/π) (x + 0.044715 x³)``, ``GELU(x) = ½ x (1 + tanh u)``, so
 
-    .. math:: \frac{d\,\mathrm{GELU}}{dx} = \tfrac12 (1 + \tanh u)
-              + \tfrac12 x\,(1 - \tanh^2 u)\,\sqrt{2/\pi}\,(1 + 3 \cdot 0.044715\,x^2)
+        dGELU/dx = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3 · 0.044715 x²)
 
-    (exact: :math:`\Phi(x) + x\,\varphi(x)`). ``grad_out`` and ``x`` have the same shape.
+    (exact: ``Φ(x) + x φ(x)``). ``grad_out`` and ``x`` have the same shape.
 
     >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).round(6)  # 0 far left, 1/2 at 0, 1 far right
     array([-0. ,  0.5,  1. ])
