@@ -456,9 +456,13 @@ def projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, biases=None, memory=None
     return x, W_q, W_k, W_v, W_o, num_heads, biases, (None if memory is None else source)
 
 
+def _is_cache(obj):
+    return hasattr(obj, "length") and callable(getattr(obj, "append", None))
+
+
 def check_kv_cache(kv_cache):
     """``None``, or a cache with ``length`` and ``append(keys, values)`` (a :class:`~attn_helpers.kv_cache.KVCache`)."""
-    if kv_cache is not None and not (hasattr(kv_cache, "length") and callable(getattr(kv_cache, "append", None))):
+    if kv_cache is not None and not _is_cache(kv_cache):
         raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
     return kv_cache
 
@@ -680,3 +684,18 @@ def tiled_steps_inputs(queries, keys, values, mask=None, scale=None, block_size=
         raise ValueError(f"tiled_attention_steps takes one sequence: queries, keys and values of shape (T, d); got "
                          f"{', '.join(map(str, shapes))}")
     return queries, keys, values, mask, scale, block_size
+
+
+# --- the decoders' caches (for gpt.py and llm.py) ----------------------------------------------------------------
+
+def check_caches(cache, num_layers: int, made_by: str = "model.empty_cache()"):
+    """``cache`` if it is a list of ``num_layers`` KV caches (one per block, :func:`check_kv_cache`) holding the same
+    number of positions, else a ``TypeError``/``ValueError`` that says where a right one comes from (``made_by``)."""
+    if not isinstance(cache, list) or len(cache) != num_layers or not all(_is_cache(layer) for layer in cache):
+        got = type(cache).__name__ if not isinstance(cache, list) else (
+            f"a list of {len(cache)}: " + ", ".join(sorted({type(layer).__name__ for layer in cache})))
+        raise TypeError(f"cache must be a list of {num_layers} KVCache, one per block ({made_by}); got {got}")
+    lengths = {layer.length for layer in cache}
+    if len(lengths) != 1:
+        raise ValueError(f"cache: its layers hold different numbers of positions {sorted(lengths)}")
+    return cache

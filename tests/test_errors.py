@@ -189,3 +189,18 @@ def test_the_package_s_own_hooks_are_not_wrapped():
     assert hook(rope, "rotate", "") is rope and hook(None, "rotate", "") is None
     with pytest.raises(TypeError, match=r"^rotate must be a function rotate\(x, positions\)"):
         hook("rope", "rotate", "rotate(x, positions)")
+
+
+def test_a_decoder_s_cache_is_checked_once_for_both_gpts():
+    from attn_helpers._validate import check_caches
+    from attn_helpers.kv_cache import KVCache
+
+    caches = [KVCache(), KVCache()]
+    assert check_caches(caches, 2) is caches
+    with pytest.raises(TypeError, match=r"^cache must be a list of 2 KVCache, one per block \(decoder.empty_cache"):
+        check_caches([KVCache()], 2, "decoder.empty_cache()")
+    with pytest.raises(TypeError, match="got a list of 2: KVCache, str"):
+        check_caches([KVCache(), "keys"], 2)
+    caches[0].append(np.zeros((1, 2, 2)), np.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match=r"hold different numbers of positions \[0, 2\]"):
+        check_caches(caches, 2)
