@@ -6,9 +6,9 @@
     python tools/reading_path.py --show 13        # the functions of notebook 13's path, with their lines
 
 A notebook's *central path* starts at the functions it sends the learner to: those it prints
-(``show_source(f)``, ``inspect.getsource(f)``) and those it points at with ``f??``; a notebook that prints none
-(08, 10) sends the learner to the helpers it teaches: the functions it imports from a module whose docstring names that notebook
-("notebook 08", "notebooks 13 and 14"). From
+(``show_source(f)``, ``inspect.getsource(f)``) and those it points at with ``f??``; a notebook that prints
+none (08, 10) sends the learner to the helpers it teaches: the functions it imports from a module whose
+docstring names that notebook ("notebook 08", "notebooks 13 and 14"). From
 there the path follows every call into the package: a name the function's module resolves to a function or
 class of ``attn_helpers``, a method ``obj.name(...)`` of a class met on the way, a class's ``__post_init__``
 when it is constructed. Input checks (``attn_helpers._validate``) are not on the path: they run once, at the
