@@ -1,8 +1,9 @@
 """Input checks of the public functions, once, at the boundary: ``@checked(f_inputs)`` runs ``f_inputs`` on the
 caller's arguments (a ``TypeError``/``ValueError`` naming the argument and the shapes), then the body. A call made
 while another checked function runs (the package calling itself, on inputs already checked) goes straight to the
-body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. Checked: shapes, axes, masks,
-NaN/inf, sizes; numpy speaks for the rest.
+body, so the lessons' code calls ``softmax(...)``, never a second, unchecked name. A learner's function passed
+as a hook (``attention=``, ``rotate=``, ...) runs as a direct call would (:func:`hook`): the calls it makes are
+checked. Checked: shapes, axes, masks, NaN/inf, sizes; numpy speaks for the rest.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ _INSIDE = contextvars.ContextVar("inside_a_checked_call", default=False)
 
 def checked(check):
     """Decorator: run ``check`` on the caller's arguments, then the body on what it returns; inside another checked
-    call, the body alone. ``check=None``: a function whose callers check its inputs (a backward pass reading its
-    forward's record): it checks nothing, and the calls it makes skip their checks too."""
+    call, the body alone. (``check=None`` is :func:`checked_by_caller`.)"""
     def decorate(body):
         signature = inspect.signature(body)
         if check is not None and _parameters(inspect.signature(check)) != _parameters(signature):
@@ -50,15 +50,61 @@ def checked(check):
     return decorate
 
 
+def checked_by_caller(body):
+    """Decorator for a function whose inputs its callers check (a backward pass reading what its forward recorded,
+    a model's inner forward on checked ids): it checks nothing itself, and the series' functions it calls skip
+    their checks, as inside any checked call."""
+    return checked(None)(body)
+
+
+def hook(function, name: str, expected: str):
+    """``None``, or a function passed as a hook (``attention=``, ``rotate=``, ...), made to run as a direct call
+    would: the series' functions it calls check their inputs again (a hook's inputs come from the package, its
+    slips do not), and a numpy error it raises says which hook raised it, and with what. The package's own
+    functions (``rope``, a block's methods) are used as they are: their inputs are the package's."""
+    if function is None:
+        return None
+    if not callable(function):
+        raise TypeError(f"{name} must be a function {expected}, or None; got {function!r:.80}")
+    if (getattr(function, "__module__", None) or "").startswith("attn_helpers"):
+        return function
+
+    @functools.wraps(function)
+    def as_called_directly(*args, **kwargs):
+        token = _INSIDE.set(False)
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, TypeError, IndexError) as err:
+            if getattr(err, "named_by_attn_helpers", False):  # a check's own message: it names the argument
+                raise
+            given = ", ".join(f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+            raise type(err)(f"your {name} function raised {type(err).__name__}: {err} (it was called with {given}; "
+                            f"expected {expected})") from err
+        finally:
+            _INSIDE.reset(token)
+
+    return as_called_directly
+
+
 def _inputs(check, signature, name, args, kwargs):
     try:
         return check(*args, **kwargs)
-    except TypeError:
+    except TypeError as err:
         try:
             signature.bind(*args, **kwargs)
-        except TypeError as err:  # a missing or unknown argument: say whose
-            raise TypeError(f"{name}{signature}: {err}") from None
+        except TypeError as bind_err:  # a missing or unknown argument: say whose
+            raise _named(TypeError(f"{name}{signature}: {bind_err}")) from None
+        _named(err)
         raise
+    except (ValueError, IndexError) as err:
+        _named(err)
+        raise
+
+
+def _named(err):
+    """Mark an error raised by a check: its message names the argument (a hook passes it on as it is)."""
+    err.named_by_attn_helpers = True
+    return err
 
 
 def _parameters(signature):
@@ -324,14 +370,6 @@ def check_score_bias(bias, scores: tuple, names: str):
     return bias
 
 
-def check_rotate(rotate):
-    """``None``, or a function ``rotate(x, positions)`` (a rotation of queries and keys by position)."""
-    if rotate is not None and not callable(rotate):
-        raise TypeError(f"rotate must be a function rotate(x, positions) -> x turned by position (such as "
-                        f"attn_helpers.positions.rope) or None; got {rotate!r}")
-    return rotate
-
-
 def record_input(record):
     """``None``, or the dict a forward pass writes its intermediate values into."""
     if record is not None and not isinstance(record, dict):
@@ -350,13 +388,6 @@ def dropout_inputs(dropout, rng):
     return float(dropout), rng
 
 
-def attention_inputs(queries, keys, values, mask=None, scale=None):
-    """:func:`sdpa_inputs` with the scale filled in (``1 / sqrt(d_k)``), and the results' dtype."""
-    q, k, v, mask, scale, _ = sdpa_inputs(queries, keys, values, mask, scale)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    return q, k, v, mask, scale, np.result_type(q, k, v)
-
-
 def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
     """:func:`sdpa_inputs` for :func:`~attn_helpers.efficient.tiled_attention`, with queries, keys, values (in the
     results' dtype) and the mask broadcast to one batch shape (views: nothing is copied), and the tile size."""
@@ -365,7 +396,8 @@ def tiled_inputs(queries, keys, values, mask=None, scale=None, block_size=128, *
     dtype = np.result_type(q, k, v)
     q, k, v = (np.broadcast_to(a.astype(dtype, copy=False), batch + a.shape[-2:]) for a in (q, k, v))
     mask = None if mask is None else np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
-    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), causal, on_tile
+    on_tile = hook(on_tile, "on_tile", "on_tile(rows, cols, m, l, acc), called after each tile")
+    return q, k, v, mask, scale, as_positive_int(block_size, "block_size"), as_flag(causal, "causal"), on_tile
 
 
 def repeat_kv_heads_inputs(x, num_heads):
@@ -388,50 +420,64 @@ def heads_inputs(x, num_heads):
     return x, num_heads
 
 
-def attention_weights_inputs(x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory=None):
-    """The projections of multi-head attention, checked against ``x`` (and ``memory``, if any)."""
+def projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, biases=None, memory=None, num_kv_heads=None):
+    """The projections of an attention layer, checked against ``x`` (keys and values: against ``memory``, if any):
+    ``W_q (d, h d_h)``; ``W_k (d_kv, h_kv d_h)`` and ``W_v (d_kv, h_kv d_v)``, ``h_kv`` (``num_kv_heads``, or read
+    off ``W_k``'s width) dividing ``h``; ``W_o (h d_v, d_out)``; ``biases`` None or ``(b_q, b_k, b_v, b_o)``."""
     x = as_float_array(x, "x", min_ndim=2)
     source = x if memory is None else as_float_array(memory, "memory", min_ndim=2)
     num_heads = as_positive_int(num_heads, "num_heads")
     W_q = check_weight("W_q", W_q, x.shape[-1])
     W_k, W_v = check_weight("W_k", W_k, source.shape[-1]), check_weight("W_v", W_v, source.shape[-1])
-    for name, w in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
-        if w.shape[1] % num_heads:
-            raise ValueError(f"{name} has shape {w.shape}: its output width {w.shape[1]} must be divisible by "
-                             f"num_heads={num_heads}")
-    if W_k.shape[1] != W_q.shape[1]:
-        raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}; queries and keys need the same "
-                         "head width d_h")
-    W_o = check_weight("W_o", W_o, W_v.shape[1])
-    b_q, b_k = check_bias("b_q", b_q, W_q.shape[1]), check_bias("b_k", b_k, W_k.shape[1])
-    b_v, b_o = check_bias("b_v", b_v, W_v.shape[1]), check_bias("b_o", b_o, W_o.shape[1])
-    return x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, (None if memory is None else source)
+    if W_q.shape[1] % num_heads:
+        raise ValueError(f"W_q has shape {W_q.shape}: its output width {W_q.shape[1]} must be divisible by "
+                         f"num_heads={num_heads}")
+    head_dim = W_q.shape[1] // num_heads
+    if num_kv_heads is None:  # read off W_k's width: h_kv = h is multi-head attention
+        kv_heads = W_k.shape[1] // max(head_dim, 1)
+        if W_k.shape[1] != kv_heads * head_dim or not kv_heads or num_heads % kv_heads:
+            raise ValueError(f"W_q has shape {W_q.shape} and W_k has shape {W_k.shape}: with num_heads={num_heads} "
+                             f"(d_h = {head_dim}), W_k's width must be h_kv * d_h for a number of key/value heads "
+                             "h_kv that divides num_heads (h_kv = num_heads: multi-head attention)")
+    else:
+        kv_heads = as_positive_int(num_kv_heads, "num_kv_heads")
+        if num_heads % kv_heads:
+            raise ValueError(f"num_kv_heads={kv_heads} must divide num_heads={num_heads}: each key/value head "
+                             "serves a group of num_heads / num_kv_heads query heads")
+        if W_k.shape[1] != kv_heads * head_dim:
+            raise ValueError(f"W_k has shape {W_k.shape}; expected ({source.shape[-1]}, num_kv_heads * d_h) = "
+                             f"({source.shape[-1]}, {kv_heads * head_dim})")
+    W_o = check_weight("W_o", W_o, W_v.shape[1] * (num_heads // kv_heads))
+    if biases is not None:
+        if not isinstance(biases, (tuple, list)) or len(biases) != 4:
+            raise TypeError(f"biases must be None or (b_q, b_k, b_v, b_o), each None or a vector; got {biases!r:.80}")
+        biases = tuple(check_bias(name, b, w.shape[1]) for name, b, w in
+                       zip(("b_q", "b_k", "b_v", "b_o"), biases, (W_q, W_k, W_v, W_o)))
+    return x, W_q, W_k, W_v, W_o, num_heads, biases, (None if memory is None else source)
 
 
-def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                      memory=None):
-    """The inputs of :func:`~attn_helpers.multihead.multi_head_attention` up to ``memory``, in its order."""
-    x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory = attention_weights_inputs(
-        x, W_q, W_k, W_v, W_o, num_heads, b_q, b_k, b_v, b_o, memory)
-    T_k = x.shape[-2] if memory is None else memory.shape[-2]
-    mask = check_mask(mask, x.shape[-2], T_k, "(..., T, T)" if memory is None else "(..., T_q, T_k)")
-    return x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory
+def _is_cache(obj):
+    return hasattr(obj, "length") and callable(getattr(obj, "append", None))
 
 
-def hook_inputs(T_k, x, num_heads, record, dropout, rng, rotate, bias, scale):
-    """``(record, dropout, rng, rotate, bias, scale)`` of multi-head (or grouped-query) attention; ``T_k`` keys."""
-    scores = (*x.shape[:-2], num_heads, x.shape[-2], T_k)
-    return (record_input(record), *dropout_inputs(dropout, rng), check_rotate(rotate),
-            check_score_bias(bias, scores, "(..., h, T, T_k)"), None if scale is None else as_number(scale, "scale"))
+def check_kv_cache(kv_cache):
+    """``None``, or a cache with ``length`` and ``append(keys, values)`` (a :class:`~attn_helpers.kv_cache.KVCache`)."""
+    if kv_cache is not None and not _is_cache(kv_cache):
+        raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
+    return kv_cache
 
 
-def all_multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                          memory=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None, scale=None):
+def multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, kv_cache=None, rotate=None,
+                      bias=None, scale=None):
     """The inputs of :func:`~attn_helpers.multihead.multi_head_attention`, in its order."""
-    checked_ = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-    x, memory = checked_[0], checked_[-1]
-    T_k = x.shape[-2] if memory is None else memory.shape[-2]
-    return (*checked_, *hook_inputs(T_k, x, checked_[5], record, dropout, rng, rotate, bias, scale))
+    x, W_q, W_k, W_v, W_o, num_heads, biases, _ = projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, biases)
+    kv_cache = check_kv_cache(kv_cache)
+    T, T_k = x.shape[-2], x.shape[-2] + (0 if kv_cache is None else kv_cache.length)  # cached keys, then x's
+    mask = check_mask(mask, T, T_k, "(..., T, T)" if T_k == T else "(..., T, T_past + T)")
+    scores = (*x.shape[:-2], num_heads, T, T_k)
+    return (x, W_q, W_k, W_v, W_o, num_heads, mask, biases, kv_cache, hook(rotate, "rotate", "rotate(x, positions) "
+            "-> x turned by position (such as attn_helpers.positions.rope)"),
+            check_score_bias(bias, scores, "(..., h, T, T_k)"), None if scale is None else as_number(scale, "scale"))
 
 
 def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None,
@@ -439,8 +485,20 @@ def cross_attention_inputs(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, 
     """The inputs of :func:`~attn_helpers.block.cross_attention`, in its order."""
     if memory is None:
         raise TypeError("memory must be an array of shape (..., T_k, d_memory), the sequence that is looked up")
-    x, *rest, memory = multi_head_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
-    return x, memory, *rest
+    x, W_q, W_k, W_v, W_o, num_heads, biases, memory = projection_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, (b_q, b_k, b_v, b_o), memory, num_heads)
+    mask = check_mask(mask, x.shape[-2], memory.shape[-2])
+    return (x, memory, W_q, W_k, W_v, W_o, num_heads, mask, *biases)
+
+
+def training_attention_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, rotate=None, bias=None,
+                              scale=None, record=None, dropout=0.0, rng=None):
+    """The inputs of :func:`~attn_helpers.backprop.attention_layer_forward`: those of multi-head attention (no
+    cache), then the ``record`` (a dict), ``dropout`` and ``rng``."""
+    x, W_q, W_k, W_v, W_o, num_heads, mask, biases, _, rotate, bias, scale = multi_head_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, mask, biases, None, rotate, bias, scale)
+    return (x, W_q, W_k, W_v, W_o, num_heads, mask, biases, rotate, bias, scale, record_input(record),
+            *dropout_inputs(dropout, rng))
 
 
 def eps_input(eps) -> float:
@@ -514,3 +572,130 @@ def block_params_input(params):
         put(name, check_bias(name, getattr(params, name), width))  # b_k, b_v: kv_width; b_1: d_ff
     put("eps", eps_input(params.eps))
     activation_input(params.activation)
+
+
+# --- positions (notebook 09) ------------------------------------------------------------------------------------
+
+#: The most numbers :func:`~attn_helpers.positions.positional_encoding` makes (400 MB in float32): a larger table is
+#: a slip.
+MAX_TABLE = 10**8
+
+
+def frequencies_inputs(d_model, base=10000.0):
+    return as_positive_int(d_model, "d_model"), as_positive_number(base, "base")
+
+
+def positional_encoding_inputs(T, d_model, dtype=np.float32, base=10000.0):
+    """``(T, d_model, dtype, base)`` of :func:`~attn_helpers.positions.positional_encoding`: a table of at most
+    :data:`MAX_TABLE` numbers."""
+    T, d_model = as_positive_int(T, "T", allow_zero=True), as_positive_int(d_model, "d_model")
+    dtype = as_float_dtype(dtype)
+    if T * d_model > MAX_TABLE:
+        raise ValueError(f"positional_encoding(T={T}, d_model={d_model}) would make {T * d_model:,} numbers "
+                         f"({T * d_model * dtype.itemsize / 2**30:.1f} GiB); at most {MAX_TABLE:,}: "
+                         "make the table for the positions you use")
+    return T, d_model, dtype, as_positive_number(base, "base")
+
+
+def learned_positions_inputs(table, T):
+    """``(table, T)`` of :func:`~attn_helpers.positions.learned_positions`: a ``(max_len, d_model)`` table with a
+    row for each of the ``T`` positions."""
+    table = as_float_array(table, "table", min_ndim=2)
+    if table.ndim != 2:
+        raise ValueError(f"table must have shape (max_len, d_model); got shape {table.shape}")
+    T = as_positive_int(T, "T", allow_zero=True)
+    if T > table.shape[0]:
+        raise ValueError(f"T = {T} positions, but the table was trained for max_len = {table.shape[0]} (shape "
+                         f"{table.shape}): positions {table.shape[0]} to {T - 1} have no learned vector")
+    return table, T
+
+
+def rope_inputs(x, positions=None, base=10000.0):
+    """``(x, positions, base)`` of :func:`~attn_helpers.positions.rope`: an even number of features, one position
+    per row (float64), broadcasting against ``x``'s rows."""
+    x = as_float_array(x, "x", min_ndim=2)
+    T = x.shape[-2]
+    if x.shape[-1] % 2:
+        raise ValueError(f"x must have an even number of features (pairs are rotated); got shape {x.shape}")
+    if positions is not None:
+        positions = as_float_array(positions, "positions").astype(np.float64)
+        if positions.shape[-1] != T:
+            raise ValueError(f"positions must have one entry per row of x: x has shape {x.shape} (T = {T}) and "
+                             f"positions has shape {positions.shape}; expected positions.shape[-1] == {T}")
+        try:
+            np.broadcast_shapes(positions.shape, x.shape[:-1])
+        except ValueError:
+            raise ValueError(f"positions of shape {positions.shape} do not broadcast to x's rows "
+                             f"{x.shape[:-1]}") from None
+    return x, positions, as_positive_number(base, "base")
+
+
+def alibi_slopes_inputs(num_heads):
+    return (as_positive_int(num_heads, "num_heads"),)
+
+
+def alibi_bias_inputs(T, num_heads):
+    return as_positive_int(T, "T", allow_zero=True), as_positive_int(num_heads, "num_heads")
+
+
+def as_order(order, name="order"):
+    """``order`` as a 1-D int array that is a permutation of 0..T-1, or a clear error."""
+    arr = np.asarray(order)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of integers (a permutation of 0..T-1); "
+                        f"got dtype {arr.dtype} with shape {arr.shape}")
+    if not np.array_equal(np.sort(arr), np.arange(arr.size)):
+        raise ValueError(f"{name} must contain each of 0..{arr.size - 1} exactly once; got {arr.tolist()}")
+    return arr.astype(np.intp)
+
+
+def order_input(order):
+    return (as_order(order),)
+
+
+def order_sensitivity_inputs(attend, X, order):
+    """``(attend, X, order)`` of :func:`~attn_helpers.positions.order_sensitivity`: one entry of ``order`` per
+    token of ``X``; ``attend`` a function (it runs as a direct call would, see :func:`hook`)."""
+    attend = hook(attend, "attend", "attend(X) -> outputs of shape (T, d_out)")
+    if attend is None:
+        raise TypeError("attend must be a function attend(X) -> outputs of shape (T, d_out); got None")
+    X, order = as_float_array(X, "X", min_ndim=2), as_order(order)
+    if order.size != X.shape[-2]:
+        raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
+    return attend, X, order
+
+
+# --- the online softmax (notebook 13) -------------------------------------------------------------------------
+
+def online_softmax_inputs(x, block_size=1):
+    """``(x, block_size)`` of the online softmax: scores (``-inf`` allowed) with at least one on the last axis."""
+    scores = as_float_array(x, "x", allow_neg_inf=True)
+    block_size = as_positive_int(block_size, "block_size")
+    if scores.shape[-1] == 0:
+        raise ValueError(f"x must have at least one entry along its last axis; got shape {scores.shape}")
+    return scores, block_size
+
+
+def tiled_steps_inputs(queries, keys, values, mask=None, scale=None, block_size=2):
+    """The inputs of :func:`~attn_helpers.online.tiled_attention_steps`: those of attention, for one sequence."""
+    shapes = [np.shape(a) for a in (queries, keys, values)]
+    queries, keys, values, mask, scale, block_size, _, _ = tiled_inputs(queries, keys, values, mask, scale, block_size)
+    if queries.ndim != 2:  # (in the results' dtype, the mask broadcast to (T_q, T_k), by tiled_inputs)
+        raise ValueError(f"tiled_attention_steps takes one sequence: queries, keys and values of shape (T, d); got "
+                         f"{', '.join(map(str, shapes))}")
+    return queries, keys, values, mask, scale, block_size
+
+
+# --- the decoders' caches (for gpt.py and llm.py) ----------------------------------------------------------------
+
+def check_caches(cache, num_layers: int, made_by: str = "model.empty_cache()"):
+    """``cache`` if it is a list of ``num_layers`` KV caches (one per block, :func:`check_kv_cache`) holding the same
+    number of positions, else a ``TypeError``/``ValueError`` that says where a right one comes from (``made_by``)."""
+    if not isinstance(cache, list) or len(cache) != num_layers or not all(_is_cache(layer) for layer in cache):
+        got = type(cache).__name__ if not isinstance(cache, list) else (
+            f"a list of {len(cache)}: " + ", ".join(sorted({type(layer).__name__ for layer in cache})))
+        raise TypeError(f"cache must be a list of {num_layers} KVCache, one per block ({made_by}); got {got}")
+    lengths = {layer.length for layer in cache}
+    if len(lengths) != 1:
+        raise ValueError(f"cache: its layers hold different numbers of positions {sorted(lengths)}")
+    return cache

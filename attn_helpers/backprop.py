@@ -18,16 +18,18 @@ from ._validate import (
     batch_shape,
     check_bias,
     checked,
+    checked_by_caller,
     eps_input,
     sdpa_inputs,
+    training_attention_inputs,
 )
-from .block import erfc
-from .core import scaled_dot_product_attention, softmax
-from .multihead import merge_heads, split_heads
+from .core import add_bias, default_scale, erfc, log_softmax, scaled_dot_product_attention, softmax
+from .multihead import attention_heads, dropout_mask, heads_mask, merge_heads, split_heads
 
 __all__ = ["softmax_backward", "attention_backward", "linear_backward", "embedding_backward", "cross_entropy",
            "cross_entropy_backward", "numerical_gradient", "relative_error", "layer_norm_backward", "gelu_backward",
-           "feed_forward_backward", "attention_layer_backward", "block_backward"]
+           "feed_forward_backward", "attention_layer_backward", "block_backward", "attention_layer_forward",
+           "training_block"]
 
 
 def check_same_shape(a_name: str, a, b_name: str, b) -> None:
@@ -66,12 +68,12 @@ def attention_backward_inputs(queries, keys, values, grad_context, mask=None, sc
 
 @checked(softmax_backward_inputs)
 def softmax_backward(weights, grad_weights):
-    r"""Gradient of the loss with respect to the scores, given the softmax's output.
+    """Gradient of the loss with respect to the scores, given the softmax's output.
 
-    With :math:`p = \mathrm{softmax}(s)` over the last axis and :math:`g = \partial L / \partial p`,
-    the chain rule through the Jacobian :math:`J = \mathrm{diag}(p) - p\,p^\top` gives
+    With ``p = softmax(s)`` over the last axis and ``g = ∂L/∂p``, the chain rule through the Jacobian
+    ``J = diag(p) − p pᵀ`` gives
 
-    .. math:: \frac{\partial L}{\partial s} = J^\top g = p \odot \left(g - (g \cdot p)\right)
+        ∂L/∂s = Jᵀ g = p ⊙ (g − (g · p))
 
     (``J`` is symmetric), computed row by row without building ``J``. A masked entry
     (``p = 0``) and a fully masked row get zero gradient.
@@ -91,17 +93,16 @@ def softmax_backward(weights, grad_weights):
 
 @checked(attention_backward_inputs)
 def attention_backward(queries, keys, values, grad_context, mask=None, scale=None, weights=None, keep=None):
-    r"""Gradients of scaled dot-product attention with respect to its queries, keys and values.
+    """Gradients of scaled dot-product attention with respect to its queries, keys and values.
 
-    .. math:: \partial V = P^\top G, \quad \partial S = s\, P \odot (G V^\top - \mathrm{rowsum}(G V^\top \odot P)),
-              \quad \partial Q = \partial S\, K, \quad \partial K = \partial S^\top Q
+        ∂V = Pᵀ G,    ∂S = s P ⊙ (G Vᵀ − rowsum(G Vᵀ ⊙ P)),    ∂Q = ∂S K,    ∂K = ∂Sᵀ Q
 
     ``G`` is ``grad_context (..., T_q, d_v)``, the gradient of the loss with respect to the context;
     the other arguments are those of :func:`~attn_helpers.core.scaled_dot_product_attention` (scale
     ``s``), and optionally its ``weights`` ``P`` (recomputed when None). Returns the gradients of the
     queries, keys and values, each of its array's shape; a masked entry (``P = 0``) passes none. ``keep``:
     the dropout mask ``D`` that multiplied ``P`` (notebook 10's block in training): the context was
-    :math:`(P \odot D) V`, so :math:`\partial V = (P \odot D)^\top G` and :math:`G V^\top` is multiplied by ``D``.
+    ``(P ⊙ D) V``, so ``∂V = (P ⊙ D)ᵀ G`` and ``G Vᵀ`` is multiplied by ``D``.
 
     >>> x = np.eye(2)
     >>> grad_q, grad_k, grad_v = attention_backward(x, x, x, np.ones((2, 2)))
@@ -109,7 +110,7 @@ def attention_backward(queries, keys, values, grad_context, mask=None, scale=Non
     array([[1., 1.],
            [1., 1.]])
     """
-    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    scale = default_scale(queries.shape[-1]) if scale is None else scale
     if weights is None:
         _, weights = scaled_dot_product_attention(queries, keys, values, mask, scale)  # (..., T_q, T_k)
     G, used = grad_context, (weights if keep is None else weights * keep)  # the weights the context was made with
@@ -142,10 +143,9 @@ def _linear_inputs(x, weight, grad_out):
 
 @checked(_linear_inputs)
 def linear_backward(x, weight, grad_out):
-    r"""Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
+    """Gradients of ``out = x @ weight`` (a bias-free linear layer, weight shared over all rows).
 
-    .. math:: \partial x = \partial\mathrm{out}\; W^\top, \qquad
-              \partial W = \sum_{\text{rows } n} x_n^\top\, \partial\mathrm{out}_n
+        ∂x = ∂out Wᵀ,    ∂W = Σₙ xₙᵀ ∂outₙ    (a sum over every row n)
 
     ``x (..., d_in)``; ``weight (d_in, d_out)``; ``grad_out (..., d_out)``. Returns ``grad_x (..., d_in)``;
     ``grad_weight (d_in, d_out)``.
@@ -173,7 +173,7 @@ def _embedding_inputs(token_ids, grad_embedded, vocab_size):
 
 @checked(_embedding_inputs)
 def embedding_backward(token_ids, grad_embedded, vocab_size):
-    r"""Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
+    """Gradient of an embedding lookup ``embedded = table[token_ids]`` with respect to ``table``.
 
     Row ``v`` of the gradient is the sum of the gradients of every position holding token ``v``
     (``np.add.at``, which adds repeated indices instead of overwriting them); rows of tokens that
@@ -211,9 +211,9 @@ def _counted(targets):
 
 @checked(_targets)
 def cross_entropy(logits, targets):
-    r"""Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
+    """Mean cross-entropy of the softmax of ``logits`` against integer ``targets``.
 
-    .. math:: L = -\frac{1}{N} \sum_{n} \log \mathrm{softmax}(z_n)_{t_n}
+        L = −(1/N) Σₙ log softmax(zₙ)[tₙ]
 
     over the ``N`` positions whose target is ``>= 0`` (a negative target is ignored).
 
@@ -223,15 +223,14 @@ def cross_entropy(logits, targets):
     1.3863
     """
     z, (t, counted, n) = logits, _counted(targets)
-    shifted = z - z.max(axis=-1, keepdims=True)  # stable: the largest logit of each row becomes 0
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., num_classes)
+    log_probs = log_softmax(z)  # (..., num_classes)
     picked = np.take_along_axis(log_probs, t[..., None], axis=-1)[..., 0]  # log p of each target: (...)
     return float(-(picked * counted).sum() / n)
 
 
 @checked(_targets)
 def cross_entropy_backward(logits, targets):
-    r"""Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
+    """Gradient of :func:`cross_entropy` with respect to the logits: ``(softmax(z) - onehot(t)) / N``.
 
     Rows whose target is ignored (negative) get zero gradient.
 
@@ -247,7 +246,7 @@ def cross_entropy_backward(logits, targets):
 
 
 def numerical_gradient(f, x, eps=1e-6):
-    r"""Central finite differences: ``grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)``.
+    """Central finite differences: ``grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)``.
 
     ``f`` maps an array shaped like ``x`` to a scalar. Use float64 and ``eps`` near ``1e-6``:
     the error of the formula is about ``eps**2`` times the third derivative, the rounding error
@@ -270,7 +269,7 @@ def numerical_gradient(f, x, eps=1e-6):
 
 
 def relative_error(analytic, numeric):
-    r"""``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
+    """``max |a - n| / max(|a| + |n|, tiny)``: near 1e-10 when a backward pass is right, near 1 when wrong.
 
     >>> relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9])) < 1e-9
     True
@@ -281,6 +280,60 @@ def relative_error(analytic, numeric):
     if a.size == 0:
         return 0.0
     return float(np.abs(a - n).max() / max(float((np.abs(a) + np.abs(n)).max()), 1e-30))
+
+
+# --- the training forward: the same steps as the lessons' functions, keeping what the backward pass reads ------
+
+@checked(training_attention_inputs)
+def attention_layer_forward(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=None, rotate=None, bias=None,
+                            scale=None, record=None, dropout=0.0, rng=None):
+    """Notebook 08's :func:`~attn_helpers.multihead.multi_head_attention` in training: the same steps, with
+    ``dropout`` on the attention weights (``rng`` draws which; the returned weights are the softmax's, before
+    dropout), and ``record`` (a dict) gets what :func:`attention_layer_backward` reads.
+
+    >>> x, W_q, W_k, W_v, W_o = np.random.default_rng(0).standard_normal((5, 4, 4))
+    >>> record = {}
+    >>> out, weights = attention_layer_forward(x, W_q, W_k, W_v, W_o, 2, record=record)
+    >>> list(record)
+    ['x', 'rotate', 'queries', 'keys', 'values', 'weights', 'keep', 'merged', 'scale']
+    """
+    queries, keys, values = attention_heads(x, W_q, W_k, W_v, num_heads, biases, None, rotate)  # (..., h, T, d_h)
+    context, weights = scaled_dot_product_attention(queries, keys, values, heads_mask(mask), scale, bias)
+    keep = dropout_mask(weights.shape, dropout, rng, weights.dtype)  # None without dropout
+    if keep is not None:  # the context is made with what is left of the weights
+        context = (weights * keep) @ values  # (..., h, T, T_k) @ (..., h, T_k, d_v) -> (..., h, T, d_v)
+    merged = merge_heads(context)  # (..., T, h * d_v)
+    if record is not None:
+        record.update(x=x, rotate=rotate, queries=queries, keys=keys, values=values, weights=weights, keep=keep,
+                      merged=merged, scale=scale)
+    return add_bias(merged @ W_o, None if biases is None else biases[3]), weights
+
+
+@checked_by_caller  # transformer_block checks its inputs, then calls it
+def training_block(x, params, mask=None, norm_first=True, record=None, dropout=0.0, rng=None):
+    """Notebook 10's :func:`~attn_helpers.block.transformer_block` in training: the same steps, with dropout on the
+    attention weights and on each branch before it joins the stream (``rng`` draws which; the rest are scaled up),
+    and ``record`` (a dict, pre-norm) gets what :func:`block_backward` reads, in the order the forward makes it."""
+    p, saved = params, {} if record is None else record
+
+    def attention(h, record=None):  # the block's attention, with dropout on its weights
+        return attention_layer_forward(h, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.biases, p.rotate,
+                                       record=record, dropout=dropout, rng=rng)
+
+    def drop(branch, name):  # dropout on a branch before it joins the stream
+        saved[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
+        return branch if saved[name] is None else branch * saved[name]
+
+    if not norm_first:  # post-norm
+        attended, weights = attention(x)
+        x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
+        return p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward")), weights
+    saved["x"], saved["normed_1"] = x, p.norm_1(x)
+    attended, weights = attention(saved["normed_1"], saved.setdefault("attention", {}))
+    saved["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
+    saved["normed_2"] = p.norm_2(x)
+    ffn = p.feed_forward(saved["normed_2"], saved.setdefault("feed_forward", {}))
+    return x + drop(ffn, "drop_feed_forward"), weights  # (..., T, d_model)
 
 
 # --- notebook 14: the backward pass of a whole pre-norm block, piece by piece -----------------------------
@@ -294,16 +347,13 @@ def _layer_norm_backward_inputs(grad_out, x, gamma=None, eps=1e-5):
 
 @checked(_layer_norm_backward_inputs)
 def layer_norm_backward(grad_out, x, gamma=None, eps=1e-5):
-    r"""Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
+    """Gradients of :func:`~attn_helpers.block.layer_norm` with respect to ``x``, ``gamma`` and ``beta``.
 
-    With :math:`\hat x = (x - \mu)/\sigma`, :math:`\sigma = \sqrt{\mathrm{var} + \varepsilon}` and
-    :math:`g = \gamma \odot \partial\mathrm{out}` (row by row, over the ``d`` features):
+    With ``x̂ = (x − μ) / σ``, ``σ = √(var + ε)`` and ``g = γ ⊙ ∂out`` (row by row, over the ``d`` features):
 
-    .. math:: \partial x = \frac{1}{\sigma}\left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right), \quad
-              \partial\gamma = \sum_{\text{rows}} \partial\mathrm{out} \odot \hat x, \quad
-              \partial\beta = \sum_{\text{rows}} \partial\mathrm{out}
+        ∂x = (g − mean(g) − x̂ mean(g ⊙ x̂)) / σ,    ∂γ = Σ_rows ∂out ⊙ x̂,    ∂β = Σ_rows ∂out
 
-    (a bar is the mean over the features). The two subtracted terms are the paths through
+    (a mean over the features). The two subtracted terms are the paths through
     the mean and the variance: ``grad_x`` of each row sums to 0.
 
     ``grad_out (..., d)``; ``x (..., d)``: the layer norm's input; ``gamma (d,)``: default 1. Returns
@@ -332,15 +382,13 @@ def _gelu_backward_inputs(grad_out, x, approximate=True):
 
 @checked(_gelu_backward_inputs)
 def gelu_backward(grad_out, x, approximate=True):
-    r"""Gradient of GELU with respect to ``x``: GPT-2's tanh form by default, the exact form with ``approximate=False``.
+    """Gradient of GELU with respect to ``x``: GPT-2's tanh form by default, the exact form with ``approximate=False``.
 
-    With :math:`u = \sqrt{2/\pi}\,(x + 0.044715\,x^3)`,
-    :math:`\mathrm{GELU}(x) = \tfrac12 x (1 + \tanh u)`, so
+    With ``u = √(2/π) (x + 0.044715 x³)``, ``GELU(x) = ½ x (1 + tanh u)``, so
 
-    .. math:: \frac{d\,\mathrm{GELU}}{dx} = \tfrac12 (1 + \tanh u)
-              + \tfrac12 x\,(1 - \tanh^2 u)\,\sqrt{2/\pi}\,(1 + 3 \cdot 0.044715\,x^2)
+        dGELU/dx = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3 · 0.044715 x²)
 
-    (exact: :math:`\Phi(x) + x\,\varphi(x)`). ``grad_out`` and ``x`` have the same shape.
+    (exact: ``Φ(x) + x φ(x)``). ``grad_out`` and ``x`` have the same shape.
 
     >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).round(6)  # 0 far left, 1/2 at 0, 1 far right
     array([-0. ,  0.5,  1. ])
@@ -364,9 +412,9 @@ _SLOPES = {"gelu_tanh": lambda g, x: gelu_backward(g, x, True),
            "relu": lambda g, x: g * (x > 0)}
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
-    r"""Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
+    """Gradients of ``FFN(x) = act(x W_1 + b_1) W_2 + b_2``, from what the forward pass recorded.
 
     Backwards through each step of the forward pass: the second linear layer, the activation
     (:func:`gelu_backward`), the first linear layer (:func:`linear_backward`).
@@ -380,9 +428,9 @@ def feed_forward_backward(grad_out, record, W_1, W_2, activation="gelu_tanh"):
     return grad_x, {"W_1": grad_W_1, "b_1": _rows_sum(grad_pre), "W_2": grad_W_2, "b_2": _rows_sum(grad_out)}
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def attention_layer_backward(grad_out, record, params):
-    r"""Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
+    """Gradients of multi-head self-attention ``out = Concat(heads) W_o + b_o`` with biased projections.
 
     Backwards: the output projection (:func:`linear_backward`), the concatenation (split the gradient back
     into heads), every head's attention at once (:func:`attention_backward`: the head axis is a batch axis),
@@ -420,9 +468,9 @@ def _sum_groups(grad, num_kv_heads):
     return grad if h == num_kv_heads else grad.reshape(*batch, num_kv_heads, h // num_kv_heads, T, d).sum(axis=-3)
 
 
-@checked(None)  # what its forward recorded: checked when the forward ran
+@checked_by_caller  # what its forward recorded: checked when the forward ran
 def block_backward(grad_out, record, params):
-    r"""Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
+    """Gradients of one pre-norm block ``m = x + MHA(LN_1(x))``, ``out = m + FFN(LN_2(m))``.
 
     A residual connection copies the gradient: ``grad_m = grad_out + (the path through the
     FFN)``, ``grad_x = grad_m + (the path through attention)``. With dropout, the masks the forward pass

@@ -20,14 +20,16 @@ from ._validate import (
     dropout_inputs,
     feed_forward_inputs,
     gelu_inputs,
+    hook,
     init_block_params_inputs,
     layer_norm_inputs,
     record_input,
 )
+from .backprop import training_block
 from .config import SEED
-from .core import add_bias
+from .core import add_bias, erfc
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
-from .multihead import dropout_mask, multi_head_attention
+from .multihead import attend_heads, multi_head_attention, project_heads
 
 __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_params", "transformer_block",
            "residual_stream", "cross_attention", "block_parameter_count", "parameter_count"]  # (the counts: model_size)
@@ -35,9 +37,9 @@ __all__ = ["layer_norm", "gelu", "feed_forward", "BlockParams", "init_block_para
 
 @checked(layer_norm_inputs)
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):
-    r"""Layer normalization over the last axis: each token's features get mean 0 and variance 1.
+    """Layer normalization over the last axis: each token's features get mean 0 and variance 1.
 
-    .. math:: \mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta
+        LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β
 
     ``x (..., d_model)``; ``gamma``, ``beta (d_model,)`` default to 1 and 0. Per token, not per feature.
 
@@ -53,23 +55,12 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     return out.astype(np.result_type(x, *(v for v in (gamma, beta) if v is not None)), copy=False)
 
 
-def erfc(z):
-    """``erfc(z)`` to relative error < 1.2e-7 (numpy has no ``erf``): ``erfcc`` of *Numerical Recipes*, 6.2."""
-    a = np.abs(z)
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    with np.errstate(over="ignore", under="ignore"):  # a huge |z|: exp(-inf) = 0, the right limit
-        tail = t * np.exp(-a * a + poly)
-    return np.where(z >= 0, tail, 2.0 - tail)
-
-
 @checked(gelu_inputs)
 def gelu(x, approximate=False):
-    r"""Gaussian error linear unit, :math:`\mathrm{GELU}(x) = x\,\Phi(x)` with :math:`\Phi` the normal CDF.
+    """Gaussian error linear unit, ``GELU(x) = x Φ(x)`` with ``Φ`` the normal CDF.
 
-    .. math:: \text{exact: } \tfrac12 x\left(1 + \mathrm{erf}(x/\sqrt2)\right), \quad
-              \text{tanh form: } \tfrac12 x\left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right)
+        exact:      ½ x (1 + erf(x / √2))
+        tanh form:  ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))
 
     BERT uses the exact form, GPT-2 the tanh form (``approximate=True``); they differ by < 1e-3.
 
@@ -97,9 +88,9 @@ def _feed_forward_inputs(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", rec
 
 @checked(_feed_forward_inputs)
 def feed_forward(x, W_1, W_2, b_1=None, b_2=None, activation="gelu", record=None):
-    r"""The position-wise feed-forward network: the same two-layer MLP applied to every token.
+    """The position-wise feed-forward network: the same two-layer MLP applied to every token.
 
-    .. math:: \mathrm{FFN}(x) = \mathrm{act}(x W_1 + b_1)\, W_2 + b_2
+        FFN(x) = act(x W_1 + b_1) W_2 + b_2
 
     ``x (..., T, d_model)``, ``W_1 (d_model, d_ff)``, ``W_2 (d_ff, d_out)``, biases optional;
     ``activation`` is ``"gelu"`` (BERT), ``"gelu_tanh"`` (GPT-2) or ``"relu"`` (the 2017 paper);
@@ -176,9 +167,15 @@ class BlockParams:
     def norm_2(self, x):
         return layer_norm(x, self.norm_2_gamma, self.norm_2_beta, self.eps)
 
-    def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask, self.b_q,
-                                    self.b_k, self.b_v, self.b_o, None, record, dropout, rng, self.rotate)
+    @property
+    def biases(self):
+        """``(b_q, b_k, b_v, b_o)``, or None when the block has none (GPT-2 has them, Llama not)."""
+        biases = (self.b_q, self.b_k, self.b_v, self.b_o)
+        return None if all(b is None for b in biases) else biases
+
+    def attention(self, x, mask=None, kv_cache=None):
+        return multi_head_attention(x, self.W_q, self.W_k, self.W_v, self.W_o, self.num_heads, mask, self.biases,
+                                    kv_cache, self.rotate)
 
     def feed_forward(self, x, record=None):
         return feed_forward(x, self.W_1, self.W_2, self.b_1, self.b_2, self.activation, record)
@@ -213,45 +210,43 @@ def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=
     x = as_float_array(x, "x", min_ndim=2)
     if x.shape[-1] != params.d_model:
         raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
-    if attention is not None and not callable(attention):
-        raise TypeError(f"attention must be a function (x, mask, record=None, dropout=0.0, rng=None) -> (out, "
-                        f"weights) or None; got {attention!r}")
-    record = record_input(record)
+    attention = hook(attention, "attention", "attention(x, mask) -> (out, weights)")
+    record, (dropout, rng) = record_input(record), dropout_inputs(dropout, rng)
+    if attention is not None and (record is not None or dropout):
+        raise ValueError("attention= replaces the block's own attention, which record= and dropout= need (they "
+                         "keep or drop its weights): pass one or the other")
+    if record is not None and not norm_first:
+        raise ValueError("record= keeps what the backward pass of a pre-norm block reads; norm_first=False has none")
     mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
-    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, *dropout_inputs(dropout, rng)
+    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, dropout, rng
 
 
 @checked(_block_inputs)
 def transformer_block(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
-    r"""One transformer block: attention, then the feed-forward network, each inside a residual connection.
+    """One transformer block: attention, then the feed-forward network, each inside a residual connection.
 
-    .. math:: x \leftarrow x + \mathrm{MHA}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))
+        x ← x + MHA(LN₁(x)),    x ← x + FFN(LN₂(x))
 
-    Pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x <- LN_1(x + MHA(x))``, ... ``x (..., T,
+    Pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x ← LN₁(x + MHA(x))``, ... ``x (..., T,
     d_model)``, ``mask`` broadcastable to ``(..., T, T)``; returns ``out`` (as ``x``) and weights ``(..., h, T, T)``.
-    ``attention(x, mask, record, dropout, rng)`` replaces the block's own (a KV cache's, notebook 13); ``record`` (a
-    dict) gets what notebook 14's backward pass reads; ``dropout`` (training only; 0 or None: off) drops attention
-    weights and each branch's numbers before they join the stream (``rng`` draws which; the rest are scaled up).
+    ``attention(x, mask)`` replaces the block's own (a KV cache's, notebook 13). In training, ``dropout`` drops
+    attention weights and each branch's numbers, ``record`` (a dict) keeps what notebook 14's backward pass reads:
+    :func:`~attn_helpers.backprop.training_block` runs these same steps.
 
     >>> [a.shape for a in transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))]
     [(5, 8), (2, 5, 5)]
     """
-    p, attend, saved = params, attention or params.attention, {} if record is None else record
-
-    def drop(branch, name):  # dropout on a branch before it joins the stream (training only)
-        saved[name] = dropout_mask(branch.shape, dropout, rng, branch.dtype)
-        return branch if saved[name] is None else branch * saved[name]
-
+    if record is not None or dropout:  # training: the same steps, with dropout and a record
+        return training_block(x, params, mask, norm_first, record, dropout, rng)
+    p, attention = params, attention or params.attention
     if not norm_first:  # post-norm
-        attended, weights = attend(x, mask, None, dropout, rng)
-        x = p.norm_1(x + drop(attended, "drop_attention"))  # (..., T, d_model)
-        return p.norm_2(x + drop(p.feed_forward(x), "drop_feed_forward")), weights
-    saved["x"], saved["normed_1"] = x, p.norm_1(x)
-    attended, weights = attend(saved["normed_1"], mask, saved.setdefault("attention", {}), dropout, rng)
-    saved["middle"] = x = x + drop(attended, "drop_attention")  # (..., T, d_model): the residual stream
-    saved["normed_2"] = p.norm_2(x)
-    ffn = p.feed_forward(saved["normed_2"], saved.setdefault("feed_forward", {}))
-    return x + drop(ffn, "drop_feed_forward"), weights  # (..., T, d_model)
+        attended, weights = attention(x, mask)
+        x = p.norm_1(x + attended)
+        return p.norm_2(x + p.feed_forward(x)), weights
+    attended, weights = attention(p.norm_1(x), mask)
+    x = x + attended  # (..., T, d_model): the residual stream
+    x = x + p.feed_forward(p.norm_2(x))
+    return x, weights
 
 
 def _stream_inputs(x, blocks, mask=None, norm_first=True, residual=True):
@@ -286,9 +281,9 @@ def residual_stream(x, blocks, mask=None, norm_first=True, residual=True):
 
 @checked(cross_attention_inputs)
 def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None):
-    r"""Multi-head cross-attention: queries from ``x`` (the decoder), keys and values from ``memory`` (the encoder).
+    """Multi-head cross-attention: queries from ``x`` (the decoder), keys and values from ``memory`` (the encoder).
 
-    It is :func:`~attn_helpers.multihead.multi_head_attention` with ``memory=``: ``memory (..., T_k, d_memory)``,
+    Multi-head attention whose keys and values come from another sequence: ``memory (..., T_k, d_memory)``,
     ``W_k, W_v (d_memory, h d_h)``, weights ``(..., h, T_q, T_k)``.
 
     >>> rng = np.random.default_rng(0)
@@ -297,4 +292,7 @@ def cross_attention(x, memory, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=Non
     >>> out.shape, weights.shape
     ((3, 4), (2, 3, 5))
     """
-    return multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, memory)
+    queries = project_heads(x, W_q, b_q, num_heads)  # (..., T_q, d_model) -> (..., h, T_q, d_h): the decoder's
+    keys = project_heads(memory, W_k, b_k, num_heads)  # (..., T_k, d_memory) -> (..., h, T_k, d_h): the encoder's
+    values = project_heads(memory, W_v, b_v, num_heads)  # (..., h, T_k, d_v)
+    return attend_heads(queries, keys, values, W_o, b_o, mask)  # steps 3 and 4 of notebook 08's attention

@@ -21,8 +21,8 @@ from ._validate import (
     softmax_inputs,
 )
 
-__all__ = ["softmax", "attention_scores", "scaled_dot_product_attention", "causal_mask", "padding_mask",
-           "cosine_similarity", "entropy", "add_bias"]
+__all__ = ["softmax", "log_softmax", "attention_scores", "default_scale", "scaled_dot_product_attention",
+           "causal_mask", "padding_mask", "cosine_similarity", "entropy", "add_bias", "erfc"]
 
 
 def add_bias(x, bias):
@@ -36,9 +36,9 @@ def add_bias(x, bias):
 
 @checked(softmax_inputs)
 def softmax(x, axis=-1, temperature=1.0):
-    r"""Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
+    """Numerically stable softmax along ``axis`` (the key axis, -1, for attention weights).
 
-    .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j / \tau}}{\sum_k e^{x_k / \tau}}
+        softmax(x)ⱼ = exp(xⱼ / τ) / Σₖ exp(xₖ / τ)        (τ: the temperature)
 
     ``x`` of any shape; the result has its shape and dtype and sums to 1 along ``axis``. A
     ``-inf`` score (masked) gets weight 0; a slice that is all ``-inf`` gets zeros, never NaN.
@@ -58,9 +58,39 @@ def softmax(x, axis=-1, temperature=1.0):
     return exps / np.maximum(total, 1)  # a fully masked slice stays 0 (never 0 / 0)
 
 
+def log_softmax(x):
+    """The log of the softmax over the last axis, computed stably: ``x - max - log Σ_j exp(x_j - max)``.
+
+    >>> log_softmax(np.array([0.0, np.log(3.0)])).round(4)   # log 0.25, log 0.75
+    array([-1.3863, -0.2877])
+    """
+    shifted = x - x.max(axis=-1, keepdims=True)  # the largest becomes 0: exp never overflows
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def default_scale(d_k):
+    """The scale of scaled dot-product attention, ``1 / √d_k`` (notebook 06).
+
+    >>> default_scale(64)
+    0.125
+    """
+    return 1 / math.sqrt(d_k)
+
+
+def erfc(z):
+    """``erfc(z)`` to relative error < 1.2e-7 (numpy has no ``erf``): ``erfcc`` of *Numerical Recipes*, 6.2."""
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    with np.errstate(over="ignore", under="ignore"):  # a huge |z|: exp(-inf) = 0, the right limit
+        tail = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, tail, 2.0 - tail)
+
+
 @checked(scores_inputs)
 def attention_scores(queries, keys):
-    r"""Raw dot-product scores :math:`S = Q K^\top` over the last two axes.
+    """Raw dot-product scores ``S = Q Kᵀ`` over the last two axes.
 
     ``queries (..., T_q, d_k)`` and ``keys (..., T_k, d_k)`` give ``scores (..., T_q, T_k)``:
     ``scores[..., i, j]`` is the dot product of query ``i`` with key ``j``.
@@ -74,9 +104,9 @@ def attention_scores(queries, keys):
 
 @checked(sdpa_inputs)
 def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, bias=None):
-    r"""Scaled dot-product attention: the context vectors and the weights.
+    """Scaled dot-product attention: the context vectors and the weights.
 
-    .. math:: \mathrm{context} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V
+        context = softmax(Q Kᵀ / √d_k) V
 
     queries ``(..., T_q, d_k)``, keys ``(..., T_k, d_k)``, values ``(..., T_k, d_v)``, ``mask`` broadcastable to
     ``(..., T_q, T_k)`` (True = may attend), ``scale`` 1/sqrt(d_k) by default, ``bias`` (optional, broadcastable
@@ -88,7 +118,7 @@ def scaled_dot_product_attention(queries, keys, values, mask=None, scale=None, b
     array([[0.75, 0.25],
            [0.25, 0.75]])
     """
-    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    scale = default_scale(queries.shape[-1]) if scale is None else scale
     scores = queries @ np.swapaxes(keys, -1, -2) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = add_bias(scores, bias)  # (..., T_q, T_k): unchanged when there is no bias
     if mask is not None:
@@ -126,9 +156,9 @@ def padding_mask(lengths, T):
 
 @checked(cosine_inputs)
 def cosine_similarity(a, b):
-    r"""Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
+    """Cosine of the angle between vectors ``(..., d)``, over the last axis (with broadcasting).
 
-    .. math:: \cos\theta = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}
+        cos θ = (a · b) / (‖a‖ ‖b‖)
 
     Values in [-1, 1]; a zero vector has similarity 0 with everything (not NaN).
 
@@ -144,9 +174,9 @@ def cosine_similarity(a, b):
 
 @checked(entropy_inputs)
 def entropy(weights, axis=-1):
-    r"""Shannon entropy (in nats) of probability distributions along ``axis``.
+    """Shannon entropy (in nats) of probability distributions along ``axis``.
 
-    .. math:: H(p) = -\sum_j p_j \log p_j \quad (0 \log 0 = 0)
+        H(p) = −Σⱼ pⱼ log pⱼ        (0 log 0 = 0)
 
     >>> float(entropy([0.5, 0.5]).round(4)), float(entropy([1.0, 0.0]))
     (0.6931, 0.0)

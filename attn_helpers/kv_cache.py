@@ -1,8 +1,9 @@
 """The KV cache (notebook 13): generate token by token without recomputing earlier tokens' keys and values.
 
-:func:`grouped_query_attention` is notebook 08's multi-head attention (its ``split_heads`` and
-:func:`~attn_helpers.multihead.attend_heads`) with ``h_kv`` key/value heads shared by the query heads and a
-:class:`KVCache`; :class:`GroupedQueryParams` is notebook 10's block with such heads, and
+Notebook 08's :func:`~attn_helpers.multihead.multi_head_attention` is the one attention layer: with ``W_k``,
+``W_v`` narrower (``h_kv`` key/value heads shared by the query heads) it is grouped-query attention, with a
+:class:`KVCache` it reads and extends the cache; :func:`grouped_query_attention` is that layer under the name notebook
+13 gives it, with ``num_kv_heads`` checked. :class:`GroupedQueryParams` is notebook 10's block with such heads, and
 :func:`cached_attention` the attention that :func:`~attn_helpers.block.transformer_block` runs with a cache.
 :func:`kv_cache_bytes` and :func:`cache_table` give what the cache costs.
 """
@@ -17,15 +18,12 @@ from ._validate import (
     as_float_array,
     as_positive_int,
     as_positive_number,
-    check_bias,
-    check_mask,
-    check_weight,
     checked,
-    hook_inputs,
-    repeat_kv_heads_inputs,
+    multi_head_inputs,
+    projection_inputs,
 )
 from .block import BlockParams, init_block_params
-from .multihead import attend_heads, project_heads
+from .multihead import multi_head_attention, repeat_kv_heads  # noqa: F401 - notebook 13 imports repeat_kv_heads here
 from .published import CONFIG_COLUMNS, PUBLISHED_CONFIGS
 
 __all__ = ["KVCache", "repeat_kv_heads", "grouped_query_attention", "GroupedQueryParams", "init_grouped_query_params",
@@ -38,7 +36,7 @@ class KVCache:
 
     ``keys`` has shape ``(..., h_kv, T, d_h)``: only the key/value heads are stored, so
     grouped-query attention (``h_kv < h``) stores ``h / h_kv`` times less. Pass one to
-    :func:`grouped_query_attention` as ``kv_cache=``.
+    :func:`~attn_helpers.multihead.multi_head_attention` as ``kv_cache=``.
 
     >>> cache = KVCache()
     >>> keys, values = cache.append(np.zeros((2, 3, 4)), np.ones((2, 3, 4)))   # 2 heads, 3 positions
@@ -90,94 +88,42 @@ class KVCache:
             self.keys, self.values = self.keys[..., :length, :], self.values[..., :length, :]
 
 
-@checked(repeat_kv_heads_inputs)
-def repeat_kv_heads(x, num_heads):
-    """Share key/value heads across groups of query heads: ``(..., h_kv, T, d_h) -> (..., h, T, d_h)``.
-
-    Query head ``i`` uses key/value head ``i // (h / h_kv)`` (``h_kv = 1``: multi-query attention;
-    ``h_kv = h``: ordinary multi-head attention, returned as is).
-
-    >>> repeat_kv_heads(np.arange(4.0).reshape(2, 2, 1), 4)[:, :, 0]   # 4 query heads: 0 and 1 share head 0
-    array([[0., 1.],
-           [0., 1.],
-           [2., 3.],
-           [2., 3.]])
-    """
-    group = num_heads // x.shape[-3]  # query heads per key/value head
-    return x if group == 1 else np.repeat(x, group, axis=-3)  # (..., h_kv, T, d_h) -> (..., h, T, d_h)
-
-
 def _grouped_inputs(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                    num_kv_heads=None, kv_cache=None, record=None, dropout=0.0, rng=None, rotate=None, bias=None,
-                    scale=None):
-    x = as_float_array(x, "x", min_ndim=2)
+                    num_kv_heads=None, kv_cache=None, rotate=None, bias=None, scale=None):
     num_heads = as_positive_int(num_heads, "num_heads")
     num_kv_heads = num_heads if num_kv_heads is None else as_positive_int(num_kv_heads, "num_kv_heads")
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}: each key/value head "
-                         "serves a group of num_heads / num_kv_heads query heads")
-    W_q, W_k, W_v = (check_weight(name, w, x.shape[-1]) for name, w in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)))
-    if W_q.shape[1] % num_heads:
-        raise ValueError(f"W_q has shape {W_q.shape}: its width must be divisible by num_heads={num_heads}")
-    head_dim = W_q.shape[1] // num_heads
-    for name, w in (("W_k", W_k), ("W_v", W_v)):
-        if w.shape[1] != num_kv_heads * head_dim:
-            raise ValueError(f"{name} has shape {w.shape}; expected ({x.shape[-1]}, num_kv_heads * d_h) = "
-                             f"({x.shape[-1]}, {num_kv_heads * head_dim})")
-    W_o = check_weight("W_o", W_o, W_q.shape[1])
-    b_q, b_k, b_v, b_o = (check_bias(name, b, w.shape[1]) for name, b, w in
-                          (("b_q", b_q, W_q), ("b_k", b_k, W_k), ("b_v", b_v, W_v), ("b_o", b_o, W_o)))
-    if kv_cache is not None and not isinstance(kv_cache, KVCache):
-        raise TypeError(f"kv_cache must be a KVCache (attn_helpers.kv_cache) or None; got {type(kv_cache).__name__}")
-    T, T_k = x.shape[-2], x.shape[-2] + (0 if kv_cache is None else kv_cache.length)  # cached keys, then x's
-    mask = check_mask(mask, T, T_k, "(..., T, T)" if T_k == T else "(..., T, T_past + T)")
-    return (x, W_q, W_k, W_v, W_o, num_heads, mask, b_q, b_k, b_v, b_o, num_kv_heads, kv_cache,
-            *hook_inputs(T_k, x, num_heads, record, dropout, rng, rotate, bias, scale))
+    projection_inputs(x, W_q, W_k, W_v, W_o, num_heads, None, None, num_kv_heads)  # W_k's width: h_kv d_h
+    x, W_q, W_k, W_v, W_o, num_heads, mask, biases, kv_cache, rotate, bias, scale = multi_head_inputs(
+        x, W_q, W_k, W_v, W_o, num_heads, mask, (b_q, b_k, b_v, b_o), kv_cache, rotate, bias, scale)
+    return x, W_q, W_k, W_v, W_o, num_heads, mask, *biases, num_kv_heads, kv_cache, rotate, bias, scale
 
 
 @checked(_grouped_inputs)
 def grouped_query_attention(x, W_q, W_k, W_v, W_o, num_heads, mask=None, b_q=None, b_k=None, b_v=None, b_o=None,
-                            num_kv_heads=None, kv_cache=None, record=None, dropout=0.0, rng=None, rotate=None,
-                            bias=None, scale=None):
-    r"""Multi-head attention with ``h_kv`` key/value heads, each shared by ``h / h_kv`` query heads, and a KV cache.
+                            num_kv_heads=None, kv_cache=None, rotate=None, bias=None, scale=None):
+    """Multi-head attention with ``h_kv`` key/value heads, each shared by ``h / h_kv`` query heads, and a KV cache.
 
-    .. math:: \mathrm{head}_i = \mathrm{Attention}(X W_q^{(i)}, X W_k^{(g(i))}, X W_v^{(g(i))}),
-              \quad g(i) = \lfloor i\, h_{kv} / h \rfloor
+        headᵢ = Attention(X W_q⁽ⁱ⁾, X W_k⁽ᵍ⁽ⁱ⁾⁾, X W_v⁽ᵍ⁽ⁱ⁾⁾),   g(i) = ⌊i · h_kv / h⌋
 
-    ``W_k, W_v (d_model, h_kv d_h)``: ``num_kv_heads=1`` is multi-query attention (Shazeer 2019),
-    ``1 < h_kv < h`` grouped-query attention (Ainslie et al. 2023), the default ``h_kv = h`` notebook
-    08's multi-head attention. With ``kv_cache``, ``x`` holds only the new positions: their keys and
+    It is notebook 08's :func:`~attn_helpers.multihead.multi_head_attention` itself, under this name: ``W_k, W_v
+    (d_model, h_kv d_h)``; ``num_kv_heads=1`` is multi-query attention (Shazeer 2019), ``1 < h_kv < h``
+    grouped-query attention (Ainslie et al. 2023), ``h_kv = h`` (the default) multi-head attention; the number
+    is checked against ``W_k``'s width. With ``kv_cache``, ``x`` holds only the new positions: their keys and
     values are appended to the cache, and their queries attend to all of them (``T_k = T_past + T``).
-    ``record``, ``dropout``, ``rng``, ``rotate``, ``bias``, ``scale``: as in notebook 08's
-    :func:`~attn_helpers.multihead.multi_head_attention`; ``rotate`` turns the new rows at their positions
-    ``T_past, T_past + 1, ...`` before their keys join the cache (the cached keys were turned when they came).
 
     >>> x, W_q, W_o = np.ones((3, 8)), np.eye(8), np.eye(8)
     >>> out, weights = grouped_query_attention(x, W_q, W_q[:, :4], W_q[:, :4], W_o, 4, num_kv_heads=2)
     >>> out.shape, weights.shape
     ((3, 8), (4, 3, 3))
     """
-    # 1. Project every token, 2. split into heads (notebook 08): h query heads, h_kv key/value heads.
-    queries = project_heads(x, W_q, b_q, num_heads)  # (..., T, d_model) @ (d_model, h * d_h) -> (..., h, T, d_h)
-    keys = project_heads(x, W_k, b_k, num_kv_heads)  # (..., h_kv, T, d_h)
-    values = project_heads(x, W_v, b_v, num_kv_heads)  # (..., h_kv, T, d_v)
-    if rotate is not None:  # 2a. Turn each new query and key by its position, after the cached ones (RoPE)
-        positions = np.arange(x.shape[-2]) + (0 if kv_cache is None else kv_cache.length)
-        queries, keys = rotate(queries, positions), rotate(keys, positions)
-    if kv_cache is not None:  # 2b. KV cache: the earlier positions' keys and values, then these
-        keys, values = kv_cache.append(keys, values)  # (..., h_kv, T_past + T, d_h): earlier ones not recomputed
-    # 2c. Grouped-query attention: each key/value head serves h / h_kv query heads.
-    keys, values = repeat_kv_heads(keys, num_heads), repeat_kv_heads(values, num_heads)  # (..., h, T_k, d)
-    if record is not None:
-        record.update(x=x, rotate=rotate)
-    # 3. Attend, 4. merge the heads and project, as notebook 08 does.
-    return attend_heads(queries, keys, values, W_o, mask, b_o, record, dropout, rng, bias, scale)
+    biases = None if all(b is None for b in (b_q, b_k, b_v, b_o)) else (b_q, b_k, b_v, b_o)
+    return multi_head_attention(x, W_q, W_k, W_v, W_o, num_heads, mask, biases, kv_cache, rotate, bias, scale)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class GroupedQueryParams(BlockParams):
-    """Notebook 10's block whose ``W_k``, ``W_v`` are ``(d_model, num_kv_heads * d_h)``: its attention is
-    :func:`grouped_query_attention`.
+    """Notebook 10's block whose ``W_k``, ``W_v`` are ``(d_model, num_kv_heads * d_h)``: its attention (notebook
+    08's, with narrower keys and values) shares each key/value head with ``num_heads / num_kv_heads`` query heads.
 
     >>> params = init_grouped_query_params(d_model=8, num_heads=4, num_kv_heads=2)
     >>> params.W_k.shape, params.num_kv_heads
@@ -199,8 +145,6 @@ class GroupedQueryParams(BlockParams):
         """The width of ``W_k`` and ``W_v``: ``num_kv_heads * d_h``."""
         return self.W_q.shape[0] // self.num_heads * self.num_kv_heads
 
-    def attention(self, x, mask=None, record=None, dropout=0.0, rng=None):
-        return cached_attention(self, None)(x, mask, record, dropout, rng)
 
 
 def init_grouped_query_params(d_model, num_heads, num_kv_heads, **kwargs):
@@ -224,12 +168,8 @@ def cached_attention(params, kv_cache):
     >>> out.shape, weights.shape, cache.length
     ((3, 8), (2, 3, 3), 3)
     """
-    num_kv_heads = getattr(params, "num_kv_heads", params.num_heads)
-    p = params
-
-    def attention(x, mask=None, record=None, dropout=0.0, rng=None):
-        return grouped_query_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, p.num_heads, mask, p.b_q, p.b_k,
-                                                 p.b_v, p.b_o, num_kv_heads, kv_cache, record, dropout, rng, p.rotate)
+    def attention(x, mask=None):
+        return params.attention(x, mask, kv_cache)  # notebook 08's attention, reading and extending the cache
     return attention
 
 

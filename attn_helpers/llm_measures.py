@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import as_float_array, as_positive_int
+from .core import log_softmax
 from .heads import head_value_lengths
 from .pretrained import head_fingerprints
 
@@ -111,8 +112,7 @@ def next_token_losses(logits, ids):
     """
     logits = as_float_array(logits, "logits", min_ndim=2).astype(np.float64)
     ids = np.asarray(ids)
-    shifted = logits[:-1] - logits[:-1].max(axis=-1, keepdims=True)  # (T-1, vocab): stable log-softmax
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    log_probs = log_softmax(logits[:-1])  # (T-1, vocab)
     return -log_probs[np.arange(len(ids) - 1), ids[1:]]
 
 

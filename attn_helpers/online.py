@@ -1,7 +1,8 @@
 """The online softmax (notebook 13; Milakov and Gimelshein 2018): a softmax's max and sum in one pass, by blocks.
 
 :func:`online_update` is the step, written once (a running max ``m``, a running sum ``l`` and, for attention, a
-running weighted sum of the values, rescaled by ``exp(m_old - m_new)`` when the max grows); the rest call it.
+running weighted sum of the values, rescaled by ``exp(m_old - m_new)`` when the max grows); the rest call it:
+the online softmax of a row, and :func:`tiled_attention` (FlashAttention's loop), with its explorer.
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, attention_inputs
+from ._validate import checked, online_softmax_inputs, tiled_inputs, tiled_steps_inputs
+from .core import default_scale
 
-__all__ = ["online_update", "online_softmax_steps", "online_softmax", "TileStep", "tiled_attention_steps"]
+__all__ = ["online_update", "online_softmax_steps", "online_softmax", "tiled_attention", "TileStep",
+           "tiled_attention_steps"]
 
 
 def online_update(m, l, scores, acc=None, values=None):
-    r"""Fold one block of scores into the running max ``m`` and sum ``l`` (and the accumulator ``acc``).
+    """Fold one block of scores into the running max ``m`` and sum ``l`` (and the accumulator ``acc``).
 
-    .. math:: m' = \max(m, \max_j s_j), \quad \ell' = \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \quad
-              a' = a\,e^{m - m'} + \sum_j e^{s_j - m'} v_j
+        m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
 
     ``m``, ``l``: (..., 1); ``scores``: (..., b), ``-inf`` where masked; for attention also
     ``acc`` (..., d_v) and ``values`` (..., b, d_v). Returns the new ``m, l, acc``.
@@ -39,20 +41,18 @@ def online_update(m, l, scores, acc=None, values=None):
     return m_new, l, acc
 
 
+@checked(online_softmax_inputs)
 def online_softmax_steps(x, block_size=1):
-    r"""The running max and sum after each block of the last axis of ``x``: one pass, by :func:`online_update`.
+    """The running max and sum after each block of the last axis of ``x``: one pass, by :func:`online_update`.
 
     Returns ``maxima, sums``, shape (..., n_blocks): ``m`` (``-inf`` until the first finite
-    score) and ``l`` after each block; at the end, the row's max and :math:`\sum_j e^{x_j - m}`.
+    score) and ``l`` after each block; at the end, the row's max and ``Σⱼ e^(xⱼ − m)``.
 
     >>> maxima, sums = online_softmax_steps([1.0, 3.0, 2.0])
     >>> maxima, sums.round(4)     # l: 1, then e^(1-3) + 1 (rescaled), then + e^(2-3)
     (array([1., 3., 3.]), array([1.    , 1.1353, 1.5032]))
     """
-    scores = as_float_array(x, "x", allow_neg_inf=True)
-    block_size = as_positive_int(block_size, "block_size")
-    if scores.shape[-1] == 0:
-        raise ValueError(f"x must have at least one entry along its last axis; got shape {scores.shape}")
+    scores = x
     m = np.full(scores.shape[:-1] + (1,), -np.inf, dtype=scores.dtype)  # running max: nothing seen yet
     l = np.zeros_like(m)  # running sum
     maxima, sums = [], []
@@ -63,17 +63,67 @@ def online_softmax_steps(x, block_size=1):
     return np.stack(maxima, axis=-1), np.stack(sums, axis=-1)
 
 
+@checked(online_softmax_inputs)
 def online_softmax(x, block_size=1):
     """Softmax over the last axis, its max and sum found in one pass; a row of ``-inf`` gives zeros.
 
     >>> online_softmax([1.0, 3.0, 2.0]).round(4)
     array([0.09  , 0.6652, 0.2447])
     """
-    scores = as_float_array(x, "x", allow_neg_inf=True)
+    scores = x
     maxima, sums = online_softmax_steps(scores, block_size)
     m, l = maxima[..., -1:], sums[..., -1:]  # the whole row's max and sum of e^(x - max)
     with np.errstate(over="ignore"):  # x - m beyond -1.8e308 is -inf: a weight of 0
         return np.exp(scores - np.where(m == -np.inf, 0, m)) / np.where(l > 0, l, 1)
+
+
+@checked(tiled_inputs)
+def tiled_attention(queries, keys, values, mask=None, scale=None, block_size=128, *, causal=False, on_tile=None):
+    """Attention tile by tile with the online softmax: the core's context, never the T × T weights.
+
+        m' = max(m, maxⱼ sⱼ),    l' = l e^(m − m') + Σⱼ e^(sⱼ − m'),    a' = a e^(m − m') + Σⱼ e^(sⱼ − m') vⱼ
+        context = a / l    (after the last tile)
+
+    Shapes and ``mask`` as for ``scaled_dot_product_attention``; returns the context ``(..., T_q, d_v)``.
+    ``block_size``: rows and keys per tile; ``causal=True``: the mask ``j <= i + T_k - T_q``, never built;
+    ``on_tile(rows, cols, m, l, acc)`` (optional) sees the state of the query ``rows`` after each tile.
+
+    >>> from attn_helpers import causal_mask, scaled_dot_product_attention
+    >>> q, k, v = np.random.default_rng(0).standard_normal((3, 2, 7, 4))    # (h, T, d) each
+    >>> expected, _ = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
+    >>> bool(np.allclose(tiled_attention(q, k, v, block_size=3, causal=True), expected))
+    True
+    """
+    scale = default_scale(queries.shape[-1]) if scale is None else scale
+    T_q, T_k = queries.shape[-2], keys.shape[-2]
+    context = np.zeros(values.shape[:-2] + (T_q, values.shape[-1]), dtype=values.dtype)  # (..., T_q, d_v)
+    for r0 in range(0, T_q, block_size):  # one block of query rows (every batch and head at once) ...
+        rows = slice(r0, r0 + block_size)
+        q_rows = queries[..., rows, :] * scale  # (..., r, d_k)
+        m = np.full(q_rows.shape[:-1] + (1,), -np.inf, dtype=context.dtype)  # (..., r, 1): running max of each row
+        l = np.zeros_like(m)  # running sum of e^(s - m)
+        acc = np.zeros_like(context[..., rows, :])  # running sum of e^(s - m) v, (..., r, d_v)
+        for k0 in range(0, T_k, block_size):  # ... against one block of keys at a time
+            cols = slice(k0, k0 + block_size)
+            allowed = _tile_mask(mask, causal, rows, cols, T_q, T_k)  # (..., r, b) bool, None: all allowed
+            if allowed is None or allowed.any():  # (a tile whose every score is masked is never computed)
+                scores = q_rows @ keys[..., cols, :].swapaxes(-1, -2)  # (..., r, d_k) @ (..., d_k, b) -> (..., r, b)
+                scores = scores if allowed is None else np.where(allowed, scores, -np.inf)
+                # the max may grow: l and acc are rescaled by e^(m - m'), then this tile's terms are added
+                m, l, acc = online_update(m, l, scores, acc, values[..., cols, :])
+            if on_tile is not None:
+                on_tile(rows, cols, m, l, acc)
+        context[..., rows, :] = acc / np.where(l > 0, l, 1)  # l = 0: nothing allowed, a zero row
+    return context
+
+
+def _tile_mask(mask, causal, rows, cols, T_q, T_k):
+    """The tile ``[rows, cols]`` of ``mask`` AND the causal mask (if ``causal``): (..., r, b) bool, or None."""
+    allowed = None if mask is None else mask[..., rows, cols]  # (mask: broadcast to (..., T_q, T_k), a view)
+    if causal:  # key j is allowed for query i when j <= i + T_k - T_q (the queries are the last T_q positions)
+        below = np.arange(T_k)[cols] <= np.arange(T_q)[rows, None] + (T_k - T_q)  # (r, b)
+        allowed = below if allowed is None else allowed & below
+    return None if allowed is None or allowed.all() else allowed
 
 
 @dataclass(frozen=True)
@@ -90,10 +140,11 @@ class TileStep:
     context: np.ndarray
 
 
+@checked(tiled_steps_inputs)
 def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_size=2):
-    r"""Attention of one sequence (T, d), tile by tile, with the state after every tile (for the explorer).
+    """Attention of one sequence (T, d), tile by tile, with the state after every tile (for the explorer).
 
-    :func:`attn_helpers.efficient.tiled_attention`'s loop, one block of query rows against one block of keys at a
+    :func:`tiled_attention`'s loop, one block of query rows against one block of keys at a
     time, recording a :class:`TileStep` per tile. Returns ``context`` (T_q, d_v), equal to the core's, and the list
     of steps (skipped tiles included).
 
@@ -103,12 +154,7 @@ def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_si
     >>> [step.skipped for step in steps]
     [False, True, False, False]
     """
-    from .efficient import tiled_attention  # (efficient imports this module)
-
-    queries, keys, values, mask, scale, dtype = attention_inputs(queries, keys, values, mask, scale)
-    if queries.ndim != 2 or keys.ndim != 2 or values.ndim != 2:
-        raise ValueError(f"tiled_attention_steps takes one sequence: queries, keys and values of shape (T, d); got "
-                         f"{queries.shape}, {keys.shape}, {values.shape}")
+    dtype = np.result_type(queries, keys, values)
     T_q, T_k = queries.shape[0], keys.shape[0]
     allowed = np.ones((T_q, T_k), dtype=bool) if mask is None else np.broadcast_to(mask, (T_q, T_k))
     m, l = np.full(T_q, -np.inf), np.zeros(T_q)  # every query row's running max and sum, as the loop leaves them
@@ -122,6 +168,5 @@ def tiled_attention_steps(queries, keys, values, mask=None, scale=None, block_si
         skipped = not allowed[rows.start : rows.stop, cols.start : cols.stop].any()
         steps.append(TileStep(rows, cols, skipped, m.copy(), l.copy(), context))
 
-    context = tiled_attention(queries, keys, values, mask, scale, as_positive_int(block_size, "block_size"),
-                              on_tile=record)
+    context = tiled_attention(queries, keys, values, mask, scale, block_size, on_tile=record)
     return context.astype(dtype, copy=False), steps

@@ -8,21 +8,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, as_float_dtype, as_positive_int, as_positive_number
+from ._validate import (
+    MAX_TABLE,  # noqa: F401 - the largest table positional_encoding makes
+    alibi_bias_inputs,
+    alibi_slopes_inputs,
+    as_float_array,
+    checked,
+    frequencies_inputs,
+    learned_positions_inputs,
+    order_input,
+    order_sensitivity_inputs,
+    positional_encoding_inputs,
+    rope_inputs,
+)
 
 __all__ = ["frequencies", "positional_encoding", "learned_positions", "rope", "alibi_slopes", "alibi_bias",
            "permutation_matrix", "inverse_permutation", "order_sensitivity"]
 
 
-#: The most numbers :func:`positional_encoding` makes (400 MB in float32): a larger table is a slip.
-MAX_TABLE = 10**8
-
-
+@checked(frequencies_inputs)
 def frequencies(d_model, base=10000.0):
-    r"""The angular frequency of each sin/cos pair: :math:`\omega_i = 1 / \mathrm{base}^{2i / d_{model}}`.
+    """The angular frequency of each sin/cos pair: ``ωᵢ = 1 / base^(2i / d_model)``.
 
-    Pair ``i`` (features ``2i`` and ``2i + 1``) turns by :math:`\omega_i` radians per position:
-    pair 0 once per :math:`2\pi \approx 6.3` positions, the last pair about ``base`` times slower.
+    Pair ``i`` (features ``2i`` and ``2i + 1``) turns by ``ωᵢ`` radians per position:
+    pair 0 once per 2π ≈ 6.3 positions, the last pair about ``base`` times slower.
     The sinusoidal encoding and RoPE use the same frequencies.
 
     ``d_model``: number of features; there are ``ceil(d_model / 2)`` pairs; ``base``: the wavelength of the slowest
@@ -31,17 +40,15 @@ def frequencies(d_model, base=10000.0):
     >>> frequencies(6, base=100.0).round(4)
     array([1.    , 0.2154, 0.0464])
     """
-    d_model = as_positive_int(d_model, "d_model")
-    base = as_positive_number(base, "base")
     two_i = np.arange(0, d_model, 2, dtype=np.float64)  # 2i for each pair
     return base ** (-two_i / d_model)
 
 
+@checked(positional_encoding_inputs)
 def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
-    r"""Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
+    """Sinusoidal positional encoding of "Attention Is All You Need" (Vaswani et al., 2017).
 
-    .. math:: PE_{(p, 2i)} = \sin(p\,\omega_i), \quad PE_{(p, 2i+1)} = \cos(p\,\omega_i), \quad
-              \omega_i = 1 / 10000^{2i/d_{model}}
+        PE(p, 2i) = sin(p ωᵢ),    PE(p, 2i + 1) = cos(p ωᵢ),    ωᵢ = 1 / 10000^(2i / d_model)
 
     Row ``p`` is added to the embedding of the token at position ``p``.
 
@@ -52,12 +59,6 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     array([[0.    , 1.    , 0.    , 1.    ],
            [0.8415, 0.5403, 0.01  , 1.    ]], dtype=float32)
     """
-    T, d_model = as_positive_int(T, "T", allow_zero=True), as_positive_int(d_model, "d_model")
-    dtype = as_float_dtype(dtype)
-    if T * d_model > MAX_TABLE:
-        raise ValueError(f"positional_encoding(T={T}, d_model={d_model}) would make {T * d_model:,} numbers "
-                         f"({T * d_model * dtype.itemsize / 2**30:.1f} GiB); at most {MAX_TABLE:,}: "
-                         "make the table for the positions you use")
     omega = frequencies(d_model, base)  # (ceil(d_model / 2),)
     position = np.arange(T, dtype=np.float64)[:, None]  # (T, 1)
     angle = position * omega  # (T, 1) * (ceil(d_model / 2),) -> (T, ceil(d_model / 2))
@@ -67,6 +68,7 @@ def positional_encoding(T, d_model, dtype=np.float32, base=10000.0):
     return pe.astype(dtype)
 
 
+@checked(learned_positions_inputs)
 def learned_positions(table, T):
     """The first ``T`` rows of a learned position table: the position vectors of a ``T``-token input.
 
@@ -80,29 +82,19 @@ def learned_positions(table, T):
     array([[0., 1.],
            [2., 3.]])
     """
-    table = as_float_array(table, "table", min_ndim=2)
-    if table.ndim != 2:
-        raise ValueError(f"table must have shape (max_len, d_model); got shape {table.shape}")
-    T = as_positive_int(T, "T", allow_zero=True)
-    max_len = table.shape[0]
-    if T > max_len:
-        raise ValueError(
-            f"T = {T} positions, but the table was trained for max_len = {max_len} (shape {table.shape}): "
-            f"positions {max_len} to {T - 1} have no learned vector"
-        )
     return table[:T]  # row p is the vector of position p
 
 
+@checked(rope_inputs)
 def rope(x, positions=None, base=10000.0):
-    r"""Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
+    """Rotary position embedding (RoPE, Su et al. 2021), over the last axis, interleaved pairs.
 
-    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by :math:`p\,\omega_i` (:func:`frequencies`):
+    Features ``(2i, 2i + 1)`` form pair ``i``; at position ``p`` it turns by ``p ωᵢ`` (``frequencies``):
 
-    .. math:: \begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} =
-              \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
-              \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}
+        x'₂ᵢ   = x₂ᵢ cos(p ωᵢ) − x₂ᵢ₊₁ sin(p ωᵢ)
+        x'₂ᵢ₊₁ = x₂ᵢ sin(p ωᵢ) + x₂ᵢ₊₁ cos(p ωᵢ)        (pair i turned by the angle p ωᵢ)
 
-    Applied to queries and keys: :math:`R_m q \cdot R_n k = q \cdot R_{n-m} k` depends on ``m - n`` only.
+    Applied to queries and keys: ``R_m q · R_n k = q · R_(n−m) k`` depends on ``m - n`` only.
     Pairs are *adjacent* features (RoFormer, GPT-J, Meta's LLaMA); Hugging Face's ``rotate_half`` pairs ``i``
     with ``i + d/2``: the same rotation on permuted columns of ``W_q`` and ``W_k``.
 
@@ -119,22 +111,8 @@ def rope(x, positions=None, base=10000.0):
     >>> bool(np.allclose(s1, s2))
     True
     """
-    x = as_float_array(x, "x", min_ndim=2)
     T, d = x.shape[-2], x.shape[-1]
-    if d % 2:
-        raise ValueError(f"x must have an even number of features (pairs are rotated); got shape {x.shape}")
-    if positions is None:
-        positions = np.arange(T, dtype=np.float64)
-    else:
-        positions = as_float_array(positions, "positions").astype(np.float64)
-        if positions.shape[-1] != T:
-            raise ValueError(f"positions must have one entry per row of x: x has shape {x.shape} (T = {T}) and "
-                             f"positions has shape {positions.shape}; expected positions.shape[-1] == {T}")
-        try:
-            np.broadcast_shapes(positions.shape, x.shape[:-1])
-        except ValueError:
-            raise ValueError(f"positions of shape {positions.shape} do not broadcast to x's rows "
-                             f"{x.shape[:-1]}") from None
+    positions = np.arange(T, dtype=np.float64) if positions is None else positions  # (T,) or (..., T)
     omega = frequencies(d, base)  # (d/2,)
     angle = positions[..., None] * omega  # (..., T, 1) * (d/2,) -> (..., T, d/2)
     cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
@@ -145,10 +123,11 @@ def rope(x, positions=None, base=10000.0):
     return rotated
 
 
+@checked(alibi_slopes_inputs)
 def alibi_slopes(num_heads):
-    r"""The head slopes of ALiBi (Press et al. 2021): a geometric sequence starting at :math:`2^{-8/h}`.
+    """The head slopes of ALiBi (Press et al. 2021): a geometric sequence starting at ``2^(−8/h)``.
 
-    For ``h`` a power of two the slopes are :math:`2^{-8k/h}`, ``k = 1 .. h``; otherwise the slopes
+    For ``h`` a power of two the slopes are ``2^(−8k/h)``, ``k = 1 .. h``; otherwise the slopes
     of the nearest smaller power of two, then every other slope of the next larger one (the rule of
     the authors' code).
 
@@ -157,7 +136,6 @@ def alibi_slopes(num_heads):
     >>> alibi_slopes(8)[:3]
     array([0.5  , 0.25 , 0.125])
     """
-    num_heads = as_positive_int(num_heads, "num_heads")
     power = 2 ** int(np.floor(np.log2(num_heads)))  # the largest power of two <= num_heads
     slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)
     if power < num_heads:
@@ -166,10 +144,11 @@ def alibi_slopes(num_heads):
     return slopes
 
 
+@checked(alibi_bias_inputs)
 def alibi_bias(T, num_heads):
-    r"""ALiBi's bias :math:`-\lambda_h\,|i - j|`, added to the scores of head ``h`` before the softmax.
+    """ALiBi's bias ``−λ_h |i − j|``, added to the scores of head ``h`` before the softmax.
 
-    Slopes :math:`\lambda_h` (:math:`m` in the paper) from :func:`alibi_slopes`; symmetric, so it also works
+    Slopes ``λ_h`` (``m`` in the paper) from :func:`alibi_slopes`; symmetric, so it also works
     without a causal mask.
 
     Returns ``bias (num_heads, T, T)``: ``bias[h, i, j]``; zero on the diagonal.
@@ -179,23 +158,12 @@ def alibi_bias(T, num_heads):
            [-0.0625,  0.    , -0.0625],
            [-0.125 , -0.0625,  0.    ]], dtype=float32)
     """
-    T = as_positive_int(T, "T", allow_zero=True)
     slopes = alibi_slopes(num_heads)  # (h,)
     distance = np.abs(np.arange(T)[:, None] - np.arange(T)[None, :])  # (T, 1) - (1, T) -> (T, T)
     return (0.0 - slopes[:, None, None] * distance).astype(np.float32)  # (h, 1, 1) * (T, T) -> (h, T, T)
 
 
-def _as_order(order, name="order"):
-    """``order`` as a 1-D int array that is a permutation of 0..T-1, or a clear error."""
-    arr = np.asarray(order)
-    if arr.dtype.kind not in "iu" or arr.ndim != 1:
-        raise TypeError(f"{name} must be a 1-D array of integers (a permutation of 0..T-1); "
-                        f"got dtype {arr.dtype} with shape {arr.shape}")
-    if not np.array_equal(np.sort(arr), np.arange(arr.size)):
-        raise ValueError(f"{name} must contain each of 0..{arr.size - 1} exactly once; got {arr.tolist()}")
-    return arr.astype(np.intp)
-
-
+@checked(order_input)
 def permutation_matrix(order):
     """The ``(T, T)`` matrix ``P`` with ``P @ X == X[order]``: row ``i`` of the result is row ``order[i]``.
 
@@ -207,17 +175,16 @@ def permutation_matrix(order):
            [0., 1., 0.],
            [1., 0., 0.]])
     """
-    order = _as_order(order)
     return np.eye(order.size)[order]  # row i is the one-hot vector of order[i]
 
 
+@checked(order_input)
 def inverse_permutation(order):
     """The order that undoes ``order``: ``X[order][inverse_permutation(order)] == X``.
 
     >>> inverse_permutation([1, 2, 0])
     array([2, 0, 1])
     """
-    order = _as_order(order)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)  # the token at old position order[i] now sits at i
     return inverse
@@ -234,6 +201,7 @@ def _outputs(attend, X):
     return out
 
 
+@checked(order_sensitivity_inputs)
 def order_sensitivity(attend, X, order):
     """How far each token's output moves when the tokens are reordered.
 
@@ -250,10 +218,6 @@ def order_sensitivity(attend, X, order):
     >>> order_sensitivity(lambda X: np.cumsum(X, axis=0), X, [2, 0, 1]).round(4)  # "everyone before me"
     array([1.4142, 1.4142, 2.2361])
     """
-    X = as_float_array(X, "X", min_ndim=2)
-    order = _as_order(order)
-    if order.size != X.shape[-2]:
-        raise ValueError(f"order must have one entry per token: X has shape {X.shape}, order has {order.size}")
     original = _outputs(attend, X)  # (T, d_out)
     reordered = _outputs(attend, X[order])  # (T, d_out), row i belongs to token order[i]
     back = reordered[inverse_permutation(order)]  # row t belongs to token t again

@@ -30,6 +30,7 @@ import numpy as np
 from ._validate import as_number, as_positive_int, as_token_ids
 from .backprop import (
     attention_layer_backward,
+    attention_layer_forward,
     cross_entropy,
     cross_entropy_backward,
     embedding_backward,
@@ -37,7 +38,6 @@ from .backprop import (
 )
 from .config import SEED, one_core
 from .core import causal_mask
-from .multihead import multi_head_attention
 from .positions import alibi_bias, learned_positions, positional_encoding, rope
 
 __all__ = ["Task", "TASKS", "ModelConfig", "POSITION_KINDS", "init_params", "forward", "backward", "adam_step",
@@ -253,7 +253,8 @@ def forward(params: dict, tokens, config: ModelConfig, mask=None):
     for layer in range(config.num_layers):
         W = [params[f"{layer}.{name}"] for name in ("W_q", "W_k", "W_v", "W_o")]
         cache["layers"].append({})
-        attended, weights = multi_head_attention(x, *W, config.num_heads, mask, record=cache["layers"][-1], **hooks)
+        attended, weights = attention_layer_forward(x, *W, config.num_heads, mask, record=cache["layers"][-1],
+                                                    **hooks)
         cache["weights"].append(weights)
         x = x + attended  # residual: (B, T, d) + (B, T, d)
     cache["x_final"] = x

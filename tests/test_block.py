@@ -417,3 +417,25 @@ def test_a_bad_input_to_a_block_names_the_argument():
         A.transformer_block(np.ones((5, 8)), params, mask=np.tri(5))
     with pytest.raises(ValueError, match="x contains NaN"):
         A.transformer_block(np.full((5, 8), np.nan), params)
+
+
+def rms_norm_loop(x, gamma, eps):
+    """RMSNorm token by token, feature by feature: x_c / sqrt(mean of the squares + eps) * gamma_c."""
+    out = np.empty_like(x)
+    for t in range(x.shape[0]):
+        mean_square = sum(float(v) * float(v) for v in x[t]) / x.shape[1]
+        for c in range(x.shape[1]):
+            out[t, c] = x[t, c] / math.sqrt(mean_square + eps) * gamma[c]
+    return out
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.5, 4.0])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 30.0])
+def test_rms_norm_matches_a_loop_at_any_eps_and_size(eps, scale):
+    """At a large eps (and at an RMS far from 1) eps inside the square root and eps outside it differ: x / (rms + eps)
+    or x / sqrt(ms) + eps would pass a test at eps = 1e-6 and RMS about 1, not this one."""
+    from attn_helpers.llama import rms_norm
+
+    rng = np.random.default_rng(3)
+    x, gamma = rng.standard_normal((4, 6)) * scale, rng.standard_normal(6)
+    np.testing.assert_allclose(rms_norm(x, gamma, eps), rms_norm_loop(x, gamma, eps), rtol=1e-12, atol=1e-12)

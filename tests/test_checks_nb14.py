@@ -249,7 +249,7 @@ def _previous_weights_by_loop(model, sentence):
     b = model.decoder.blocks[0]
     normed = layer_norm(x, b.norm_1_gamma, b.norm_1_beta)
     _, weights = multi_head_attention(normed, b.W_q, b.W_k, b.W_v, b.W_o, b.num_heads, causal_mask(len(ids)),
-                                      b.b_q, b.b_k, b.b_v, b.b_o)
+                                      b.biases)
     return np.array([np.mean([w[i, i - 1] for i in range(1, len(ids))]) for w in weights])
 
 

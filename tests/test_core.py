@@ -265,7 +265,7 @@ def test_multi_head_attention_with_biases_matches_the_loop_reference():
     x = rng.standard_normal((6, 8))
     W_q, W_k, W_v, W_o = rng.standard_normal((4, 8, 8))
     b_q, b_k, b_v, b_o = rng.standard_normal((4, 8))
-    out, weights = A.multi_head_attention(x, W_q, W_k, W_v, W_o, 2, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
+    out, weights = A.multi_head_attention(x, W_q, W_k, W_v, W_o, 2, biases=(b_q, b_k, b_v, b_o))
     # A bias on a projection is a weight on a constant feature 1: append it to x.
     x1 = np.concatenate([x, np.ones((6, 1))], axis=1)
     stack = [np.vstack([w, b]) for w, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v))]
@@ -279,7 +279,8 @@ def test_multi_head_attention_bias_of_the_wrong_shape_is_named(name):
     x = np.ones((3, 4))
     w = np.ones((4, 4))
     with pytest.raises(ValueError, match=rf"{name} has shape \(3,\); expected \(4,\)"):
-        A.multi_head_attention(x, w, w, w, w, 2, **{name: np.ones(3)})
+        biases = tuple(np.ones(3) if b == name else None for b in ("b_q", "b_k", "b_v", "b_o"))
+        A.multi_head_attention(x, w, w, w, w, 2, biases=biases)
 
 
 def test_multi_head_attention_names_the_mask_shape_it_was_given():

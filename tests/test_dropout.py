@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from attn_helpers.backprop import attention_layer_forward
 from attn_helpers.block import feed_forward, init_block_params, layer_norm, transformer_block
 from attn_helpers.core import causal_mask
 from attn_helpers.gpt import (
@@ -58,7 +59,7 @@ def test_dropout_on_the_attention_weights_keeps_the_output_in_expectation():
     x, (W_q, W_k, W_v, W_o) = rng.standard_normal((5, 8)), rng.standard_normal((4, 8, 8)) / np.sqrt(8)
     plain, _ = multi_head_attention(x, W_q, W_k, W_v, W_o, 2)
     draws = np.random.default_rng(8)
-    mean = np.mean([multi_head_attention(x, W_q, W_k, W_v, W_o, 2, dropout=0.5, rng=draws)[0]
+    mean = np.mean([attention_layer_forward(x, W_q, W_k, W_v, W_o, 2, dropout=0.5, rng=draws)[0]
                     for _ in range(4000)], axis=0)
     assert np.abs(mean - plain).max() < 0.05 * np.abs(plain).max()
     without_scaling = 0.5 * mean  # what dropping without dividing by 1 - p would average to

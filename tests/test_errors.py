@@ -128,3 +128,79 @@ def test_a_check_that_takes_other_arguments_than_its_function_is_refused():
         @checked(lambda x, scale=1.0: (x, scale))
         def body(x, scale=None):
             return x
+
+
+# --- a learner's function passed as a hook gets the errors a direct call gets (issue 48) ---------------------------
+
+def _slipped_attention(x, mask=None):
+    """The slip of issue 48: queries and keys cut to different widths, then the series' attention."""
+    from attn_helpers import scaled_dot_product_attention
+
+    q, k = x[:, :4], x[:, :3]
+    return scaled_dot_product_attention(q, k, x, mask)
+
+
+SAME_D_K = r"queries and keys need the same d_k: queries has shape \(5, 4\) and keys has shape \(5, 3\)"
+
+
+def test_the_slip_gets_the_same_named_error_called_directly_and_as_a_hook():
+    from attn_helpers import init_block_params, transformer_block
+
+    x = np.ones((5, 8))
+    with pytest.raises(ValueError, match=SAME_D_K):
+        _slipped_attention(x)
+    with pytest.raises(ValueError, match=SAME_D_K):
+        transformer_block(x, init_block_params(8, 2), attention=_slipped_attention)
+
+
+def test_a_numpy_error_inside_a_hook_names_the_hook_and_what_it_was_given():
+    from attn_helpers import init_block_params, transformer_block
+
+    def attention(x, mask=None):  # the learner's own matmul, with the same slip
+        return x[:, :4] @ x[:, :3].T, None
+
+    with pytest.raises(ValueError, match=r"^your attention function raised ValueError: matmul.*called with shape "
+                                         r"\(5, 8\).*expected attention\(x, mask\) -> \(out, weights\)"):
+        transformer_block(np.ones((5, 8)), init_block_params(8, 2), attention=attention)
+
+
+def test_every_kind_of_hook_runs_as_a_direct_call():
+    from attn_helpers import multi_head_attention, rope, scaled_dot_product_attention
+    from attn_helpers.efficient import tiled_attention
+    from attn_helpers.positions import order_sensitivity
+
+    x, W = np.ones((5, 8)), np.eye(8)
+    with pytest.raises(ValueError, match=r"x must have an even number of features"):  # rope's own check
+        multi_head_attention(x, W, W, W, W, 2, rotate=lambda heads, positions: rope(heads[..., :3], positions))
+    with pytest.raises(ValueError, match=SAME_D_K):
+        order_sensitivity(lambda X: scaled_dot_product_attention(X[:, :4], X[:, :3], X)[0], x, [1, 0, 2, 3, 4])
+
+    def on_tile(rows, cols, m, l, acc):
+        scaled_dot_product_attention(np.ones((5, 4)), np.ones((5, 3)), np.ones((5, 3)))
+
+    with pytest.raises(ValueError, match=SAME_D_K):
+        tiled_attention(x, x, x, block_size=2, on_tile=on_tile)
+
+
+def test_the_package_s_own_hooks_are_not_wrapped():
+    from attn_helpers import rope
+    from attn_helpers._validate import hook
+
+    assert hook(rope, "rotate", "") is rope and hook(None, "rotate", "") is None
+    with pytest.raises(TypeError, match=r"^rotate must be a function rotate\(x, positions\)"):
+        hook("rope", "rotate", "rotate(x, positions)")
+
+
+def test_a_decoder_s_cache_is_checked_once_for_both_gpts():
+    from attn_helpers._validate import check_caches
+    from attn_helpers.kv_cache import KVCache
+
+    caches = [KVCache(), KVCache()]
+    assert check_caches(caches, 2) is caches
+    with pytest.raises(TypeError, match=r"^cache must be a list of 2 KVCache, one per block \(decoder.empty_cache"):
+        check_caches([KVCache()], 2, "decoder.empty_cache()")
+    with pytest.raises(TypeError, match="got a list of 2: KVCache, str"):
+        check_caches([KVCache(), "keys"], 2)
+    caches[0].append(np.zeros((1, 2, 2)), np.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match=r"hold different numbers of positions \[0, 2\]"):
+        check_caches(caches, 2)

@@ -9,6 +9,7 @@ import pytest
 
 from attn_helpers.backprop import (
     attention_layer_backward,
+    attention_layer_forward,
     block_backward,
     cross_entropy,
     feed_forward_backward,
@@ -115,14 +116,14 @@ def test_attention_layer_backward_matches_finite_differences_for_every_head():
 
     def loss(x=x, **changed):
         p = {**a, **changed}
-        out, _ = multi_head_attention(x, p["W_q"], p["W_k"], p["W_v"], p["W_o"], h, mask, b_q=p["b_q"],
-                                      b_k=p["b_k"], b_v=p["b_v"], b_o=p["b_o"])
+        out, _ = multi_head_attention(x, p["W_q"], p["W_k"], p["W_v"], p["W_o"], h, mask,
+                                      biases=(p["b_q"], p["b_k"], p["b_v"], p["b_o"]))
         return (out * weights).sum()
 
     params = dataclasses.replace(init_block_params(d, h, dtype=np.float64, bias=True), **a)
     record = {}
-    multi_head_attention(x, a["W_q"], a["W_k"], a["W_v"], a["W_o"], h, mask, a["b_q"], a["b_k"], a["b_v"], a["b_o"],
-                         record=record)
+    attention_layer_forward(x, a["W_q"], a["W_k"], a["W_v"], a["W_o"], h, mask,
+                            (a["b_q"], a["b_k"], a["b_v"], a["b_o"]), record=record)
     grad_x, grads = attention_layer_backward(weights, record, params)
     _check(grad_x, numerical_gradient(lambda v: loss(x=v), x))
     for name in a:
@@ -532,7 +533,7 @@ def test_dropout_in_the_attention_weights_scales_the_kept_ones():
     # One head, values = identity: the context is the weights themselves, after dropout.
     x, eye = np.eye(4), np.eye(4)
     record = {}
-    out, weights = multi_head_attention(x, eye, eye, eye, eye, 1, record=record, dropout=0.5, rng=3)
+    out, weights = attention_layer_forward(x, eye, eye, eye, eye, 1, record=record, dropout=0.5, rng=3)
     np.testing.assert_allclose(out, weights[0] * record["keep"][0], rtol=1e-12)
 
 

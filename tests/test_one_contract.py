@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attn_helpers import causal_mask, multi_head_attention, padding_mask, transformer_block
-from attn_helpers.backprop import numerical_gradient, relative_error
+from attn_helpers.backprop import attention_layer_forward, numerical_gradient, relative_error
 from attn_helpers.gpt import attention_weights, decoder_arrays, gpt_loss_and_grads, random_decoder
 from attn_helpers.kv_cache import GroupedQueryParams, KVCache, cached_attention, init_grouped_query_params
 from attn_helpers.positions import rope
@@ -171,17 +171,14 @@ def test_a_per_sequence_padding_mask_through_multi_head_attention_is_each_sequen
 
 
 @pytest.mark.parametrize("record", ["weights", ["weights"], 0.5, np.zeros(3), ("a",)])
-@pytest.mark.parametrize("where", ["multi_head_attention", "transformer_block", "grouped_query_attention",
-                                   "feed_forward"])
+@pytest.mark.parametrize("where", ["attention_layer_forward", "transformer_block", "feed_forward"])
 def test_a_record_that_is_not_a_dict_gets_one_sentence(record, where):
     x = np.ones((3, 8))
     params = init_grouped_query_params(8, 4, 2)
-    calls = {"multi_head_attention": lambda: multi_head_attention(x, *weights_of(8, 2), 2, record=record),
+    calls = {"attention_layer_forward": lambda: attention_layer_forward(x, *weights_of(8, 2), 2, record=record),
              "transformer_block": lambda: transformer_block(x, params, record=record),
              "feed_forward": lambda: __import__("attn_helpers.block").block.feed_forward(x, params.W_1, params.W_2,
-                                                                                         record=record),
-             "grouped_query_attention": lambda: __import__("attn_helpers.kv_cache").kv_cache.grouped_query_attention(
-                 x, params.W_q, params.W_k, params.W_v, params.W_o, 4, num_kv_heads=2, record=record)}
+                                                                                         record=record)}
     with pytest.raises(TypeError, match=r"^record must be a dict \(it gets the forward's intermediate values"):
         calls[where]()
 
@@ -190,7 +187,7 @@ def test_dropout_none_is_no_dropout():
     x, params = np.ones((3, 8)), init_grouped_query_params(8, 4, 2)
     np.testing.assert_array_equal(transformer_block(x, params, dropout=None)[0], transformer_block(x, params)[0])
     W = weights_of(8, 2)
-    np.testing.assert_array_equal(multi_head_attention(x, *W, 2, dropout=None)[0], multi_head_attention(x, *W, 2)[0])
+    np.testing.assert_array_equal(attention_layer_forward(x, *W, 2, dropout=None)[0], multi_head_attention(x, *W, 2)[0])
 
 
 @pytest.mark.parametrize(("hook", "value", "error", "message"), [

@@ -66,8 +66,8 @@ def test_multihead_attention_boolean_mask_true_means_not_allowed(rng):
     p = _random_params(rng)
     x = rng.standard_normal((T, D))
     mask = A.causal_mask(T)
-    ours, weights = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, mask, b_q=p.b_q, b_k=p.b_k,
-                                           b_v=p.b_v, b_o=p.b_o)
+    ours, weights = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, mask,
+                                           biases=(p.b_q, p.b_k, p.b_v, p.b_o))
     mha = _mha_module(p)
     xt = _tensor(x[None])
     out, avg_weights = mha(xt, xt, xt, attn_mask=torch.tensor(~mask))  # the flip: ~mask
@@ -85,7 +85,7 @@ def test_multihead_attention_defaults_batch_first_false_and_biases_on(rng):
     assert mha.in_proj_bias is not None and mha.out_proj.bias is not None
     p = _random_params(rng)
     x = rng.standard_normal((T, D))
-    ours, _ = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, b_q=p.b_q, b_k=p.b_k, b_v=p.b_v, b_o=p.b_o)
+    ours, _ = A.multi_head_attention(x, p.W_q, p.W_k, p.W_v, p.W_o, H, biases=(p.b_q, p.b_k, p.b_v, p.b_o))
     xt = _tensor(x[:, None])  # (T, B, d): the sequence axis first
     out, _ = _mha_module(p, batch_first=False)(xt, xt, xt)
     np.testing.assert_allclose(_numpy(out[:, 0]), ours, rtol=1e-10, atol=1e-12)

@@ -1,5 +1,5 @@
-"""tiled_attention (attn_helpers.efficient) against the readable core and the loop reference,
-and the measuring helpers of notebook 13's section 1."""
+"""tiled_attention (attn_helpers.online; notebook 13 imports it from attn_helpers.efficient) against the readable
+core and the loop reference, and the measuring helpers of notebook 13's section 1."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attn_helpers.efficient as efficient
+import attn_helpers.online as online
 from attn_helpers import causal_mask, scaled_dot_product_attention
 from attn_helpers.efficient import fitted_slope, peak_memory, tiled_attention
 from attn_helpers.online import online_update
@@ -104,7 +105,7 @@ def test_causal_flag_is_the_bottom_right_causal_mask():
 def _computed_tiles(monkeypatch, *args, **kwargs):
     """How many tiles tiled_attention computes (each computed tile is one online_update)."""
     calls = []
-    monkeypatch.setattr(efficient, "online_update", lambda *a: calls.append(1) or online_update(*a))
+    monkeypatch.setattr(online, "online_update", lambda *a: calls.append(1) or online_update(*a))
     tiled_attention(*args, **kwargs)
     return len(calls)
 

@@ -6,9 +6,9 @@
     python tools/reading_path.py --show 13        # the functions of notebook 13's path, with their lines
 
 A notebook's *central path* starts at the functions it sends the learner to: those it prints
-(``inspect.getsource(f)``) and those it points at with ``f??``; a notebook that prints none (08, 10) sends the
-learner to the helpers it teaches: the functions it imports from a module whose docstring names that notebook
-("notebook 08", "notebooks 13 and 14"). From
+(``show_source(f)``, ``inspect.getsource(f)``) and those it points at with ``f??``; a notebook that prints
+none (08, 10) sends the learner to the helpers it teaches: the functions it imports from a module whose
+docstring names that notebook ("notebook 08", "notebooks 13 and 14"). From
 there the path follows every call into the package: a name the function's module resolves to a function or
 class of ``attn_helpers``, a method ``obj.name(...)`` of a class met on the way, a class's ``__post_init__``
 when it is constructed. Input checks (``attn_helpers._validate``) are not on the path: they run once, at the
@@ -43,7 +43,7 @@ CORE = {f"attn_helpers.{name}" for name in ("core", "multihead", "block", "kv_ca
 #: Lines a learner reads: each notebook's central path, the core's, and ``transformer_block??``.
 BUDGETS = {"08": 60, "10": 90, "13": 90, "14": 200, "core": 1000, "transformer_block??": 30}
 
-PRINTED = re.compile(r"getsource\(\s*([A-Za-z_][\w.]*)|([A-Za-z_][\w.]*)\?\?")
+PRINTED = re.compile(r"(?:getsource|show_source)\(\s*([A-Za-z_][\w.]*)|([A-Za-z_][\w.]*)\?\?")
 NOTEBOOK_NAMED = re.compile(r"[Nn]otebooks? (\d\d)(?:(?:, | and | or )(\d\d))*")
 
 
