@@ -17,9 +17,12 @@ from ._validate import (
     as_token_ids,
     batch_shape,
     check_bias,
+    check_mask,
     checked,
     checked_by_caller,
+    dropout_inputs,
     eps_input,
+    record_input,
     sdpa_inputs,
     training_attention_inputs,
 )
@@ -309,11 +312,30 @@ def attention_layer_forward(x, W_q, W_k, W_v, W_o, num_heads, mask=None, biases=
     return add_bias(merged @ W_o, None if biases is None else biases[3]), weights
 
 
-@checked_by_caller  # transformer_block checks its inputs, then calls it
+def _training_block_inputs(x, params, mask=None, norm_first=True, record=None, dropout=0.0, rng=None):
+    from .block import block_input  # block.py builds on this module's pieces: imported when first called
+
+    x, params = block_input(x, params)
+    record, (dropout, rng), norm_first = record_input(record), dropout_inputs(dropout, rng), as_flag(norm_first,
+                                                                                                   "norm_first")
+    if record is not None and not norm_first:
+        raise ValueError("record= keeps what the backward pass of a pre-norm block reads; norm_first=False has none")
+    return x, params, check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)"), norm_first, record, dropout, rng
+
+
+@checked(_training_block_inputs)
 def training_block(x, params, mask=None, norm_first=True, record=None, dropout=0.0, rng=None):
     """Notebook 10's :func:`~attn_helpers.block.transformer_block` in training: the same steps, with dropout on the
     attention weights and on each branch before it joins the stream (``rng`` draws which; the rest are scaled up),
-    and ``record`` (a dict, pre-norm) gets what :func:`block_backward` reads, in the order the forward makes it."""
+    and ``record`` (a dict, pre-norm) gets what :func:`block_backward` reads, in the order the forward makes it.
+
+    >>> from attn_helpers.block import init_block_params, transformer_block
+    >>> x, params, record = np.ones((5, 8)), init_block_params(d_model=8, num_heads=2), {}
+    >>> bool(np.allclose(training_block(x, params, record=record)[0], transformer_block(x, params)[0]))
+    True
+    >>> sorted(record)[:3]
+    ['attention', 'drop_attention', 'drop_feed_forward']
+    """
     p, saved = params, {} if record is None else record
 
     def attention(h, record=None):  # the block's attention, with dropout on its weights

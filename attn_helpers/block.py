@@ -17,7 +17,6 @@ from ._validate import (
     check_mask,
     checked,
     cross_attention_inputs,
-    dropout_inputs,
     feed_forward_inputs,
     gelu_inputs,
     hook,
@@ -25,7 +24,6 @@ from ._validate import (
     layer_norm_inputs,
     record_input,
 )
-from .backprop import training_block
 from .config import SEED
 from .core import add_bias, erfc
 from .model_size import block_parameter_count, parameter_count  # noqa: F401 - notebook 10 counts a block here
@@ -204,40 +202,37 @@ def init_block_params(d_model, num_heads, d_ff=None, rng=None, bias=False, dtype
                        norm_2_gamma=np.ones(d_model, dtype), norm_2_beta=np.zeros(d_model, dtype))
 
 
-def _block_inputs(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
+def _block_inputs(x, params, mask=None, norm_first=True, attention=None):
+    x, params = block_input(x, params)
+    attention = hook(attention, "attention", "attention(x, mask) -> (out, weights)")
+    mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
+    return x, params, mask, as_flag(norm_first, "norm_first"), attention
+
+
+def block_input(x, params):
+    """``x`` as a float array of shape ``(..., T, d_model)`` for the block ``params``, or a named error."""
     if not isinstance(params, BlockParams):
         raise TypeError(f"params must be a BlockParams (see init_block_params); got {type(params).__name__}")
     x = as_float_array(x, "x", min_ndim=2)
     if x.shape[-1] != params.d_model:
         raise ValueError(f"x has shape {x.shape}; expected (..., T, {params.d_model}) to match the block's d_model")
-    attention = hook(attention, "attention", "attention(x, mask) -> (out, weights)")
-    record, (dropout, rng) = record_input(record), dropout_inputs(dropout, rng)
-    if attention is not None and (record is not None or dropout):
-        raise ValueError("attention= replaces the block's own attention, which record= and dropout= need (they "
-                         "keep or drop its weights): pass one or the other")
-    if record is not None and not norm_first:
-        raise ValueError("record= keeps what the backward pass of a pre-norm block reads; norm_first=False has none")
-    mask = check_mask(mask, x.shape[-2], x.shape[-2], "(..., T, T)") if attention is None else mask
-    return x, params, mask, as_flag(norm_first, "norm_first"), attention, record, dropout, rng
+    return x, params
 
 
 @checked(_block_inputs)
-def transformer_block(x, params, mask=None, norm_first=True, attention=None, record=None, dropout=0.0, rng=None):
+def transformer_block(x, params, mask=None, norm_first=True, attention=None):
     """One transformer block: attention, then the feed-forward network, each inside a residual connection.
 
         x ← x + MHA(LN₁(x)),    x ← x + FFN(LN₂(x))
 
     Pre-norm (GPT-2); ``norm_first=False`` is post-norm (2017, BERT): ``x ← LN₁(x + MHA(x))``, ... ``x (..., T,
     d_model)``, ``mask`` broadcastable to ``(..., T, T)``; returns ``out`` (as ``x``) and weights ``(..., h, T, T)``.
-    ``attention(x, mask)`` replaces the block's own (a KV cache's, notebook 13). In training, ``dropout`` drops
-    attention weights and each branch's numbers, ``record`` (a dict) keeps what notebook 14's backward pass reads:
-    :func:`~attn_helpers.backprop.training_block` runs these same steps.
+    ``attention(x, mask)`` replaces the block's own (a KV cache's, notebook 13). Training runs these same steps
+    with dropout and a record of what the backward pass reads: :func:`~attn_helpers.backprop.training_block`.
 
     >>> [a.shape for a in transformer_block(np.ones((5, 8)), init_block_params(d_model=8, num_heads=2))]
     [(5, 8), (2, 5, 5)]
     """
-    if record is not None or dropout:  # training: the same steps, with dropout and a record
-        return training_block(x, params, mask, norm_first, record, dropout, rng)
     p, attention = params, attention or params.attention
     if not norm_first:  # post-norm
         attended, weights = attention(x, mask)

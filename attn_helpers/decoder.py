@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import checked
+from .backprop import training_block
 from .block import transformer_block
 from .kv_cache import KVCache, cached_attention
 
@@ -66,9 +67,14 @@ def run_blocks(x, blocks, cache=None, records=None, weights=None, dropout=0.0, r
     """
     mask = decoder_mask(x.shape[-2], cached_length(cache))  # (T, T_past + T)
     for n, block in enumerate(blocks):
-        attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
-        record = None if records is None else {}
-        x, block_weights = transformer_block(x, block, mask, True, attention, record, dropout, rng)  # (..., T, d)
+        if records is None and not dropout:
+            attention = None if cache is None else cached_attention(block, cache[n])  # notebook 13: read the cache
+            x, block_weights = transformer_block(x, block, mask, True, attention)  # (..., T, d_model)
+        elif cache is not None:
+            raise ValueError("a KV cache is for generation: training (records= or dropout=) runs without one")
+        else:  # training: the same block with dropout, keeping what the backward pass reads
+            record = None if records is None else {}
+            x, block_weights = training_block(x, block, mask, True, record, dropout, rng)  # (..., T, d_model)
         if records is not None:
             records.append(record)
         if weights is not None:

@@ -17,6 +17,7 @@ from attn_helpers.backprop import (
     layer_norm_backward,
     numerical_gradient,
     relative_error,
+    training_block,
 )
 from attn_helpers.block import feed_forward, gelu, init_block_params, layer_norm, transformer_block
 from attn_helpers.bpe import train_bpe
@@ -136,7 +137,7 @@ def test_block_backward_matches_finite_differences():
     block = decoder.blocks[0]
     x, weights, mask = RNG.standard_normal((4, 8)), RNG.standard_normal((4, 8)), causal_mask(4)
     record = {}
-    transformer_block(x, block, mask, record=record)  # the one forward, keeping what backward reads
+    training_block(x, block, mask, record=record)  # the one forward, keeping what backward reads
     grad_x, grads = block_backward(weights, record, block)
     numeric = numerical_gradient(lambda v: (transformer_block(v, block, mask)[0] * weights).sum(), x)
     _check(grad_x, numeric)
@@ -198,6 +199,7 @@ def _paths():
 
 
 @pytest.mark.parametrize(("module", "name"), [("multihead", "merge_heads"), ("block", "transformer_block"),
+                                               ("backprop", "training_block"),
                                                ("core", "scaled_dot_product_attention")])
 def test_every_path_runs_through_the_one_attention_and_the_one_block(monkeypatch, module, name):
     import importlib
@@ -211,9 +213,14 @@ def test_every_path_runs_through_the_one_attention_and_the_one_block(monkeypatch
 
     broken.unchecked = broken
     _replace_everywhere(monkeypatch, getattr(importlib.import_module(f"attn_helpers.{module}"), name), broken)
+    # Inference runs notebook 10's block; training its training forward (the same steps, with dropout and a
+    # record for the backward pass); grouped-query attention alone has no block.
+    skip = {"transformer_block": {"grouped-query attention", "one training step"},
+            "training_block": {"tiny GPT logits", "cached generation", "greedy cached generation",
+                               "grouped-query attention"}}.get(name, set())
     for what, call in paths.items():
-        if name == "transformer_block" and what == "grouped-query attention":
-            continue  # attention alone has no block
+        if what in skip:
+            continue
         with pytest.raises(RuntimeError, match=f"{name} was called"):
             call()
 
@@ -516,17 +523,17 @@ def test_overlapping_calls_in_threads_restore_the_callers_thread_limits(monkeypa
 def test_dropout_off_changes_nothing_and_on_drops_the_right_share():
     block = _perturbed_decoder().blocks[0]
     x, mask = RNG.standard_normal((2, 6, 8)), causal_mask(6)
-    np.testing.assert_array_equal(transformer_block(x, block, mask, dropout=0.0, rng=5)[0],
+    np.testing.assert_array_equal(training_block(x, block, mask, dropout=0.0, rng=5)[0],
                                   transformer_block(x, block, mask)[0])
     record = {}
-    out, weights = transformer_block(x, block, mask, record=record, dropout=0.25, rng=np.random.default_rng(1))
+    out, weights = training_block(x, block, mask, record=record, dropout=0.25, rng=np.random.default_rng(1))
     assert not np.allclose(out, transformer_block(x, block, mask)[0])
     np.testing.assert_array_equal(weights, transformer_block(x, block, mask)[1])  # the softmax's, before dropout
     for keep in (record["drop_attention"], record["drop_feed_forward"], record["attention"]["keep"]):
         assert set(np.unique(keep)) == {0.0, 1 / 0.75}
         assert abs((keep == 0).mean() - 0.25) < 0.15  # about a quarter dropped (a few dozen draws each)
     with pytest.raises(ValueError, match=r"dropout must be a number in \[0, 1\)"):
-        transformer_block(x, block, mask, dropout=1.0)
+        training_block(x, block, mask, dropout=1.0)
 
 
 def test_dropout_in_the_attention_weights_scales_the_kept_ones():

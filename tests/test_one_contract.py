@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attn_helpers import causal_mask, multi_head_attention, padding_mask, transformer_block
-from attn_helpers.backprop import attention_layer_forward, numerical_gradient, relative_error
+from attn_helpers.backprop import attention_layer_forward, numerical_gradient, relative_error, training_block
 from attn_helpers.gpt import attention_weights, decoder_arrays, gpt_loss_and_grads, random_decoder
 from attn_helpers.kv_cache import GroupedQueryParams, KVCache, cached_attention, init_grouped_query_params
 from attn_helpers.positions import rope
@@ -121,7 +121,7 @@ def test_a_grouped_query_block_trains_like_any_block(block):
     from attn_helpers.backprop import block_backward
 
     record = {}
-    transformer_block(x, params, causal_mask(5), record=record)
+    training_block(x, params, causal_mask(5), record=record)
     grad_x, grads = block_backward(g, record, params)
 
     def loss(**changes):
@@ -155,7 +155,7 @@ def test_a_grouped_query_decoder_reports_weights_trains_and_drops_out():
     dropped = gpt_loss_and_grads(decoder, ids, targets, dropout=0.3, rng=1)[0]
     assert dropped != loss and dropped == gpt_loss_and_grads(decoder, ids, targets, dropout=0.3, rng=1)[0]
     x = RNG.standard_normal((3, 8))
-    out, _ = transformer_block(x, decoder.blocks[0], dropout=0.5, rng=0)
+    out, _ = training_block(x, decoder.blocks[0], dropout=0.5, rng=0)
     assert not np.allclose(out, transformer_block(x, decoder.blocks[0])[0])
 
 
@@ -171,12 +171,12 @@ def test_a_per_sequence_padding_mask_through_multi_head_attention_is_each_sequen
 
 
 @pytest.mark.parametrize("record", ["weights", ["weights"], 0.5, np.zeros(3), ("a",)])
-@pytest.mark.parametrize("where", ["attention_layer_forward", "transformer_block", "feed_forward"])
+@pytest.mark.parametrize("where", ["attention_layer_forward", "training_block", "feed_forward"])
 def test_a_record_that_is_not_a_dict_gets_one_sentence(record, where):
     x = np.ones((3, 8))
     params = init_grouped_query_params(8, 4, 2)
     calls = {"attention_layer_forward": lambda: attention_layer_forward(x, *weights_of(8, 2), 2, record=record),
-             "transformer_block": lambda: transformer_block(x, params, record=record),
+             "training_block": lambda: training_block(x, params, record=record),
              "feed_forward": lambda: __import__("attn_helpers.block").block.feed_forward(x, params.W_1, params.W_2,
                                                                                          record=record)}
     with pytest.raises(TypeError, match=r"^record must be a dict \(it gets the forward's intermediate values"):
@@ -185,7 +185,7 @@ def test_a_record_that_is_not_a_dict_gets_one_sentence(record, where):
 
 def test_dropout_none_is_no_dropout():
     x, params = np.ones((3, 8)), init_grouped_query_params(8, 4, 2)
-    np.testing.assert_array_equal(transformer_block(x, params, dropout=None)[0], transformer_block(x, params)[0])
+    np.testing.assert_array_equal(training_block(x, params, dropout=None)[0], transformer_block(x, params)[0])
     W = weights_of(8, 2)
     np.testing.assert_array_equal(attention_layer_forward(x, *W, 2, dropout=None)[0], multi_head_attention(x, *W, 2)[0])
 

@@ -160,6 +160,7 @@ def test_a_budget_not_met_yet_is_really_not_met(measured, what):
 def _paths():
     """The lessons that must all run through the one scaled dot-product attention, projections, tile loop, id check."""
     from attn_helpers.ablation import ablation_effects  # noqa: F401 - the ablation's module
+    from attn_helpers.backprop import training_block
     from attn_helpers.block import transformer_block
     from attn_helpers.efficient import tiled_attention
     from attn_helpers.gpt import decoder_forward, gpt_loss_and_grads, random_decoder
@@ -171,7 +172,7 @@ def _paths():
     block, X, W = decoder.blocks[0], np.ones((3, 8)), np.eye(8)
     return {
         "notebook 10's block": lambda: transformer_block(X, block),
-        "notebook 10's block in training": lambda: transformer_block(X, block, dropout=0.1),
+        "notebook 10's block in training": lambda: training_block(X, block, dropout=0.1),
         "notebook 13's grouped-query attention": lambda: grouped_query_attention(X, W, W[:, :4], W[:, :4], W, 4,
                                                                                  num_kv_heads=2),
         "the tiny GPT": lambda: decoder_forward(decoder, [1, 2]),
