@@ -590,7 +590,7 @@ def homework(label: str, minutes: dict, names: dict) -> tuple[str, int]:
         number, start, _, what = PARTS[label]
         mins = minutes[label]["self_paced_minutes"]
         where = "the rest of" if PARTS[label][2] is None and start else ("the start of" if not start else "part of")
-        return f"{where} {number} {names.get(number, '')} ({label}, {mins} min: {what})", mins
+        return f"{where} {number} {names.get(number, '')} ({mins} min: {label}, {what})", mins
     mins = minutes[label]["self_paced_minutes"]
     return f"{label} {names.get(label, '')} ({mins} min)", mins
 
