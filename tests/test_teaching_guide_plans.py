@@ -212,7 +212,7 @@ def test_a_plan_for_a_notebook_being_written_appears_when_the_notebook_does(tmp_
     assert waiting and all(TOOL.NOTEBOOK_16 in TOOL.PLANS[name]["requires"] for name in waiting)
     assert any(row[0] == TOOL.NOTEBOOK_16 for name in waiting for row in TOOL.PLANS[name]["rows"])
     (tmp_path / "notebooks").mkdir()
-    for number, path in PRESENT.items():
+    for path in PRESENT.values():
         (tmp_path / "notebooks" / path.name).write_bytes(path.read_bytes())
     with_16 = TOOL.tracks(tmp_path)
     if TOOL.NOTEBOOK_16 not in PRESENT:

@@ -160,9 +160,9 @@ def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
     """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
     (only the cells from the cell with id ``start`` up to, not including, the cell with id ``stop``, if given: a
     cell id stays when a heading is reworded; an unknown id raises). ``discussion``: the number of discussion
-    questions asked in class (in these cells), by default those of the notebook's section of the guide. With ``timed``, the self-paced minutes
-    of a whole notebook rise to a learner's timed minutes where those are more (``timed_alone``);
-    ``estimated_self_paced_minutes`` is the estimate alone. Use ``part_minutes`` for parts that must add up."""
+    questions asked in class (in these cells), by default those of the notebook's section of the guide. With
+    ``timed``, the self-paced minutes of a whole notebook rise to a learner's timed minutes where those are more
+    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone. Use ``part_minutes`` for parts that must add up."""
     number = Path(path).name[:2]
     if discussion is None:
         discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
@@ -633,7 +633,7 @@ def render_plan(name: str, minutes: dict, names: dict) -> str:
 def fill_table(minutes: dict, root=ROOT) -> str:
     """Every plan of the series in ``root`` with the minutes it fills and its share of the slot (``FILL``)."""
     lines = ["| plan | fills (min) | slot (min) | fill |", "| --- | --- | --- | --- |"]
-    for track, names in tracks(root).items():
+    for names in tracks(root).values():
         for name in names:
             used, length = plan_fill(name, minutes)
             lines.append(f"| {name} | {used} | {length} | {used / length:.0%} |")

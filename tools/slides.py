@@ -3,6 +3,7 @@
 
     python3 run.py slides                          # the usual way: writes slides/NN_topic.html
     python tools/slides.py [--out DIR] [NN ...]
+    python tools/slides.py --figures [NN ...]     # what each figure's smallest text measures on a slide
 
 A deck is the notebook's core path (the cells tagged ``optional`` are left out), rendered from
 its stored outputs exactly as the static site renders it (tools/build_site.py: equations as
@@ -15,14 +16,19 @@ as ``...`` (or ``raise NotImplementedError``) shows no output: no "Not yet" box 
 Code must read from the back of a room: code and prose are drawn at ``FONT_PX`` and a slide is scaled
 down to fit the window only as far as ``MIN_ZOOM`` (code never under ``SMALLEST_CODE_PX`` on a 1280x720
 projector). So a long code cell is cut into pieces of at most ``LINES_PER_PIECE`` lines (wrapped lines
-counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell.
+counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell. No line of
+code is wider than a slide where Python allows a narrower one (``display_source``: a wrapped line would start at
+the left margin and mislead about indentation). A figure is drawn large enough that its ``FIGURE_TEXT_PT`` text
+measures ``SMALLEST_FIGURE_PX`` on a 1280x720 projector, as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow
+(``--figures`` prints what each figure's text measures).
 Emoji are replaced by words (``EMOJI``): a projector's computer may have no emoji font.
 
 A few lines of script show one slide at a time, scaled down to fit the window when taller or wider
 (down to ``MIN_ZOOM``; a slide taller still scrolls): → / ← change slides; Space / Page Down (a
 clicker) and Page Up first scroll through a slide that does not fit, then change slides; Home / End;
-``#7`` in the address opens slide 7; **S** opens the speaker notes (the teaching guide's predictions and
-discussion questions for this notebook, the slide shown and the next one's heading) in a window of their own,
+``#7`` in the address opens slide 7; **S** opens the speaker notes (what to say and ask on the slide shown, from
+its own cells: ``slide_notes``; then the teaching guide's predictions and discussion questions for this notebook,
+the slide shown and the next one's heading) in a window of their own,
 for the presenter's screen: never on the projected page. Without the script (or when printed) the deck reads
 as one page, slide after slide.
 """
@@ -209,7 +215,9 @@ CSS = CSS.replace("FONT_PX", str(FONT_PX)).replace("FIGURE_PX", str(FIGURE_PX))
 
 TEMPLATE = """{%- extends 'site.html.j2' -%}
 {% block any_cell %}
-{%- if cell.metadata.get('slide_start') %}</section><section class="slide" data-notes="{{ cell.metadata.get('slide_notes', '[]') | escape_html }}">{% endif -%}
+{%- if cell.metadata.get('slide_start') -%}
+</section><section class="slide" data-notes="{{ cell.metadata.get('slide_notes', '[]') | escape_html }}">
+{%- endif -%}
 {{ super() }}
 {%- endblock any_cell %}
 {%- block body_header -%}
