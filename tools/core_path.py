@@ -415,13 +415,13 @@ PLANS = {
         ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
         title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
               "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
-        unless=[NOTEBOOK_16]),
+        flex=["13 §4a"], unless=[NOTEBOOK_16]),
     "models 2 of 3": session(
         ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
         ("14 §1-2", None, "Byte-pair encoding; the whole backward pass, checked."),
         BREAK,
         ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
-        title="Session 2: the cache, and a tiny GPT of your own.", unless=[NOTEBOOK_16]),
+        title="Session 2: the cache, and a tiny GPT of your own.", flex=["14 §3a"], unless=[NOTEBOOK_16]),
     "models 3 of 3": session(
         ("14 §3b on", None, "Sampling, temperature and top-p; generating with the cache; its heads; from GPT-2 to "
                           "Llama."),
@@ -465,7 +465,8 @@ PLANS = {
         (NOTEBOOK_16, None, "Attention in today's models: sliding windows and sinks, latent attention, linear "
                             "attention, sparse attention; what each keeps of the cache, and what it gives up."),
         exercises("15"),
-        title="Session 4: attention in today's models.", fill=["exercises 15"], requires=[NOTEBOOK_16]),
+        title="Session 4: attention in today's models.", fill=["exercises 15"], flex=["15 §4 on"],
+        requires=[NOTEBOOK_16]),
     "day 1": session(
         recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
                                "embeddings (which two words are closest, and why)."),
