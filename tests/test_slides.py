@@ -7,7 +7,9 @@ equations are MathML and the figures embedded, and nothing points at the network
 
 from __future__ import annotations
 
+import ast
 import base64
+import html
 import json
 import re
 
@@ -43,9 +45,9 @@ def test_a_deck_is_the_core_path_one_slide_per_heading(decks, notebook):
         assert (cell["id"] in shown or split) != optional, (cell["id"], optional)
     headings = sum(len(slides.HEADING.findall("".join(c["source"]))) for c in cells(notebook)
                    if c["cell_type"] == "markdown" and "optional" not in c.get("metadata", {}).get("tags", []))
-    opened = page.count('<section class="slide">')
+    opened = page.count('<section class="slide"')
     assert headings <= opened <= len(shown), (headings, opened)
-    for section in page.split('<section class="slide">')[1:]:
+    for section in re.split(r'<section class="slide"[^>]*>', page)[1:]:
         assert 'class="jp-Cell ' in section, "an empty slide"
 
 
@@ -77,7 +79,7 @@ def test_core_path_cells_marks_slide_starts_and_caps_long_slides():
 def slide_of_each_cell(page: str) -> dict:
     """The slide number of every cell id of a deck."""
     where = {}
-    for k, section in enumerate(page.split('<section class="slide">')[1:]):
+    for k, section in enumerate(re.split(r'<section class="slide"[^>]*>', page)[1:]):
         for cell_id in re.findall(r'id="cell-id=([^"]+)"', section):
             where.setdefault(cell_id, k)
             where.setdefault(re.sub(r"-\d+$", "", cell_id), k)  # a long markdown cell cut in pieces: its first
@@ -186,3 +188,108 @@ def test_no_deck_draws_an_emoji(decks, notebook):
     page = decks[notebook.stem].read_text(encoding="utf-8")
     assert not slides.EMOJI_CHARS.search(page), slides.EMOJI_CHARS.search(page)
     assert slides.without_emoji("\u274c Not yet \U0001f4a1 Hint \U0001f680 go") == "Not yet Hint [rocket] go"
+
+
+def code_cells(notebook):
+    return ["".join(c["source"]) for c in cells(notebook)
+            if c["cell_type"] == "code" and "optional" not in c.get("metadata", {}).get("tags", [])]
+
+
+def test_a_long_comment_wraps_at_its_own_indentation_and_a_long_line_hangs_inside_its_brackets():
+    source = ("def f(values):\n"
+              "    total = combine(values, weights, offsets, scale, another_argument, and_one_more)  # " + "why " * 12
+              + "\n    # " + "a long comment line " * 6 + "\n"
+              "    return print(f\"{total:.2f} is the total of the values after the scaling and the offsets, "
+              "all of them\")\n")
+    shown = slides.display_source(source)
+    assert ast.dump(ast.parse(shown)) == ast.dump(ast.parse(source))
+    for line in shown.splitlines():
+        assert len(line) <= slides.CHARS_PER_LINE, line
+        assert line.startswith("    ") or line.startswith("def "), "a line back at the left margin"
+    comments = [line for line in shown.splitlines() if line.lstrip().startswith("#")]
+    assert len(comments) >= 3 and all(line.startswith("    # ") for line in comments)
+    assert "    total = combine(" in shown and "\n        " in shown  # the rest of the line hangs 4 spaces in
+    assert slides.display_source("%timeit f(x)  # " + "word " * 30) == "%timeit f(x)  # " + "word " * 30  # a magic
+    short = "x = 1  # short\n"
+    assert slides.display_source(short) == short
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_no_comment_on_a_slide_is_wider_than_a_slide_and_the_code_means_the_same(notebook):
+    """Every core-path code cell as a slide shows it: the same syntax tree, no comment wider than a slide (the
+    browser would wrap it to the left margin), and a long line left only where Python allows no break (a long
+    field of an f-string)."""
+    for source in code_cells(notebook):
+        shown = slides.display_source(source)
+        try:
+            tree = ast.dump(ast.parse(source))
+        except SyntaxError:  # a magic: shown as it is
+            assert shown == source
+            continue
+        assert ast.dump(ast.parse(shown)) == tree
+        for line in shown.splitlines():
+            if len(line) > slides.CHARS_PER_LINE:
+                assert "#" not in line.split('"')[-1] and line.lstrip().startswith(("f\"", "f'", "name", "verdict")) \
+                    or "f\"" in line, line
+
+
+def test_the_speaker_notes_of_a_slide_are_its_own(decks):
+    """Each slide has notes of its own (what to say and ask there), made from its cells: no two slides of a deck
+    have the same notes, and each slide's notes quote something the slide shows."""
+    for notebook in SAMPLE:
+        page = decks[notebook.stem].read_text(encoding="utf-8")
+        sections = re.findall(r"<section class=\"slide\" data-notes=(?:'([^']*)'|\"([^\"]*)\")>(.*?)"
+                              r"(?=<section class=\"slide\"|</main>)", page, re.DOTALL)
+        assert len(sections) == page.count('<section class="slide"'), "a slide without notes"
+        notes = [json.loads(html.unescape(single or double)) for single, double, _ in sections]
+        sections = [(None, body) for _, _, body in sections]
+        assert len({json.dumps(n) for n in notes}) == len(notes), f"{notebook.name}: two slides share their notes"
+        for note, (_, body) in zip(notes, sections):
+            assert note and all(kind and text for kind, text in note)
+            shown = re.sub(r"\W", "", re.sub(r"<math.*?</math>|<[^>]+>", " ", html.unescape(body)).lower())
+            words = re.findall(r"\w+", " ".join(text for _, text in note).lower())
+            runs = {"".join(words[k:k + 3]) for k in range(len(words) - 2)}  # three words in a row, as shown
+            assert any(run in shown for run in runs), (notebook.name, note)
+        kinds = {kind for note in notes for kind, _ in note}
+        assert {"Say", "Walk through"} <= kinds and kinds & {"Ask for a prediction", "Reveal", "Ask"}, kinds
+
+
+def test_slide_notes_ask_for_the_prediction_and_give_the_exercises_hint():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Predict the largest weight\n\nWhich key wins the row? Write it down."),
+        nbformat.v4.new_code_cell("my_guess = ...   # one of 'a', 'b' or 'c'"),
+        nbformat.v4.new_code_cell("print(weights.argmax())"),
+        nbformat.v4.new_markdown_cell("## Exercise\n\n**Exercise 03.2: a stable softmax.** Write `f(x)`.\n\n"
+                                      "Hint: subtract the row's max first."),
+        nbformat.v4.new_code_cell("def f(x):\n    raise NotImplementedError\n\ncheck_f(f)"),
+    ])
+    out = slides.core_path_cells(nb).cells
+    notes = [json.loads(c.metadata["slide_notes"]) for c in out if "slide_notes" in c.metadata]
+    assert len(notes) == 3
+    first, reveal, exercise = (dict(n) for n in notes)
+    assert first["Say"].startswith("Predict the largest weight") and first["Ask"] == "Which key wins the row?"
+    assert "my_guess" in first["Ask for a prediction"] and "one of 'a', 'b' or 'c'" in first["Ask for a prediction"]
+    assert "weights.argmax()" in reveal["Reveal"]
+    assert exercise["Exercise"].startswith("Exercise 03.2") and "subtract the row's max" in exercise[
+        "Hint to give first"]
+
+
+def test_a_figure_is_drawn_large_enough_for_its_smallest_text_as_far_as_a_slide_allows():
+    def png(width, height, dpi=90):
+        phys = (round(dpi / 0.0254)).to_bytes(4, "big") * 2 + b"\x01"
+        data = (b"\x89PNG\r\n\x1a\n" + (13).to_bytes(4, "big") + b"IHDR" + width.to_bytes(4, "big")
+                + height.to_bytes(4, "big") + bytes(5) + bytes(4) + (9).to_bytes(4, "big") + b"pHYs" + phys + bytes(4)
+                + bytes(4) + b"IDAT")
+        return base64.b64encode(data).decode()
+
+    assert slides.png_header(png(600, 300))[:2] == (600, 300) and round(slides.png_header(png(600, 300))[2]) == 90
+    small = slides.figure_size(png(600, 300))  # fits when enlarged: its 10 pt text measures 18 px
+    assert small == (864, 432) and round(slides.figure_text_px(png(600, 300), small[0]), 1) == slides.SMALLEST_FIGURE_PX
+    wide = slides.figure_size(png(1600, 400))  # as wide as a slide allows, no wider
+    assert wide[0] == slides.FIGURE_WIDTH_PX and slides.figure_text_px(png(1600, 400), wide[0]) < 18
+    tall = slides.figure_size(png(500, 900))
+    assert tall[1] == slides.FIGURE_PX
+    page = slides.sized_figures(f'<img alt="a figure" src="data:image/png;base64,{png(600, 300)}"/>')
+    assert 'style="width: 864px"' in page and 'data-dpi="90"' in page and page.endswith("/>")
+    report = slides.figure_report({"03"})
+    assert report and all(drawn <= slides.FIGURE_WIDTH_PX for *_, drawn, _ in report)

@@ -52,6 +52,7 @@ GUIDE = ROOT / "docs" / "teaching-guide.md"
 RATES = {"words_per_minute": 105, "words_per_minute_in_class": 130, "code": 0.75, "figure": 1.0, "widget": 2.0,
          "prediction": 2.0, "exercise": 6.0, "derivation": 7.0,
          "prediction in class": 5.0, "derivation in class": 13.0, "discussion": 4.0, "pair work": 15.0, "setup": 10}
+RATES["recap"] = RATES["prediction in class"]  # per notebook recapped: one question on it, asked as a prediction
 
 #: What a class spends extra time on, found by the heading that opens it in the notebook's core path:
 #: (kind, notebook, the start of the heading line).
@@ -70,6 +71,12 @@ WHO = {"new to the maths": "a learner new to the maths, alone, cell by cell (tim
        "engineer": "an engineer with one ML course, alone, cell by cell (timed)",
        "first learner": "the first learner, alone (timed)",
        "room walk": "a teacher of 30 walking the plan minute by minute (an estimate)"}
+#: How we know each figure (the calibration table's column): timed with a learner, or walked by a teacher
+#: without a clock; the tool's own column is always an estimate by the rates.
+HOW_WE_KNOW = {"new to the maths": "timed with a learner", "engineer": "timed with a learner",
+               "first learner": "timed with a learner",
+               "room walk": "the room walk: a teacher's estimate, minute by minute, no clock"}
+ESTIMATED = "estimated by the rates"
 #: What the rates are calibrated against: (notebooks or parts, "self" or "walk", low, high, who, commit).
 MEASURED = [
     (("09",), "self", 75, 75, "first learner", "d834c49"), (("10",), "self", 75, 75, "first learner", "d834c49"),
@@ -108,49 +115,109 @@ def discussion_questions(guide_text: str) -> dict:
     return found
 
 
-def core_path(path, until=None, discussion=None, timed=True) -> dict:
-    """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
-    (only the cells before the first heading that starts with ``until``, if given; ``discussion``: the number
-    of discussion questions asked in class, by default those of the notebook's section of the guide). With
-    ``timed``, the self-paced minutes of a whole notebook rise to a learner's timed minutes where those are more
-    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone."""
-    number = Path(path).name[:2]
-    if discussion is None:
-        discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
-    counts = {"words": 0, "code": 0, "figure": 0, "widget": 0, "prediction": 0, "exercise": 0, "derivation": 0,
-              "pair work": 0, "discussion": discussion}
-    for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        source = "".join(cell["source"])
-        if until and cell["cell_type"] == "markdown" and source.startswith(until):
-            break
-        if "optional" in tags:
-            continue
-        if cell["cell_type"] == "markdown":
-            counts["words"] += len(re.findall(r"[A-Za-z]+", source))
-            lines = source.splitlines()
-            for kind, where, heading in ACTIVITIES:
-                counts[kind] += where == number and any(line.startswith(heading) for line in lines)
-        elif "nbval-ignore-output" in tags and ".show()" in source:  # a live widget (its view is not compared)
-            counts["widget"] += 1
-        else:
-            counts["code"] += 1
-            counts["figure"] += any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
-            predicts = is_prediction(source)
-            counts["prediction"] += predicts
-            counts["exercise"] += not predicts and ("raise NotImplementedError" in source or bool(
-                re.search(r"^\w+ = \.\.\.", source, re.MULTILINE) and re.search(r"\bcheck_\w+\(", source)))
+def _cell_counts(cell, number: str) -> dict:
+    """What one core-path cell asks of a learner (all zeros for an ``optional`` cell)."""
+    counts = dict.fromkeys(("words", "code", "figure", "widget", "prediction", "exercise", "derivation",
+                            "pair work"), 0)
+    tags = cell.get("metadata", {}).get("tags", [])
+    source = "".join(cell["source"])
+    if "optional" in tags:
+        return counts
+    if cell["cell_type"] == "markdown":
+        counts["words"] += len(re.findall(r"[A-Za-z]+", source))
+        lines = source.splitlines()
+        for kind, where, heading in ACTIVITIES:
+            counts[kind] += where == number and any(line.startswith(heading) for line in lines)
+    elif "nbval-ignore-output" in tags and ".show()" in source:  # a live widget (its view is not compared)
+        counts["widget"] += 1
+    else:
+        counts["code"] += 1
+        counts["figure"] += any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+        predicts = is_prediction(source)
+        counts["prediction"] += predicts
+        counts["exercise"] += not predicts and ("raise NotImplementedError" in source or bool(
+            re.search(r"^\w+ = \.\.\.", source, re.MULTILINE) and re.search(r"\bcheck_\w+\(", source)))
+    return counts
+
+
+def _exact(counts: dict) -> tuple[float, float]:
+    """The self-paced minutes and the walk-through minutes (without discussion) of ``counts``, unrounded."""
     both = sum(counts[kind] * RATES[kind] for kind in ("code", "figure", "widget"))
     self_paced = (counts["words"] / RATES["words_per_minute"] + both + counts["exercise"] * RATES["exercise"]
                   + counts["prediction"] * RATES["prediction"] + counts["derivation"] * RATES["derivation"])
     walkthrough = (counts["words"] / RATES["words_per_minute_in_class"] + both
                    + counts["prediction"] * RATES["prediction in class"]
-                   + counts["derivation"] * RATES["derivation in class"]
-                   + counts["discussion"] * RATES["discussion"] + counts["pair work"] * RATES["pair work"])
+                   + counts["derivation"] * RATES["derivation in class"] + counts["pair work"] * RATES["pair work"])
+    return self_paced, walkthrough
+
+
+def cell_ids(path) -> list:
+    """The ids of the cells of the notebook at ``path``, in order."""
+    return [cell.get("id") for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]]
+
+
+def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
+    """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
+    (only the cells from the cell with id ``start`` up to, not including, the cell with id ``stop``, if given: a
+    cell id stays when a heading is reworded; an unknown id raises). ``discussion``: the number of discussion
+    questions asked in class (in these cells), by default those of the notebook's section of the guide. With
+    ``timed``, the self-paced minutes of a whole notebook rise to a learner's timed minutes where those are more
+    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone. Use ``part_minutes`` for parts that must add up."""
+    number = Path(path).name[:2]
+    if discussion is None:
+        discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    ids = [cell.get("id") for cell in cells]
+    for name, cell_id in (("start", start), ("stop", stop)):
+        if cell_id is not None and cell_id not in ids:
+            raise KeyError(f"{Path(path).name} has no cell with id {cell_id!r} ({name})")
+    first = ids.index(start) if start is not None else 0
+    last = ids.index(stop) if stop is not None else len(cells)
+    counts = {"words": 0, "code": 0, "figure": 0, "widget": 0, "prediction": 0, "exercise": 0, "derivation": 0,
+              "pair work": 0}
+    for cell in cells[first:last]:
+        for kind, n in _cell_counts(cell, number).items():
+            counts[kind] += n
+    self_paced, walk = _exact(counts)
+    walkthrough = walk + discussion * RATES["discussion"]
     estimate = round(self_paced)
-    alone = timed_alone(number) if timed and until is None else 0
-    return {**counts, "walkthrough_minutes": round(walkthrough), "self_paced_minutes": max(estimate, alone),
-            "estimated_self_paced_minutes": estimate}
+    alone = timed_alone(number) if timed and start is None and stop is None else 0
+    return {**counts, "discussion": discussion, "walkthrough_minutes": round(walkthrough),
+            "self_paced_minutes": max(estimate, alone), "estimated_self_paced_minutes": estimate,
+            "walkthrough_exact": walkthrough, "self_paced_exact": self_paced}
+
+
+def _apportion(exact: list, total: int) -> list:
+    """Whole minutes for parts whose unrounded minutes are ``exact``, scaled to add up to ``total`` (rounded
+    cumulatively, so that no part loses or gains more than a minute)."""
+    scale = total / sum(exact) if sum(exact) else 0.0
+    marks = [round(scale * sum(exact[:k + 1])) for k in range(len(exact))]
+    marks[-1] = total
+    return [b - a for a, b in zip([0, *marks], marks)]
+
+
+def part_minutes(path, discussion=None, timed=True, as_walked=False) -> dict:
+    """The minutes of each part of ``SPLITS`` of the notebook at ``path``: label -> dict like ``core_path``'s, each
+    part with its own discussion questions (``part_questions``), the parts' walk-through and self-paced minutes
+    adding up to the whole notebook's (a learner's timed minutes, where they raise the whole, spread over the
+    parts in proportion). ``as_walked``: the first part asks all the questions, as the plans the room walk
+    walked did (for the calibration only)."""
+    number = Path(path).name[:2]
+    if number not in SPLITS:
+        return {}
+    if discussion is None:
+        discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
+    labels = [label for label, *_ in SPLITS[number]]
+    whole = core_path(path, discussion=discussion, timed=timed)
+    parts = [core_path(path, *PARTS[label][1:3], discussion=asked, timed=False)
+             for label, asked in zip(labels, [discussion, *[0] * (len(labels) - 1)] if as_walked
+                                     else part_questions(number, discussion))]
+    walks = _apportion([p["walkthrough_exact"] for p in parts], whole["walkthrough_minutes"])
+    selfs = _apportion([p["self_paced_exact"] for p in parts], whole["self_paced_minutes"])
+    estimates = _apportion([p["self_paced_exact"] for p in parts], whole["estimated_self_paced_minutes"])
+    return {label: {**part, "walkthrough_minutes": walk, "self_paced_minutes": alone,
+                    "estimated_self_paced_minutes": estimate}
+            for label, part, walk, alone, estimate in zip(labels, parts, walks, selfs, estimates)}
 
 
 def timed_alone(number: str) -> int:
@@ -159,16 +226,16 @@ def timed_alone(number: str) -> int:
                 if numbers == (number,) and kind == "self" and who != "room walk"], default=0)
 
 
-def series_minutes(guide_text: str, root=ROOT, timed=True) -> dict:
+def series_minutes(guide_text: str, root=ROOT, timed=True, as_walked=False) -> dict:
     """``core_path`` of every notebook of the series and of every part of ``PARTS``, with its discussion questions
     from ``guide_text``."""
     questions = discussion_questions(guide_text)
     paths = notebooks(root)
     minutes = {number: core_path(path, discussion=questions.get(number, 0), timed=timed)
                for number, path in paths.items()}
-    for label, (number, until, _) in PARTS.items():
+    for number in SPLITS:
         if number in paths:
-            minutes[label] = core_path(paths[number], until, questions.get(number, 0), timed=timed)
+            minutes.update(part_minutes(paths[number], questions.get(number, 0), timed, as_walked))
     return minutes
 
 
@@ -189,7 +256,7 @@ def measured_minutes(commit: str, root=ROOT) -> dict | None:
         (Path(folder) / "notebooks").mkdir()
         for name in names:
             (Path(folder) / "notebooks" / name).write_text(show(f"notebooks/{name}"), encoding="utf-8")
-        return series_minutes(guide, Path(folder), timed=False)
+        return series_minutes(guide, Path(folder), timed=False, as_walked=True)
 
 
 def calibration(root=ROOT) -> list:
@@ -200,113 +267,242 @@ def calibration(root=ROOT) -> list:
     for numbers, kind, low, high, who, commit in MEASURED:
         if commit not in cache:
             cache[commit] = measured_minutes(commit, root)
-        minutes = cache[commit] or series_minutes(GUIDE.read_text(encoding="utf-8"), root, timed=False)
+        minutes = cache[commit] or series_minutes(GUIDE.read_text(encoding="utf-8"), root, False, True)
         rows.append((numbers, kind, low, high, who, commit, sum(minutes[n][key[kind]] for n in numbers)))
     return rows
 
 
+#: Where a plan cuts a notebook in parts, each keyed to the id of the cell that opens it (a cell id stays when a
+#: heading is reworded; a test checks that every id exists and opens a heading): notebook -> its parts in order,
+#: each (label, id of its first cell or None for the notebook's start, what it holds, how many of the notebook's
+#: discussion questions of the guide are about it; the last part asks the rest). The parts tile the notebook and
+#: their minutes add up to the whole (``part_minutes``).
+SPLITS = {
+    "05": [("05 §1-5", None, "the example by hand, the creature grid", 4),
+           ("05 exercises", "05-040", "exercises 05.1-05.3", None)],
+    "10": [("10 §1-7", None, "the residual stream, layer norm, the feed-forward network, stacking", 5),
+           ("10 §8-9", "10-049", "the bridge to PyTorch, dropout and the exercises", None)],
+    "11": [("11 §1", None, "the softmax's backward pass", 0),
+           ("11 §2-7", "11-011", "backwards through attention, Adam, training live, induction, the ablations", None)],
+    "12": [("12 §1-6", None, "the model, its tokens, the head view and fingerprints", 3),
+           ("12 §7-9", "12-ab-1", "removing a head, *apple* in two sentences, exercise 12.3", None)],
+    "13": [("13 §1-3", None, "the cost measured, the online softmax, tiled attention", 3),
+           ("13 §4a", "13-026", "the KV cache", 1),
+           ("13 §4b-5", "13-032", "the cost per generated token, grouped-query attention, the exercises", None)],
+    "14": [("14 §1-2", None, "byte-pair encoding, the whole backward pass checked", 2),
+           ("14 §3a", "14-026", "training on real text", 2),
+           ("14 §3b on", "14-037", "the next-token distribution, sampling, its heads, from GPT-2 to Llama", None)],
+    "15": [("15 §1-3", None, "the GGUF file, one 4-bit block by hand, the model is yours", 3),
+           ("15 §4 on", "15-026", "its heads measured, the exercises", None)],
+}
+#: label -> (notebook, id of its first cell or None, id of the first cell after it or None, what it holds)
+PARTS = {label: (number, start, parts[k + 1][1] if k + 1 < len(parts) else None, what)
+         for number, parts in SPLITS.items() for k, (label, start, what, _) in enumerate(parts)}
+
+
+def part_questions(number: str, questions: int) -> list:
+    """How many of the ``questions`` discussion questions of notebook ``number`` each of its parts asks."""
+    listed = [asked for *_, asked in SPLITS[number][:-1]]
+    listed = [min(asked, questions - sum(listed[:k])) for k, asked in enumerate(listed)]
+    return [*listed, questions - sum(listed)]
+
 # ---------------------------------------------------------------------------------------------
 # The teaching guide's lesson plans: what happens in each row is written here, the minutes come from the
 # notebooks. A row is (label, minutes, what to do): a notebook row has its two-digit number (or a label of
-# PARTS) as label and None as minutes (its walk-through minutes); "rest" gives a row the minutes left at the
-# end. The rows other than "rest" fill at most (1 - SLACK) of the slot; a notebook in "flex" moves to the
-# homework when they would fill more (the first of "flex" first).
+# PARTS) as label and None as minutes (its walk-through minutes); a recap row has the notebooks it recaps as
+# minutes (``RATES["recap"]`` each); an exercises row ("exercises NN", "exercises", ...) takes the exercises of
+# notebook (or part) NN in the room, in pairs (``RATES["exercise"]`` each); "rest" gives a row the minutes left
+# at the end (the wrap-up). A plan fills ``FILL`` of its slot (everything but the wrap-up): a notebook in "flex"
+# moves to the homework when the rows would fill more than its top (the first of "flex" first); a row in "fill"
+# (in-room exercises) is taught only while the plan stays within ``TARGET``.
 
-SLACK = 0.10  # the share of every slot left free: questions, a slow start, a setup that fails
-
-#: Parts of a notebook that a plan walks through on its own: label -> (notebook, the heading it stops before,
-#: what the rest of the notebook holds).
-PARTS = {"05 §1-5": ("05", "## Exercise 05.1", "exercises 05.1-05.3"),
-         "10 §1-7": ("10", "## 8. Bridge to PyTorch", "the bridge to PyTorch, dropout and the exercises"),
-         "12 §1-6": ("12", "## 7 ·", "removing a head, *apple* in two sentences, exercise 12.1")}
+FILL = (0.80, 0.95)  # the share of every slot a plan fills: the rest is questions, a slow start, a setup that fails
+TARGET = 0.90  # a "fill" row is taught in the room only while the plan stays within this share of its slot
+EVENING = 60  # the most self-paced homework between two consecutive days (minutes): an evening, not a weekend
 
 SETUP = ("setup", RATES["setup"], "Everyone opens the notebook and runs its first cell (on a laptop, Binder, Colab or "
                                    "the hub); fix what does not start now, not halfway through.")
 BREAK = ("break", 10, "")
+RECAP_WHAT = ("One question on each, put to the room as a prediction (think, write, a few say why): what last "
+              "time or the homework left unclear comes out before the session builds on it.")
 
 
-def session(*rows, before=(), after=(), flex=(), when="session"):
-    """A 3-hour plan: setup, then ``rows``, then a wrap-up with the minutes left."""
-    return {"length": 180, "when": when, "before": list(before), "after": list(after), "flex": list(flex),
-            "rows": [SETUP, *rows, ("wrap-up", "rest", "Exercises in the room, in pairs, while you can help; "
-                                                       "questions.")]}
+def recap(*numbers, what=RECAP_WHAT):
+    """A recap row: one question on each of ``numbers`` (notebooks or parts), ``RATES["recap"]`` minutes each."""
+    return ("recap", tuple(numbers), what)
 
 
-#: The tracks a teacher chooses from (each session a week apart, say), then the two-day plan.
+def exercises(label, what="In pairs, while you can help: one computes, one checks; hints before solutions."):
+    """A row for the exercises of notebook (or part) ``label`` in the room, ``RATES["exercise"]`` minutes each."""
+    return (f"exercises {label}", "exercises", what)
+
+
+def session(*rows, title, before=(), after=(), flex=(), fill=(), when="session", requires=(), unless=()):
+    """A 3-hour plan: setup, then ``rows``, then a wrap-up with the minutes left. ``title``: the line that opens
+    it in the guide; ``requires``/``unless``: the plan is in the guide only while these notebooks exist / do not
+    exist (a track can hold a plan for a notebook still being written)."""
+    return {"length": 180, "title": title, "when": when, "before": list(before), "after": list(after),
+            "flex": list(flex), "fill": list(fill), "requires": list(requires), "unless": list(unless),
+            "rows": [SETUP, *rows, ("wrap-up", "rest", "Questions; the exercises that did not fit, started in "
+                                                       "pairs while you can help.")]}
+
+
+#: The tracks a teacher chooses from (each session a week apart, say), then the two-day plan. A track may list
+#: plans for two versions of the series (``requires``/``unless``): only those for the notebooks there are shown.
 TRACKS = {
     "The attention core (00-08)": ["core 1", "core 2", "core 3"],
     "The transformer (09-11)": ["transformer 1", "transformer 2", "transformer 3"],
-    "Language models (12-15)": ["models 1", "models 2", "models 3", "models 4"],
+    "Language models (12 on)": ["models 1 of 3", "models 2 of 3", "models 3 of 3",
+                                "models 1 of 4", "models 2 of 4", "models 3 of 4", "models 4 of 4"],
     "Two days of 3 hours": ["day 1", "day 2"],
 }
+NOTEBOOK_16 = "16"  # attention in today's models: its track 3 session appears once the notebook is in the series
 PLANS = {
     "core 1": session(
+        recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
+                               "embeddings (which two words are closest, and why)."),
         ("02", None, "A loop of dot products, then `X @ X.T`; predict the largest score of \"journey\"."),
         ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
                      "predict where \"one\" puts its weight as $\\tau \\to 0$; spot the slip together."),
         BREAK,
         ("04", None, "The weighted sum as arrows; the whole weight-free recipe; predict what doubling $X$ does; "
                      "what it cannot do."),
+        title="Session 1: scores and the softmax.",
         before=[("00", "including the setup check, so that nobody installs in the room"), ("01", "")], flex=["04"]),
     "core 2": session(
         ("05", None, "The hand-worked example in pairs (one computes, one checks with code); predict which rows "
                      "change; spot the slip; the creature grid."),
         BREAK,
         ("06", None, "Why $\\sqrt{d_k}$: the variance argument, the saturated softmax, the vanishing gradient."),
-        flex=["06"]),
+        title="Session 2: queries, keys and values, and why $\\sqrt{d_k}$.", flex=["06"]),
     "core 3": session(
         ("07", None, "No peeking: the mask before the softmax; padding and the fully masked row."),
+        exercises("07", "Exercise 07.1 and masked attention (07.2) in pairs, while you can help."),
         BREAK,
         ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the designed head "
                      "and the random one; the parameter count."),
-        after=[]),
+        title="Session 3: masks and heads.", fill=["exercises 07"]),
     "transformer 1": session(
+        recap("05", "06", "07", "08", what="A class that knows attention: one question on each of queries, keys "
+                                           "and values, the scaling, the mask and the heads, before positions "
+                                           "change them."),
         ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
                      "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys; the length "
                      "experiment."),
-        BREAK),
+        BREAK,
+        exercises("09"),
+        title="Session 1: word order.", fill=["exercises 09"]),
     "transformer 2": session(
+        recap("09"),
         ("10", None, "The residual stream, layer norm per token, the feed-forward network, pre- vs post-norm, "
                      "stacking; GPT-2's parameter count from its configuration."),
-        BREAK),
+        exercises("10"),
+        BREAK,
+        ("11 §1", None, "The softmax's Jacobian, three entries by hand first, then checked by finite differences."),
+        title="Session 2: the block, and the first backward pass.", fill=["exercises 10"]),
     "transformer 3": session(
-        ("11", None, "The softmax's Jacobian and the backward pass of attention; gradient checks; Adam written out; "
-                     "train *copy previous* live; predict the reverse task's pattern; the induction head; the "
-                     "ablations."),
-        BREAK, after=[]),
-    "models 1": session(
+        recap("10", "11 §1"),
+        ("11 §2-7", None, "The backward pass of attention; gradient checks; Adam written out; train *copy previous* "
+                          "live; predict the reverse task's pattern; the induction head; the ablations."),
+        BREAK,
+        exercises("11"),
+        title="Session 3: how attention learns.", fill=["exercises 11"]),
+    "models 1 of 3": session(
         ("12", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; weight is "
                      "not influence; removing a head."),
-        BREAK),
-    "models 2": session(
-        ("13", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention; the KV cache and "
-                     "what grouped-query attention saves."),
-        BREAK),
-    "models 3": session(
-        ("14", None, "Byte-pair encoding; the backward pass checked; training on *Pride and Prejudice*; sampling; "
-                     "its heads; from GPT-2 to Llama."),
-        BREAK),
-    "models 4": session(
+        BREAK,
+        ("13 §1-3", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention."),
+        ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
+        title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
+              "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
+        flex=["13 §4a"], unless=[NOTEBOOK_16]),
+    "models 2 of 3": session(
+        ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
+        ("14 §1-2", None, "Byte-pair encoding; the whole backward pass, checked."),
+        BREAK,
+        ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
+        title="Session 2: the cache, and a tiny GPT of your own.", flex=["14 §3a"], unless=[NOTEBOOK_16]),
+    "models 3 of 3": session(
+        ("14 §3b on", None, "Sampling, temperature and top-p; generating with the cache; its heads; from GPT-2 to "
+                          "Llama."),
+        BREAK,
         ("15", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                      "series' one block; chat; predict the sink, the induction layers and the cache; ablate the "
                      "induction heads."),
-        BREAK),
+        title="Session 3: a real language model, run by your own code. It needs the model file of notebook 15: "
+              "check before class that `load_smollm2()` runs on the machines you use (see section 15).",
+        unless=[NOTEBOOK_16]),
+    "models 1 of 4": session(
+        ("12", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; weight is "
+                     "not influence; removing a head."),
+        BREAK,
+        ("13 §1-3", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention."),
+        title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
+              "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
+        requires=[NOTEBOOK_16]),
+    "models 2 of 4": session(
+        ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
+        ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
+        exercises("13"),
+        BREAK,
+        ("14 §1-2", None, "Byte-pair encoding; the whole backward pass, checked."),
+        title="Session 2: the KV cache, and a tiny GPT of your own.", fill=["exercises 13"],
+        requires=[NOTEBOOK_16]),
+    "models 3 of 4": session(
+        ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
+        ("14 §3b on", None, "Sampling, temperature and top-p; generating with the cache; its heads; from GPT-2 to "
+                          "Llama."),
+        exercises("14"),
+        BREAK,
+        ("15 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
+                          "series' one block."),
+        title="Session 3: the tiny GPT trained, and a real language model opened. It needs the model file of "
+              "notebook 15: check before class that `load_smollm2()` runs on the machines you use (see section 15).",
+        fill=["exercises 14"], requires=[NOTEBOOK_16]),
+    "models 4 of 4": session(
+        ("15 §4 on", None, "Chat; predict the sink, the induction layers and the cache; ablate the induction heads."),
+        BREAK,
+        (NOTEBOOK_16, None, "Attention in today's models: sliding windows and sinks, latent attention, linear "
+                            "attention, sparse attention; what each keeps of the cache, and what it gives up."),
+        exercises("15"),
+        title="Session 4: attention in today's models.", fill=["exercises 15"], flex=["15 §4 on"],
+        requires=[NOTEBOOK_16]),
     "day 1": session(
+        recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
+                               "embeddings (which two words are closest, and why)."),
         ("02", None, "A loop of dot products, then `X @ X.T`; predict the largest score of \"journey\"."),
         ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
                      "spot the slip together."),
         BREAK,
-        ("04", None, "The weighted sum as arrows; the whole weight-free recipe; what it cannot do."),
+        ("04", None, "The weighted sum as arrows; the whole weight-free recipe; what it cannot do (it is why day 2 "
+                     "starts with trainable projections)."),
+        title="Day 1: scores, the softmax and context vectors.",
         before=[("00", "including the setup check, so that nobody installs in the room"), ("01", "")],
-        after=["05", "06", "07", "09"], flex=["04"], when="day"),
+        flex=["04"], when="workshop"),
     "day 2": session(
-        ("08", None, "Heads as a loop, then split, attend, merge; predict the shape of `weights`; the parameter "
-                     "count."),
+        ("05", None, "Queries, keys and values: the hand-worked example in pairs (one computes, one checks with "
+                     "code); the scaling by $\\sqrt{d_k}$ as step 5 (notebook 06 says why, after the workshop); "
+                     "predict which rows change; the creature grid."),
         BREAK,
-        ("10 §1-7", None, "The block: residual stream, layer norm, the feed-forward network, pre- vs post-norm, "
-                          "stacking, GPT-2's parameter count."),
-        after=["10 §1-7", "11", "12", "13", "14", "15"], flex=["08"], when="day"),
+        ("07", None, "No peeking: the mask before the softmax; padding and the fully masked row; masked attention "
+                     "is the whole of a decoder's attention."),
+        exercises("07", "Masked attention (07.2) in pairs, while you can help."),
+        title="Day 2: queries, keys and values, and the causal mask.",
+        after=["06", "08", "09", "10", "11", "12", "13", "14", "15", NOTEBOOK_16], fill=["exercises 07"],
+        when="workshop"),
 }
+
+
+def active(name: str, present) -> bool:
+    """Whether plan ``name`` is part of the series whose notebooks are ``present`` (their numbers)."""
+    plan = PLANS[name]
+    return all(n in present for n in plan["requires"]) and not any(n in present for n in plan["unless"])
+
+
+def tracks(root=ROOT) -> dict:
+    """The tracks with the plans for the notebooks in ``root``."""
+    present = notebooks(root)
+    return {track: [name for name in names if active(name, present)] for track, names in TRACKS.items()}
 
 
 def selection(argv, description: str, out: Path) -> argparse.Namespace:
@@ -339,48 +535,85 @@ def _listing(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def row_minutes(row, minutes: dict) -> int:
+    """The minutes of one plan row (0 for the wrap-up, which takes what is left)."""
+    label, mins, _ = row
+    if mins is None:
+        return minutes[label]["walkthrough_minutes"]
+    if mins == "exercises":
+        return round(minutes[label.split(" ", 1)[1]]["exercise"] * RATES["exercise"])
+    if isinstance(mins, tuple):
+        return round(len(mins) * RATES["recap"])
+    return 0 if mins == "rest" else mins
+
+
 def plan_rows(name: str, minutes: dict) -> tuple[list, list]:
     """The rows ``(start, end, label, what)`` of plan ``name`` (in minutes from the start) and the notebooks
     moved to the homework because they did not fit."""
     plan = PLANS[name]
-    rows, moved = list(plan["rows"]), []
+    rows, moved = [row for row in plan["rows"] if row[0] not in plan["fill"]], []
     flex = list(plan.get("flex", []))
-    room = plan["length"] * (1 - SLACK)
+    top = plan["length"] * FILL[1]
 
-    def length(row):
-        label, mins, _ = row
-        return minutes[label]["walkthrough_minutes"] if mins is None else (0 if mins == "rest" else mins)
+    def total(some):
+        return sum(row_minutes(row, minutes) for row in some)
 
-    while sum(map(length, rows)) > room:
+    while total(rows) > top:
         if not flex:
-            raise ValueError(f"lesson plan {name!r} needs {sum(map(length, rows))} min, more than its "
-                             f"{plan['length']} less {SLACK:.0%}: put a notebook in its 'flex' list or shorten it")
+            raise ValueError(f"lesson plan {name!r} needs {total(rows)} min, more than the {FILL[1]:.0%} of its "
+                             f"{plan['length']} min: put a notebook in its 'flex' list or shorten it")
         drop = flex.pop(0)
-        rows = [row for row in rows if row[0] != drop]
+        rows = [row for row in rows if row[0] != drop and row[0] != f"exercises {drop}"]
         moved.append(drop)
+    for label in plan["fill"]:  # in-room exercises, while the plan stays within TARGET
+        row = next(row for row in plan["rows"] if row[0] == label)
+        with_it = [r for r in plan["rows"] if r in rows or r is row]
+        if label.split(" ", 1)[1] not in moved and total(with_it) <= plan["length"] * TARGET:
+            rows = with_it
     timed, start = [], 0
     for row in rows:
-        mins = plan["length"] - sum(map(length, rows)) if row[1] == "rest" else length(row)
+        mins = plan["length"] - total(rows) if row[1] == "rest" else row_minutes(row, minutes)
         if mins:
             timed.append((start, start + mins, row[0], row[2]))
         start += mins
     return timed, moved[::-1]
 
 
+def plan_fill(name: str, minutes: dict) -> tuple[int, int]:
+    """The minutes plan ``name`` fills (every row but the wrap-up) and its slot's length."""
+    rows, _ = plan_rows(name, minutes)
+    return sum(end - start for start, end, label, _ in rows if label != "wrap-up"), PLANS[name]["length"]
+
+
 def homework(label: str, minutes: dict, names: dict) -> tuple[str, int]:
-    """What a homework item says and its self-paced minutes: a notebook, or the rest of a part of PARTS."""
+    """What a homework item says and its self-paced minutes: a notebook, or a part of PARTS."""
     if label in PARTS:
-        number, _, rest = PARTS[label]
-        mins = minutes[number]["self_paced_minutes"] - minutes[label]["self_paced_minutes"]
-        return f"the rest of {number} {names[number]} ({mins} min: {rest})", mins
-    return f"{label} {names[label]} ({minutes[label]['self_paced_minutes']} min)", minutes[label]["self_paced_minutes"]
+        number, start, _, what = PARTS[label]
+        mins = minutes[label]["self_paced_minutes"]
+        where = "the rest of" if PARTS[label][2] is None and start else ("the start of" if not start else "part of")
+        return f"{where} {number} {names.get(number, '')} ({mins} min: {label}, {what})", mins
+    mins = minutes[label]["self_paced_minutes"]
+    return f"{label} {names.get(label, '')} ({mins} min)", mins
+
+
+def _shown(label, mins, start, end, names, minutes, rest) -> str:
+    if mins == "exercises":
+        number = label.split(" ", 1)[1]
+        return f"exercises of {number} {names.get(number, '')} ({end - start} min)"
+    if isinstance(mins, tuple):
+        return f"recap of {_listing(list(mins))} ({end - start} min)"
+    if label in minutes:
+        return f"{label} {names.get(label, '')} ({end - start} min)"
+    return f"{label} ({end - start} min)" if label in rest else label
 
 
 def render_plan(name: str, minutes: dict, names: dict) -> str:
-    """The markdown of plan ``name``: what to do before, the minute-by-minute table, the homework after."""
+    """The markdown of plan ``name``: its title, what to do before, the minute-by-minute table, the homework after
+    (only the notebooks of the series: a notebook not written yet is left out)."""
     plan, when = PLANS[name], PLANS[name]["when"]
     rows, moved = plan_rows(name, minutes)
-    lines = []
+    kinds = {row[0]: row[1] for row in plan["rows"]}
+    lines = [plan["title"], ""]
     if plan["before"]:
         total = sum(minutes[n]["self_paced_minutes"] for n, _ in plan["before"])
         parts = [f"{n} {names[n]} ({minutes[n]['self_paced_minutes']} min{': ' + note if note else ''})"
@@ -389,13 +622,22 @@ def render_plan(name: str, minutes: dict, names: dict) -> str:
     lines += ["| time | notebook | what to do |", "| --- | --- | --- |"]
     rest = [label for label, mins, _ in plan["rows"] if mins == "rest"]
     for start, end, label, what in rows:
-        shown = f"{label} {names[label]} ({end - start} min)" if label in minutes else (
-            f"{label} ({end - start} min)" if label in rest else label)
+        shown = _shown(label, kinds[label], start, end, names, minutes, rest)
         lines.append(f"| {_clock(start)}-{_clock(end)} | {shown} |" + (f" {what} |" if what else " |"))
-    after = [homework(label, minutes, names) for label in moved + list(plan["after"])]
+    after = [homework(label, minutes, names) for label in moved + list(plan["after"]) if label in minutes]
     if after:
         lines += ["", f"**After the {when}** (homework, self-paced, {sum(m for _, m in after)} min): "
                       f"{_listing([text for text, _ in after])}."]
+    return "\n".join(lines)
+
+
+def fill_table(minutes: dict, root=ROOT) -> str:
+    """Every plan of the series in ``root`` with the minutes it fills and its share of the slot (``FILL``)."""
+    lines = ["| plan | fills (min) | slot (min) | fill |", "| --- | --- | --- | --- |"]
+    for names in tracks(root).values():
+        for name in names:
+            used, length = plan_fill(name, minutes)
+            lines.append(f"| {name} | {used} | {length} | {used / length:.0%} |")
     return "\n".join(lines)
 
 
@@ -407,12 +649,12 @@ def guide_values(text: str, root=ROOT) -> dict:
     paths = notebooks(root)
     minutes = series_minutes(text, root)
     names = titles(text)
-    values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}",
+    values = {"count": str(len(paths)), "range": f"{min(paths)}–{max(paths)}", "last": max(paths),
               "total walk": str(sum(minutes[n]["walkthrough_minutes"] for n in paths)),
               "total self": str(sum(minutes[n]["self_paced_minutes"] for n in paths)),
               "calibration": "\n" + "\n".join(
                   f"| {' + '.join(numbers)} | {'self-paced' if kind == 'self' else 'in class'} | {WHO[who]}, notebooks "
-                  f"of {commit} | {low if low == high else f'{low}-{high}'} | {estimate} |"
+                  f"of {commit} | {HOW_WE_KNOW[who]} | {low if low == high else f'{low}-{high}'} | {estimate} |"
                   for numbers, kind, low, high, who, commit, estimate in calibration(root)) + "\n"}
     for number, m in minutes.items():
         if number in PARTS:
@@ -420,10 +662,10 @@ def guide_values(text: str, root=ROOT) -> dict:
         values[number] = (f"**Core path:** {m['self_paced_minutes']} min self-paced, {m['walkthrough_minutes']} min "
                           "walk-through.")
         values[f"{number} walk"], values[f"{number} self"] = str(m["walkthrough_minutes"]), str(m["self_paced_minutes"])
-    for label, (number, _, _) in PARTS.items():  # for the plans only: not notebooks of their own
+    for label, (number, _, _, _) in PARTS.items():  # for the plans only: not notebooks of their own
         names[label] = names.get(number, "")
     for name in PLANS:
-        values[f"plan {name}"] = "\n" + render_plan(name, minutes, names) + "\n"
+        values[f"plan {name}"] = ("\n" + render_plan(name, minutes, names) + "\n") if active(name, paths) else ""
     return values
 
 
@@ -445,7 +687,11 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--write-guide", action="store_true", help="rewrite the minute figures of the guide")
     parser.add_argument("--check-guide", action="store_true", help="exit 1 if the guide's figures are stale")
+    parser.add_argument("--plans", action="store_true", help="print how much of its slot each plan fills")
     args = parser.parse_args(argv)
+    if args.plans:
+        print(fill_table(series_minutes(GUIDE.read_text(encoding="utf-8"))))
+        print(f"budget: every plan fills {FILL[0]:.0%}-{FILL[1]:.0%} of its slot")
     for path in args.notebooks:
         result = core_path(path)
         print(f"{path.name}: {result['self_paced_minutes']} min self-paced, {result['walkthrough_minutes']} min "

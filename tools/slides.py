@@ -3,6 +3,7 @@
 
     python3 run.py slides                          # the usual way: writes slides/NN_topic.html
     python tools/slides.py [--out DIR] [NN ...]
+    python tools/slides.py --figures [NN ...]     # what each figure's smallest text measures on a slide
 
 A deck is the notebook's core path (the cells tagged ``optional`` are left out), rendered from
 its stored outputs exactly as the static site renders it (tools/build_site.py: equations as
@@ -15,24 +16,34 @@ as ``...`` (or ``raise NotImplementedError``) shows no output: no "Not yet" box 
 Code must read from the back of a room: code and prose are drawn at ``FONT_PX`` and a slide is scaled
 down to fit the window only as far as ``MIN_ZOOM`` (code never under ``SMALLEST_CODE_PX`` on a 1280x720
 projector). So a long code cell is cut into pieces of at most ``LINES_PER_PIECE`` lines (wrapped lines
-counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell.
+counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell. No line of
+code is wider than a slide where Python allows a narrower one (``display_source``: a wrapped line would start at
+the left margin and mislead about indentation). A figure is drawn large enough that its ``FIGURE_TEXT_PT`` text
+measures ``SMALLEST_FIGURE_PX`` on a 1280x720 projector, as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow
+(``--figures`` prints what each figure's text measures).
 Emoji are replaced by words (``EMOJI``): a projector's computer may have no emoji font.
 
 A few lines of script show one slide at a time, scaled down to fit the window when taller or wider
 (down to ``MIN_ZOOM``; a slide taller still scrolls): → / ← change slides; Space / Page Down (a
 clicker) and Page Up first scroll through a slide that does not fit, then change slides; Home / End;
-``#7`` in the address opens slide 7; **S** opens the speaker notes (the teaching guide's predictions and
-discussion questions for this notebook, the slide shown and the next one's heading) in a window of their own,
+``#7`` in the address opens slide 7; **S** opens the speaker notes (what to say and ask on the slide shown, from
+its own cells: ``slide_notes``; then the teaching guide's predictions and discussion questions for this notebook,
+the slide shown and the next one's heading) in a window of their own,
 for the presenter's screen: never on the projected page. Without the script (or when printed) the deck reads
 as one page, slide after slide.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
+import io
+import json
 import math
 import re
 import sys
+import textwrap
+import tokenize
 import unicodedata
 from pathlib import Path
 
@@ -51,7 +62,10 @@ WORDS_PER_PIECE = 90  # a longer markdown cell is cut between paragraphs, so tha
 FONT_PX = 22  # prose and code on a slide, at full size
 MIN_ZOOM = 0.82  # the smallest scale a slide is shown at: code and prose stay at 18 px or more
 SMALLEST_CODE_PX = 18  # what a person at the back of a room can still read on a 1280x720 projector
-FIGURE_PX = 520  # the tallest a figure is drawn on a slide, so that it fits with a line or two of code
+FIGURE_PX = 640  # the tallest a figure is drawn on a slide: a slide of its own at full size
+FIGURE_WIDTH_PX = 1160  # the widest a figure is drawn: a slide's width less its margins, at full size
+FIGURE_TEXT_PT = 10  # the smallest text in the series' figures (plotting.py's annotations of a wide heatmap)
+SMALLEST_FIGURE_PX = 18  # what that text should measure on a 1280x720 projector: a figure is drawn larger to get it
 SLIDE_LINES = 20  # lines of text (at FONT_PX, line height 1.5) that a 720-px slide holds at MIN_ZOOM
 LINES_PER_PIECE = 12  # lines of code, or of a text output, that one piece of a cell holds
 CHARS_PER_LINE = 84  # characters of code per line at FONT_PX in a slide's width: a longer line wraps
@@ -73,7 +87,7 @@ section.slide { box-sizing: border-box; max-width: 1240px; margin: 0 auto; paddi
 html.deck { overflow-x: hidden; scrollbar-gutter: stable; }  /* the same width with or without a scrollbar */
 html.deck section.slide { display: none; }
 html.deck section.slide.current { display: block; }
-html.deck section.slide .jp-RenderedImage img { max-height: FIGURE_PXpx; width: auto; max-width: 100%; }
+html.deck section.slide .jp-RenderedImage img { max-width: 100%; height: auto; }
 html.deck math[display="block"] { overflow: visible; max-width: none; }
 .deck-counter { position: fixed; right: 1rem; bottom: 0.6rem; font: 0.9rem system-ui, sans-serif; color: #595959; }
 html:not(.deck) .deck-counter { display: none; }
@@ -90,6 +104,7 @@ h2 { font-size: 1.2rem; margin: 0 0 0.6rem; }
 h3 { font-size: 1.05rem; margin: 1rem 0 0.3rem; color: #8a4500; }
 code { background: #f0ede2; padding: 0 0.2em; }
 .now { border-left: 4px solid #8a4500; padding-left: 0.6rem; }
+.here { border-bottom: 1px solid #8a4500; margin-bottom: 1rem; }
 """
 
 SCRIPT = """
@@ -111,6 +126,8 @@ SCRIPT = """
     if (cut < 1) return [slide];
     var rest = document.createElement('section');
     rest.className = 'slide';
+    rest.dataset.notes = JSON.stringify([['Continued', 'the rest of the slide before']].concat(
+      JSON.parse(slide.dataset.notes || '[]')));
     cells.slice(cut).forEach(function (c) { rest.appendChild(c); });
     slide.after(rest);
     return [slide].concat(split(rest));
@@ -149,6 +166,15 @@ SCRIPT = """
     var doc = presenter.document;
     doc.getElementById('now').textContent = 'Slide ' + (at + 1) + ' / ' + slides.length + ': ' + heading(slides[at]) +
       ' \u2014 next: ' + heading(slides[at + 1]);
+    var here = doc.getElementById('here');
+    here.textContent = '';
+    JSON.parse(slides[at].dataset.notes || '[]').forEach(function (note) {  // text only: nothing is parsed as HTML
+      var p = doc.createElement('p'), b = doc.createElement('strong');
+      b.textContent = note[0] + ': ';
+      p.appendChild(b);
+      p.appendChild(doc.createTextNode(note[1]));
+      here.appendChild(p);
+    });
   }
   function openNotes() {  // the notes in a window of their own, for the presenter's screen
     if (presenter && !presenter.closed) { presenter.focus(); return; }
@@ -158,7 +184,8 @@ SCRIPT = """
     doc.open();
     doc.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Speaker notes: ' +
       document.title + '</title><style>' + notes.dataset.css + '</style></head><body><main>' +
-      '<h1 class="now" id="now" aria-live="polite"></h1>' + notes.innerHTML + '</main></body></html>');
+      '<h1 class="now" id="now" aria-live="polite"></h1><section id="here" class="here" aria-live="polite">' +
+      '</section><h2>For the whole notebook</h2>' + notes.innerHTML + '</main></body></html>');
     doc.close();
     update();
   }
@@ -188,12 +215,14 @@ CSS = CSS.replace("FONT_PX", str(FONT_PX)).replace("FIGURE_PX", str(FIGURE_PX))
 
 TEMPLATE = """{%- extends 'site.html.j2' -%}
 {% block any_cell %}
-{%- if cell.metadata.get('slide_start') %}</section><section class="slide">{% endif -%}
+{%- if cell.metadata.get('slide_start') -%}
+</section><section class="slide" data-notes="{{ cell.metadata.get('slide_notes', '[]') | escape_html }}">
+{%- endif -%}
 {{ super() }}
 {%- endblock any_cell %}
 {%- block body_header -%}
 <body class="jp-Notebook" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light">
-<main><section class="slide">
+<main><section class="slide" data-notes="{{ resources.deck.first_notes | escape_html }}">
 {%- endblock body_header -%}
 {% block body_footer %}
 </section></main>
@@ -241,6 +270,9 @@ def core_path_cells(nb):
         since, weight = (0, 0) if cell.metadata["slide_start"] else (since, weight)
         since += 1
         weight += 1 + 2 * any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+    starts = [k for k, cell in enumerate(cells) if k == 0 or cell.metadata["slide_start"]] + [len(cells)]
+    for first, end in zip(starts, starts[1:]):
+        cells[first].metadata["slide_notes"] = json.dumps(slide_notes(cells[first:end], answers[first]))
     return nbformat.from_dict({**nb, "cells": cells})
 
 
@@ -264,21 +296,224 @@ def output_lines(output) -> int:
     data = output.get("data", {})
     if output.get("output_type") == "stream" or set(data) == {"text/plain"}:
         return visual_lines(output.get("text") or data.get("text/plain", ""))
-    if "image/png" in data:  # the PNG's height, from its header (bytes 20-23 of the IHDR chunk)
-        height = min(FIGURE_PX, int.from_bytes(base64.b64decode(data["image/png"][:44])[20:24], "big"))
-        return math.ceil(height / (1.5 * FONT_PX))
+    if "image/png" in data:  # the height it is drawn at on a slide
+        return math.ceil(figure_size(data["image/png"])[1] / (1.5 * FONT_PX))
     html = data.get("text/html", "")
     return 1 + len(re.findall(r"<(?:tr|br|li|p)\b", html))
+
+
+def png_header(png_base64: str) -> tuple[int, int, float]:
+    """A PNG's width and height in pixels and its resolution in dots per inch (72 when it states none), from its
+    IHDR and pHYs chunks (matplotlib writes the figure's dpi there)."""
+    data = base64.b64decode(png_base64[:4000] + "=" * (-len(png_base64[:4000]) % 4), validate=False)
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    at, dpi = 8, 72.0
+    while at + 8 <= len(data):
+        size, kind = int.from_bytes(data[at:at + 4], "big"), data[at + 4:at + 8]
+        if kind == b"pHYs" and at + 17 <= len(data) and data[at + 16] == 1:  # unit 1: dots per metre
+            dpi = int.from_bytes(data[at + 8:at + 12], "big") * 0.0254
+        if kind in (b"IDAT", b"IEND"):
+            break
+        at += 12 + size
+    return width, height, dpi
+
+
+def figure_size(png_base64: str) -> tuple[int, int]:
+    """The width and height (CSS px, at full size) a figure is drawn at on a slide: large enough that its
+    ``FIGURE_TEXT_PT`` text measures ``SMALLEST_FIGURE_PX`` (a figure drawn at 90 dpi is enlarged 1.44 times),
+    as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow."""
+    width, height, dpi = png_header(png_base64)
+    if not width or not height:
+        return width, height
+    legible = SMALLEST_FIGURE_PX / (FIGURE_TEXT_PT * dpi / 72)
+    scale = min(legible, FIGURE_WIDTH_PX / width, FIGURE_PX / height)
+    return round(width * scale), round(height * scale)
+
+
+def figure_text_px(png_base64: str, drawn_width: float) -> float:
+    """What the figure's ``FIGURE_TEXT_PT`` text measures when the figure is ``drawn_width`` CSS px wide."""
+    width, _, dpi = png_header(png_base64)
+    return FIGURE_TEXT_PT * dpi / 72 * drawn_width / width
+
+
+IMAGE = re.compile(r'<img\b(?P<before>[^>]*?)src="data:image/png;base64,(?P<png>[^"]+)"(?P<after>[^>]*?)(?P<end>/?>)')
+
+
+def sized_figures(page: str) -> str:
+    """``page`` with every embedded figure given its slide size (``figure_size``) and its resolution."""
+    def size(match):
+        width, _ = figure_size(match.group("png"))
+        dpi = png_header(match.group("png"))[2]
+        return (f'<img{match.group("before")}src="data:image/png;base64,{match.group("png")}"{match.group("after")}'
+                f' style="width: {width}px" data-dpi="{dpi:.0f}"{match.group("end")}')
+
+    return IMAGE.sub(size, page)
+
+
+def _comment_lines(text: str, indent: str, width: int) -> list[str]:
+    return textwrap.wrap(text, max(20, width - len(indent) - 2), break_long_words=False,
+                         initial_indent=indent + "# ", subsequent_indent=indent + "# ") or [indent + "#"]
+
+
+STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})(['\"])(?!\2\2)")
+
+
+def _split_string(text: str, room: int):
+    """``text`` (one single-line string literal) cut at a space before ``room`` characters into two literals that
+    Python joins back (implicit concatenation), or None: never inside an f-string's ``{...}``, never in a
+    triple-quoted or byte string."""
+    found = STRING_PREFIX.match(text)
+    if not found or "b" in found.group(1).lower() or not text.endswith(found.group(2)):
+        return None
+    prefix, quote = found.groups()
+    braces, k, cut, brace_cut = 0, len(found.group(0)), None, None
+    is_f = "f" in prefix.lower()
+    while k < len(text) - 1:
+        char = text[k]
+        if char == "\\":
+            k += 2
+            continue
+        if is_f and text[k:k + 2] in ("{{", "}}"):
+            k += 2
+            continue
+        if is_f and char in "{}":
+            braces += 1 if char == "{" else -1
+            if char == "}" and braces == 0 and len(prefix) + 2 < k < room - 1:
+                brace_cut = k + 1  # between two fields: where there is no space to cut at
+        elif char == " " and braces == 0 and len(prefix) + 2 < k < room - 1:
+            cut = k + 1
+        k += 1
+    cut = cut or brace_cut
+    if cut is None or cut >= len(text) - 1:
+        return None
+    return text[:cut] + quote, prefix + quote + text[cut:]
+
+
+def _atoms(tokens) -> dict:
+    """Each line's tokens as ``(start, end, text, depth inside brackets, kind)``, an f-string's parts as one."""
+    rows, depth, open_string = {}, 0, None
+    start_kinds = {getattr(tokenize, "FSTRING_START", -1)}
+    end_kinds = {getattr(tokenize, "FSTRING_END", -1)}
+    for token in tokens:
+        (row, col), (end_row, end_col) = token.start, token.end
+        if open_string is not None:
+            if token.type in end_kinds:
+                first = open_string
+                rows.setdefault(first[0], []).append((first[1], end_col, None, depth, "string"))
+                open_string = None
+            continue
+        if token.type in start_kinds:
+            open_string = (row, col)
+            continue
+        if token.type in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            continue
+        if token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        kind = "string" if token.type == tokenize.STRING and end_row == row else (
+            "comment" if token.type == tokenize.COMMENT else "token")
+        rows.setdefault(row, []).append((col, end_col if end_row == row else 10 ** 6, token.string, depth, kind))
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+    return rows
+
+
+def _break_line(line: str, atoms: list, width: int) -> list[str]:
+    """A long code line (its comment already moved) broken inside brackets, the rest hanging 4 spaces in."""
+    indent = line[:len(line) - len(line.lstrip())]
+    hang = indent + "    "
+    out, rest = [], line
+    atoms = [a for a in atoms if a[0] < len(line)]
+    offset = 0  # where ``rest`` starts in ``line``
+    for _ in range(50):
+        lead = len(hang) if out else 0
+        if lead + len(rest.strip() if out else rest) <= width:
+            break
+        room = width - lead + offset  # the last column of ``line`` that fits on this output line
+        inside = [a for a in atoms if a[3] > 0 and a[0] >= offset]
+        after_comma = [a[0] for k, a in enumerate(atoms) if k and atoms[k - 1][2] == "," and a in inside
+                       and offset < a[0] <= room]
+        anywhere = [a[0] for a in inside if a[0] <= room and a[0] > offset + 8]
+        cut = (after_comma or anywhere or [None])[-1]
+        if cut is None or cut <= offset:
+            strings = [a for a in inside if a[4] == "string" and a[2] is not None and a[0] < room - 4]
+            long, parts = None, None
+            for long in reversed(strings):  # the last string that starts on this output line and can be cut
+                parts = _split_string(line[long[0]:long[1]], room - long[0])
+                if parts:
+                    break
+            if not parts:
+                break
+            head = line[offset:long[0]] + parts[0]
+            out.append((hang if out else "") + (head.strip() if out else head.rstrip()))
+            line = line[:long[0]] + " " * len(parts[0]) + parts[1] + line[long[1]:]
+            shift = len(parts[0]) + len(parts[1]) - (long[1] - long[0])
+            atoms = [(a[0] + (shift if a[0] > long[0] else 0), a[1] + (shift if a[0] >= long[0] else 0), *a[2:])
+                     for a in atoms]
+            atoms = [a for a in atoms if a != long] + [(long[0] + len(parts[0]), long[1] + shift, None, long[3],
+                                                        "string")]
+            atoms.sort()
+            offset = long[0] + len(parts[0])
+            rest = line[offset:]
+            continue
+        out.append((hang if out else "") + (line[offset:cut].strip() if out else line[offset:cut].rstrip()))
+        offset, rest = cut, line[cut:]
+    out.append((hang + rest.strip()) if out else rest)
+    return out
+
+
+def display_source(source: str, width: int = CHARS_PER_LINE) -> str:
+    """``source`` as a slide shows it: no line wider than ``width`` where Python allows a narrower one, so that the
+    browser never wraps a line to the left margin (a wrapped line at column 0 misleads about Python's
+    indentation). A long comment is wrapped onto comment lines at its line's own indentation (a trailing one
+    goes above its line); a long line is broken inside its brackets (after a comma where it can, a long string
+    cut in two that Python joins back), its rest hanging 4 spaces in. The code means the same (its syntax tree
+    is unchanged: a test checks it); a cell that Python cannot tokenize (a magic) is shown as it is."""
+    lines = source.splitlines()
+    if all(len(line) <= width for line in lines):
+        return source
+    try:
+        tree = ast.dump(ast.parse(source))
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):  # a magic, or not Python: shown as it is
+        return source
+    rows = _atoms(tokens)
+    inside_string = {r for t in tokens if t.end[0] > t.start[0] for r in range(t.start[0] + 1, t.end[0] + 1)}
+    out = []
+    for row, line in enumerate(lines, start=1):
+        if len(line) <= width or row in inside_string:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        atoms = rows.get(row, [])
+        comment = next((a for a in atoms if a[4] == "comment"), None)
+        if comment:
+            out += _comment_lines(line[comment[0]:].lstrip("#").strip(), indent, width)
+            line = line[:comment[0]].rstrip()
+            if not line.strip():
+                continue
+        if len(line) > width and re.match(r"\s*from \S+ import [^()\\]+$", line):  # names in brackets
+            names = line.strip().replace(" import ", " import (", 1) + ")"
+            out += [indent + piece for piece in display_source(names, width - len(indent)).splitlines()]
+            continue
+        out += _break_line(line, [a for a in atoms if a[4] != "comment"], width) if len(line) > width else [line]
+    shown = "\n".join(out) + ("\n" if source.endswith("\n") else "")
+    try:
+        return shown if ast.dump(ast.parse(shown)) == tree else source  # never show code that means otherwise
+    except SyntaxError:
+        return source
 
 
 def pieces_of(cell) -> list:
     """A code cell as cells that a slide can hold: its source cut every ``LINES_PER_PIECE`` lines, each long text
     output cut the same way, and the outputs that do not fit beside the last piece of source in cells of their own
     that show no source (at most ``SLIDE_LINES`` lines each)."""
+    predicts = core_path.is_prediction(cell.source)
+
     def piece(source, k, show_source=True):
         part = nbformat.v4.new_code_cell(source)
         part.update(id=f"{cell.get('id', 'cell')}-{k}", execution_count=cell.get("execution_count"))
-        part.metadata = {**cell.metadata, **({} if show_source else {"transient": {"remove_source": True}})}
+        part.metadata = {**cell.metadata, **({} if show_source else {"transient": {"remove_source": True}}),
+                         "prediction": predicts and bool(core_path.PREDICTION.search(source))}
         return part
 
     outputs = []
@@ -291,8 +526,9 @@ def pieces_of(cell) -> list:
         for chunk in line_pieces(text):
             outputs.append(nbformat.from_dict({**output, "text": chunk} if output.get("output_type") == "stream"
                                               else {**output, "data": {"text/plain": chunk}}))
-    cells = [piece(source, k) for k, source in enumerate(line_pieces(cell.source))]
-    used = visual_lines(cell.source and line_pieces(cell.source)[-1])
+    shown = display_source(cell.source)
+    cells = [piece(source, k) for k, source in enumerate(line_pieces(shown))]
+    used = visual_lines(shown and line_pieces(shown)[-1])
     for output in outputs:
         lines = output_lines(output)
         if cells[-1].outputs and used + lines > SLIDE_LINES or not cells[-1].outputs and used and \
@@ -301,7 +537,10 @@ def pieces_of(cell) -> list:
             used = 0
         cells[-1].outputs.append(output)
         used += lines
-    return [cell] if len(cells) == 1 else cells
+    if len(cells) == 1 and shown == cell.source:
+        cell.metadata["prediction"] = predicts
+        return [cell]
+    return cells
 
 
 def without_emoji(html: str) -> str:
@@ -345,8 +584,91 @@ def markdown_pieces(source: str) -> list[str]:
     return pieces
 
 
+def plain(markdown: str) -> str:
+    """Markdown as the words a teacher says: no code fences, emphasis, links' addresses, dollar signs or tags."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.DOTALL)
+    text = re.sub(r"\$\$.*?\$\$", " (the equation) ", text, flags=re.DOTALL)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", text)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"^#+\s*", "", text, flags=re.MULTILINE)
+    text = text.replace("**", "").replace("`", "").replace("$", "")
+    text = re.sub(r"(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)", "", text)
+    return re.sub(r"\s+", " ", without_emoji(text)).strip()
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences (at a full stop, question or exclamation mark followed by a capital)."""
+    return [part.strip() for part in re.split(r"(?<=[.?!:])\s+(?=[A-Z*\"(])", text) if part.strip()]
+
+
+def _short(text: str, limit: int = 220) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def slide_notes(cells, after_prediction: bool = False) -> list:
+    """What to say and ask on one slide, from its own cells: ``[[kind, text], ...]``. Its heading and first
+    sentence (say), its questions (ask), a prediction's question (everyone writes an answer first), the reveal
+    after a prediction, an exercise's task and its hint, a figure to read before talking, the code to walk
+    through; a slide with none of these gets the first line of what it shows."""
+    notes, prose = [], []
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            prose.append(cell.source)
+    text = plain("\n\n".join(prose))
+    heading = next((line.lstrip("#").strip() for source in prose for line in source.splitlines()
+                    if HEADING.match(line)), "")
+    body = [s for s in sentences(plain("\n\n".join(re.sub(r"^#.*$", "", p, flags=re.MULTILINE) for p in prose)))
+            if not s.lower().startswith("hint")]
+    if heading or body:
+        lead = " ".join(body[:2]) if body and len(body[0].split()) < 6 else (body[0] if body else "")
+        say = (plain(heading) + ": " if heading else "") + lead
+        notes.append(["Say", _short(say.rstrip(": "))])
+    questions = [s for s in body if s.endswith("?")][:2]
+    notes += [["Ask", _short(q)] for q in questions]
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        if is_prediction(cell):
+            found = core_path.PREDICTION.search(cell.source)
+            what = found and found.group(3).strip().lstrip("#").strip()
+            notes.append(["Ask for a prediction", _short(
+                f"everyone writes {found.group(1) if found else 'an answer'}"
+                + (f" ({what})" if what else "") + " before the next slide; then ask two people why.")])
+        exercise = re.search(r"Exercise \d\d\.\d+[^.:]*", text)
+        if exercise and "raise NotImplementedError" in cell.source or re.search(r"^\w+ = \.\.\.", cell.source,
+                                                                                 re.MULTILINE):
+            hint = next((s for s in sentences(text) if s.lower().startswith("hint")), "")
+            if exercise:
+                notes.append(["Exercise", _short(exercise.group(0).strip() + ": pairs start it while you walk "
+                                                 "round.")])
+            if hint:
+                notes.append(["Hint to give first", _short(hint)])
+    if after_prediction:
+        first = next((c for c in cells if c.cell_type == "code"), None)
+        shown = first and next((line for line in first.source.splitlines() if line.strip()), "")
+        notes.append(["Reveal", _short("run " + (f"`{shown.strip()}`" if shown else "the cell") + "; ask who "
+                                       "predicted what before saying which was right.")])
+    figures = [c for c in cells if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    if figures:
+        notes.append(["Figure", "let the room read the figure for half a minute; ask what it shows before you "
+                                "say it" + (f" ({_short(body[-1], 120)})" if body and len(body) > 1 else ".")])
+    code = [c for c in cells if c.cell_type == "code" and c.source.strip()]
+    if code and not any(kind in ("Ask for a prediction", "Reveal") for kind, _ in notes):
+        comment = next((line.strip().lstrip("#").strip() for c in code for line in c.source.splitlines()
+                        if line.strip().startswith("#") and len(line.strip()) > 3), "")
+        first = next(line.strip() for line in code[0].source.splitlines() if line.strip())
+        notes.append(["Walk through", _short(f"`{first}`" + (f": {comment}" if comment else ""))])
+    if not notes:  # only an output: its first line
+        shown = next((str(o.get("text") or o.get("data", {}).get("text/plain", "")).strip().splitlines()[0]
+                      for c in cells for o in c.get("outputs", [])
+                      if str(o.get("text") or o.get("data", {}).get("text/plain", "")).strip()), "")
+        notes.append(["Show", _short(f"the printout: {shown}" if shown else "the result of the cell above.")])
+    return notes
+
+
 def is_prediction(cell) -> bool:
-    return cell.cell_type == "code" and core_path.is_prediction(cell.source)
+    return cell.cell_type == "code" and cell.metadata.get("prediction", core_path.is_prediction(cell.source))
 
 
 def speaker_notes(number: str) -> str:
@@ -373,9 +695,10 @@ def deck(path: Path, html_exporter=None) -> str:
     title = site.plain_text(site.title_of(nb) or path.stem)
     resources = {"metadata": {"name": title, "path": str(path.parent)},
                  "site": {"css": site.CSS + CSS},
-                 "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS}}
+                 "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS,
+                          "first_notes": nb.cells[0].metadata.get("slide_notes", "[]") if nb.cells else "[]"}}
     body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)
-    return without_emoji(site.link_pages(body))
+    return sized_figures(without_emoji(site.link_pages(body)))
 
 
 def build(out: Path = OUT, numbers=None) -> list[Path]:
@@ -388,7 +711,39 @@ def build(out: Path = OUT, numbers=None) -> list[Path]:
     return written
 
 
+def figure_report(numbers=None) -> list:
+    """``(notebook, cell id, natural width, natural height, drawn width, text px)`` for every figure on the core
+    path: the size each is drawn at on a slide, and what its ``FIGURE_TEXT_PT`` text then measures (at full size;
+    a slide scaled down to fit scales it too)."""
+    rows = []
+    for number, path in core_path.notebooks(ROOT, numbers).items():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code" or "optional" in cell.metadata.get("tags", []):
+                continue
+            for output in cell.get("outputs", []):
+                png = output.get("data", {}).get("image/png")
+                if png:
+                    width, height, _ = png_header(png)
+                    drawn = figure_size(png)[0]
+                    rows.append((number, cell.get("id"), width, height, drawn, figure_text_px(png, drawn)))
+    return rows
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--figures" in argv:  # how large each figure's smallest text is on a slide, and what would make it 18 px
+        rows = figure_report(set(a for a in argv if a != "--figures"))
+        inches = (FIGURE_WIDTH_PX * FIGURE_TEXT_PT / (72 * SMALLEST_FIGURE_PX),
+                  FIGURE_PX * FIGURE_TEXT_PT / (72 * SMALLEST_FIGURE_PX))
+        print("notebook  cell            natural   drawn  text px")
+        for number, cell_id, width, height, drawn, px in rows:
+            print(f"{number:<9} {cell_id:<15} {width:>4}x{height:<4} {drawn:>6} {px:>8.1f}")
+        legible = sum(px >= SMALLEST_FIGURE_PX - 0.05 for *_, px in rows)
+        print(f"{legible} of {len(rows)} figures reach {SMALLEST_FIGURE_PX} px ({FIGURE_TEXT_PT} pt text); the "
+              f"smallest {min(px for *_, px in rows):.1f} px. A figure reaches it when drawn at most "
+              f"{inches[0]:.1f} x {inches[1]:.1f} inches with {FIGURE_TEXT_PT} pt text")
+        return 0
     args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
     try:
         written = build(args.out, args.numbers)

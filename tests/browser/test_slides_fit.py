@@ -123,9 +123,13 @@ def test_s_opens_the_speaker_notes_in_a_window_of_their_own_never_on_the_project
     notes.wait_for_load_state()
     assert "Discussion" in notes.inner_text("body") and "Slide 1 / " in notes.inner_text("#now")
     assert "Discussion" not in page.evaluate("() => document.body.innerText"), "the notes showed on the projector"
+    first = notes.inner_text("#here")
+    assert "Say: " in first  # this slide's own notes, above the notebook's
     page.bring_to_front()
     page.keyboard.press("ArrowRight")  # the presenter's window follows the projected slide
     assert "Slide 2 / " in notes.inner_text("#now")
+    assert notes.inner_text("#here") and notes.inner_text("#here") != first, "the same notes on two slides"
+    assert notes.inner_text("#here") not in page.evaluate("() => document.body.innerText")
     for selector in ("p", "li", "h1", "h2", "h3"):
         ratios = notes.evaluate(CONTRAST, selector)
         assert all(ratio >= 4.5 for ratio in ratios), (selector, ratios)
