@@ -175,10 +175,11 @@ def read_accepted(folder, name: str, root=None, cap: int = MAX_NOTEBOOK) -> byte
             raise Refused("is a symbolic link" if err.errno == 40 else f"cannot be read ({err.strerror})") from err
     finally:
         os.close(fd)
+    reason = _refusal(os.fstat(handle), cap)
+    if reason:
+        os.close(handle)
+        raise Refused(reason)
     with os.fdopen(handle, "rb") as opened:
-        reason = _refusal(os.fstat(opened.fileno()), cap)
-        if reason:
-            raise Refused(reason)
         data = opened.read(cap + 1)
     if len(data) > cap:
         raise Refused(f"is larger than {cap} bytes")
@@ -206,8 +207,10 @@ def clean_copy(src, dest, assignment: str | None = None, root=None, repair=None)
     if notebook is not None:
         try:
             data = read_accepted(src, notebook, root)
-            text, notes = repair(data) if repair else (data.decode("utf-8", "replace"), [])
-            Path(dest, f"{assignment}.ipynb").write_text(text, encoding="utf-8")
+            if repair:
+                text, notes = repair(data)
+                data = text.encode("utf-8")
+            Path(dest, f"{assignment}.ipynb").write_bytes(data)
             copied = notebook
         except Refused as err:
             refused.append((notebook, str(err)))
