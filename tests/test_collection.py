@@ -263,3 +263,123 @@ def test_nothing_but_the_notebook_is_ever_copied_and_no_link_is_followed(tmp_pat
     if chosen is not None:
         assert (dest / f"{ASSIGNMENT}.ipynb").read_bytes() == entries[chosen].read_bytes()
         assert stat.S_ISREG(entries[chosen].lstat().st_mode) and entries[chosen].lstat().st_nlink == 1
+
+
+# Bob, a real Unix account on a shared server, with links in his inbound folder and in submitted/.
+
+from test_feedback import _as_user, _python_for_others, two_students  # noqa: E402, F401 - the accounts fixture
+
+BOB_PLANTS = """
+import os, sys
+folder, source, gradebook = sys.argv[1:4]
+notebook = os.path.join(folder, os.path.basename(folder.split("+")[1]) + ".ipynb")
+os.remove(notebook)
+os.symlink(source, notebook)                        # his notebook: the teacher's source notebook (the solutions)
+os.symlink(gradebook, os.path.join(folder, "gb"))   # the gradebook
+os.symlink("/etc/shadow", os.path.join(folder, "shadow"))
+os.mkfifo(os.path.join(folder, "pipe"))
+print("planted")
+"""
+
+
+def kit_files(*folders: Path):
+    """Every regular file under ``folders``, links not followed."""
+    for folder in folders:
+        for parent, _, names in os.walk(folder):
+            for name in names:
+                path = Path(parent) / name
+                if stat.S_ISREG(path.lstat().st_mode):
+                    yield path
+
+
+def bob_attack(classroom_module, base: Path, alice: str, bob: str) -> dict:
+    """Bob's attack, played with ``classroom_module`` (today's or an older tools/classroom.py): links and a FIFO in
+    his own inbound folder, then links, a hard link and a device placed in submitted/; collect, the kit's autograde,
+    release_feedback, fetch_feedback as bob. Returns what happened: ``grades`` (student -> (score, reason)), the kit's
+    files that are no notebook nor page, those with /etc/shadow's or the gradebook's content, bob's feedback files."""
+    out, exchange = base / "classroom", base / "exchange"
+    classroom_module.build(out, {"02"})
+    out.chmod(0o700)
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o1777)
+    root = f"--Exchange.root={exchange}"
+    for step in (("generate_assignment", ASSIGNMENT, "--force"), ("release_assignment", ASSIGNMENT, root)):
+        done = classroom_module.nbgrader(out, *step)
+        assert done.returncode == 0, done.stderr[-2000:]
+    course = ["--course", "attention-from-first-principles", root]
+    python, env = _python_for_others(alice, base)
+    cli = [python, "-m", "nbgrader"]
+    source = out / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    for student in (alice, bob):
+        done = _as_user(student, base / student, *cli, "fetch_assignment", ASSIGNMENT, *course, python=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+    mine = base / alice / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    mine.write_bytes(source.read_bytes())  # Alice hands in the solutions: full marks, honestly
+    shutil.chown(mine, alice, alice)
+    for student in (alice, bob):
+        done = _as_user(student, base / student, *cli, "submit", ASSIGNMENT, *course, python=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+    inbound = exchange / "attention-from-first-principles" / "inbound"
+    (his,) = [p for p in inbound.iterdir() if p.name.startswith(f"{bob}+")]
+    done = _as_user(bob, base / bob, python, "-c", BOB_PLANTS, str(his), str(source), str(out / "gradebook.db"),
+                    python=env)
+    assert done.stdout.strip() == "planted", done.stderr[-2000:]
+    collected = classroom_module.nbgrader(out, "collect", ASSIGNMENT, root)
+    submitted = out / "submitted"
+    theirs = submitted / alice / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    spare = out / "solutions.ipynb"
+    shutil.copy(source, spare)
+    for student, plant_it in (("carol", lambda p: os.symlink(theirs, p)),    # another's submission, linked
+                              ("dave", lambda p: os.link(spare, p)),         # a hard link to the solutions
+                              ("erin", lambda p: os.symlink(source, p))):    # the teacher's source, in submitted/
+        (submitted / student / ASSIGNMENT).mkdir(parents=True)
+        plant_it(submitted / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    os.symlink(submitted / alice, submitted / "frank")  # a whole folder that is a link
+    if (submitted / bob / ASSIGNMENT).is_dir():
+        os.symlink("/etc/shadow", submitted / bob / ASSIGNMENT / "shadow.html")
+        os.mknod(submitted / bob / ASSIGNMENT / "tty", stat.S_IFCHR | 0o666, os.makedev(5, 0))
+    status = classroom_module.autograde(out, {"02"})
+    for step in (("release_feedback", ASSIGNMENT, root),):
+        classroom_module.nbgrader(out, *step)
+    fetched = _as_user(bob, base / bob, *cli, "fetch_feedback", ASSIGNMENT, *course, python=env)
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        grades = {row["student_id"]: (row["score"], row.get("reason", "")) for row in csv.DictReader(handle)
+                  if row["assignment"] == ASSIGNMENT} if (out / "grades.csv").exists() else {}
+    shared = exchange / "attention-from-first-principles"
+    written = [out / name for name in ("accepted", "autograded", "feedback")] + [shared / "outbound",
+                                                                                  shared / "feedback", base / bob]
+    needles = [needle for needle in (shadow(), (out / "gradebook.db").read_bytes()[:512]) if needle]
+    leaked = sorted(str(p) for p in kit_files(*written) if any(n in p.read_bytes() for n in needles))
+    strays = sorted(str(p.relative_to(base)) for p in kit_files(*written)
+                    if not p.name.endswith((".ipynb", ".html")) and p.name not in submissions.NBGRADER_FILES)
+    strays += sorted(str(p) for folder in written for p in Path(folder).rglob("*")
+                     if p.is_symlink() and folder != base / bob)
+    return {"status": status, "grades": grades, "leaked": leaked, "strays": strays,
+            "collect_log": collected.stdout + collected.stderr, "fetched": fetched.returncode,
+            "bob_feedback": sorted(p.name for p in (base / bob / ASSIGNMENT / "feedback").rglob("*") if p.is_file())
+            if (base / bob / ASSIGNMENT / "feedback").is_dir() else []}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_bob_links_the_solutions_the_gradebook_and_etc_shadow_and_gets_nothing(two_students, capsys):
+    from test_grading_hostile import sandbox_or_skip
+
+    sandbox_or_skip()
+    base, (alice, bob) = two_students
+    found = bob_attack(classroom, base, alice, bob)
+    said = capsys.readouterr().out
+    print(json.dumps(found, indent=1))
+    assert found["status"] == 0
+    grades = found["grades"]
+    assert float(grades[alice][0]) == 2.0 and grades[alice][1] == "", "the honest student keeps her marks"
+    for student in (bob, "carol", "erin"):
+        assert grades[student][0] == "0.0" and "is a symbolic link" in grades[student][1], (student, grades)
+        assert re.search(rf"refused \(0 in grades.csv\): {student}: .*is a symbolic link", said), said
+    assert grades["dave"][0] == "0.0" and "is a hard link" in grades["dave"][1]
+    assert grades["frank"][0] == "0.0" and "submitted/frank is a symbolic link" in grades["frank"][1]
+    for name in ("gb is a symbolic link", "shadow is a symbolic link", "pipe is a FIFO"):
+        assert name in grades[bob][1] and name in found["collect_log"], (name, grades[bob])
+    assert found["leaked"] == [], "the gradebook's or /etc/shadow's content reached a file the kit wrote"
+    assert found["strays"] == [], "a file that is not a notebook or a page was copied, or a link kept"
+    assert found["bob_feedback"] == [], "bob's refused submission has no feedback to fetch"
