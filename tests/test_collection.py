@@ -383,3 +383,55 @@ def test_bob_links_the_solutions_the_gradebook_and_etc_shadow_and_gets_nothing(t
     assert found["leaked"] == [], "the gradebook's or /etc/shadow's content reached a file the kit wrote"
     assert found["strays"] == [], "a file that is not a notebook or a page was copied, or a link kept"
     assert found["bob_feedback"] == [], "bob's refused submission has no feedback to fetch"
+
+
+# Home folders on a shared server (docs/teaching-guide.md, "Home folders on a shared server").
+
+def login_defs_home_mode() -> int:
+    """The mode ``useradd -m`` gives a home here, as useradd(8) computes it: HOME_MODE, else 0777 & ~UMASK."""
+    text = Path("/etc/login.defs").read_text(encoding="utf-8")
+    found = dict(re.findall(r"^(HOME_MODE|UMASK)\s+(\d+)", text, re.MULTILINE))
+    return int(found["HOME_MODE"], 8) if "HOME_MODE" in found else 0o777 & ~int(found.get("UMASK", "022"), 8)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_default_homes_let_a_classmate_read_a_notebook_and_the_guides_advice_closes_them():
+    import subprocess
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("not root: home folders are tested with real Unix users (useradd -m, runuser)")
+    base = Path(tempfile.mkdtemp(prefix="attn-homes-"))
+    base.chmod(0o755)  # like /home
+    tag = f"h{os.getpid() % 10**5}"
+    users = {f"{tag}{who}": options for who, options in (("a", []), ("b", []), ("c", ["-K", "HOME_MODE=0700"]),
+                                                           ("d", []))}
+    reader = f"{tag}r"
+
+    def run_as(user, script):
+        return subprocess.run(["runuser", "-u", user, "--", "env", f"HOME={base / user}", "sh", "-c", script],
+                              capture_output=True, text=True, cwd="/")
+
+    try:
+        for user, options in [*users.items(), (reader, [])]:
+            subprocess.run(["useradd", "-m", "--home-dir", str(base / user), "--shell", "/bin/sh", *options, user],
+                           check=True, capture_output=True)
+        default, chmodded, home_mode, masked = users
+        run_as(chmodded, 'chmod 700 "$HOME"')  # the guide's chmod 700 (as the teacher does for every home: chmod 700 /home/*)
+        for user in users:
+            umask = "077" if user == masked else "022"
+            done = run_as(user, f"umask {umask}; mkdir -p \"$HOME/work\" && echo 'def softmax(x): ...' > \"$HOME/work/05.ipynb\"")
+            assert done.returncode == 0, done.stderr
+        modes = {user: stat.S_IMODE((base / user).stat().st_mode) for user in users}
+        read = {user: run_as(reader, f"cat {base / user / 'work' / '05.ipynb'}").returncode == 0 for user in users}
+    finally:
+        for user in [*users, reader]:
+            subprocess.run(["userdel", user], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"useradd -m homes: {oct(modes[default])} by default here (login.defs: {oct(login_defs_home_mode())}); "
+          f"a classmate reads the notebook: {read}")
+    assert modes[default] == login_defs_home_mode()
+    assert read[default] == bool(modes[default] & 0o005 == 0o005), "the default's leak is what its mode says"
+    assert modes[chmodded] == modes[home_mode] == 0o700
+    assert read == {default: read[default], chmodded: False, home_mode: False, masked: False}
