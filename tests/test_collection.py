@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from tool_loader import ROOT, load_tool
+from tool_loader import load_tool
 
 pytestmark = pytest.mark.simd_independent
 
@@ -267,7 +267,7 @@ def test_nothing_but_the_notebook_is_ever_copied_and_no_link_is_followed(tmp_pat
 
 # Bob, a real Unix account on a shared server, with links in his inbound folder and in submitted/.
 
-from test_feedback import _as_user, _python_for_others, two_students  # noqa: E402, F401 - the accounts fixture
+from test_feedback import _as_user, _python_for_others, two_students  # noqa: E402, F401, F811 - the accounts fixture
 
 BOB_PLANTS = """
 import os, sys
@@ -362,7 +362,7 @@ def bob_attack(classroom_module, base: Path, alice: str, bob: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_bob_links_the_solutions_the_gradebook_and_etc_shadow_and_gets_nothing(two_students, capsys):
+def test_bob_links_the_solutions_the_gradebook_and_etc_shadow_and_gets_nothing(two_students, capsys):  # noqa: F811
     from test_grading_hostile import sandbox_or_skip
 
     sandbox_or_skip()
@@ -418,10 +418,11 @@ def test_default_homes_let_a_classmate_read_a_notebook_and_the_guides_advice_clo
             subprocess.run(["useradd", "-m", "--home-dir", str(base / user), "--shell", "/bin/sh", *options, user],
                            check=True, capture_output=True)
         default, chmodded, home_mode, masked = users
-        run_as(chmodded, 'chmod 700 "$HOME"')  # the guide's chmod 700 (as the teacher does for every home: chmod 700 /home/*)
+        run_as(chmodded, 'chmod 700 "$HOME"')  # the guide's chmod 700 (the teacher's chmod 700 /home/*)
         for user in users:
             umask = "077" if user == masked else "022"
-            done = run_as(user, f"umask {umask}; mkdir -p \"$HOME/work\" && echo 'def softmax(x): ...' > \"$HOME/work/05.ipynb\"")
+            work = '"$HOME/work"'
+            done = run_as(user, f"umask {umask}; mkdir -p {work} && echo 'def softmax(x): ...' > {work}/05.ipynb")
             assert done.returncode == 0, done.stderr
         modes = {user: stat.S_IMODE((base / user).stat().st_mode) for user in users}
         read = {user: run_as(reader, f"cat {base / user / 'work' / '05.ipynb'}").returncode == 0 for user in users}

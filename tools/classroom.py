@@ -5,6 +5,10 @@
     python tools/classroom.py [--out DIR] [NN ...]
     python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (tools/grade.py)
 
+Autograde takes from each ``submitted/<student>/NN_topic/`` only the notebook, never through a link, checked and
+repaired against the released notebook (tools/submissions.py), into ``accepted/``, which nbgrader grades; one
+notebook nbgrader cannot grade costs only its learner, and the summary counts every row of ``grades.csv``.
+
 For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
 and ``nbgrader_config.py`` once. In each source notebook:
 
@@ -95,9 +99,11 @@ try:
 
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.CSSHTMLHeaderPreprocessor.style = CODE_STYLE
-    # Collection that says what it did: copies' names read (zip_collect), "missing" rather than 0 for a student who
-    # handed in nothing (export), the exchange's inbound folder sticky (release_assignment) and only each student's
-    # own submissions taken from it (collect): tools/submissions.py.
+    # Collection that says what it did: copies' names read and links refused (zip_collect), "missing" rather than 0
+    # for a student who handed in nothing and the reason of each refusal or repair (export), the exchange's inbound
+    # folder sticky (release_assignment), only each student's own submissions taken from it and of each only the
+    # notebook, never through a link (collect), only regular feedback pages released (release_feedback):
+    # tools/submissions.py.
     import submissions
 
     c.ZipCollectApp.collector_plugin = submissions.CopyNamesCollector
@@ -351,7 +357,8 @@ def assignment_numbers(names) -> set:
     return numbers
 
 
-ACCEPTED = "accepted"  # accepted/<student>/<assignment>/: the clean copies nbgrader grades (submitted/ stays as handed in)
+#: accepted/<student>/<assignment>/: the clean copies nbgrader grades (submitted/ stays as it was handed in).
+ACCEPTED = "accepted"
 
 
 def _accept(out: Path, assignment: str) -> dict:
@@ -372,7 +379,7 @@ def _accept(out: Path, assignment: str) -> dict:
         collected = ledger.get(student, {}).get("collect", [])
         (out / ACCEPTED / student).mkdir()
         if not entry.is_dir(follow_symlinks=False):
-            kind = submissions._kind(os.lstat(entry.path).st_mode)
+            kind = submissions.file_kind(os.lstat(entry.path).st_mode)
             found[student] = {"status": "refused", "reasons": [f"submitted/{student} {kind}"], "collect": collected}
             continue
         try:
@@ -390,7 +397,7 @@ def _accept(out: Path, assignment: str) -> dict:
         renamed = [f"submitted/{student}/{assignment}/{copied} -> {assignment}.ipynb"] \
             if copied not in (None, f"{assignment}.ipynb") else []
         entry = {"collect": collected, "renamed": renamed,
-                 "skipped": skipped, "refused_files": submissions._said(odd)}
+                 "skipped": skipped, "refused_files": submissions.sentences(odd)}
         if copied:
             entry.update(status="graded", reasons=notes + [f"not taken: {line}" for line in
                                                            collected + entry["refused_files"]])

@@ -70,7 +70,7 @@ class Refused(Exception):
     """A file that is not taken: its message is the reason (``is a symbolic link``)."""
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """Why a file of mode ``mode`` is not a notebook, or None for a regular file."""
     for test, reason in ((stat.S_ISLNK, "is a symbolic link"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
                          (stat.S_ISCHR, "is a device file"), (stat.S_ISBLK, "is a device file"),
@@ -87,7 +87,7 @@ def _refusal(st: os.stat_result, cap: int) -> str | None:
     another learner's submission or the teacher's notebook, and which of its names is the original cannot be told.
     Neither Jupyter nor nbgrader makes hard links, so an honest submission never has one.
     """
-    kind = _kind(st.st_mode)
+    kind = file_kind(st.st_mode)
     if kind:
         return kind
     if st.st_nlink > 1:
@@ -109,7 +109,7 @@ def _open_folder(folder, root=None) -> int:
         for part in parts:
             st = os.stat(part, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode):
-                raise Refused(f"is reached through {part}, which {_kind(st.st_mode)}")
+                raise Refused(f"is reached through {part}, which {file_kind(st.st_mode)}")
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = inner
@@ -160,7 +160,7 @@ def accepted_files(folder, assignment: str | None = None, root=None) -> tuple[st
             refused.append((name, f"is one of {len(copies)} copies of the notebook" if chosen is None else
                             "is another copy of the notebook (not graded)"))
         else:
-            refused.append((name, _kind(st.st_mode) or "is not the assignment's notebook"))
+            refused.append((name, file_kind(st.st_mode) or "is not the assignment's notebook"))
     return chosen, refused
 
 
@@ -419,7 +419,7 @@ def write_ledger(root, assignment: str, ledger: dict) -> None:
     path.write_text(json.dumps(ledger, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _said(refused) -> list[str]:
+def sentences(refused) -> list[str]:
     return [f"{name} {reason}" if name != "." else f"the submission's folder {reason}" for name, reason in refused]
 
 
@@ -535,7 +535,7 @@ class OwnSubmissionsCollect(ExchangeCollect):
         (:func:`clean_copy`); what is refused is named in the log and in the course's ``refused/`` record."""
         student, assignment = os.path.basename(os.path.dirname(dest)), self.coursedir.assignment_id
         copied, refused, _ = clean_copy(src, dest, assignment, root=self.inbound_path)
-        said = _said(refused) + ([] if copied else [f"handed in no {assignment}.ipynb that can be graded"])
+        said = sentences(refused) + ([] if copied else [f"handed in no {assignment}.ipynb that can be graded"])
         for line in said:
             self.log.warning("Refused from %s's submission: %s", student, line)
         ledger = read_ledger(self.coursedir.root, assignment)
