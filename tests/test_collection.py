@@ -254,7 +254,8 @@ def test_nothing_but_the_notebook_is_ever_copied_and_no_link_is_followed(tmp_pat
     entries = {p.name: p for p in folder.iterdir()}
     said = dict(refused)
     for name, path in entries.items():
-        if name in submissions.NBGRADER_FILES:
+        if name in submissions.NBGRADER_FILES or (name == ".ipynb_checkpoints" and path.is_dir()
+                                                  and not path.is_symlink()):
             continue
         assert (name == chosen) != (name in said), name  # each entry either the notebook or refused with its reason
         if path.is_symlink():
@@ -292,11 +293,12 @@ def kit_files(*folders: Path):
                     yield path
 
 
-def bob_attack(classroom_module, base: Path, alice: str, bob: str) -> dict:
+def bob_attack(classroom_module, base: Path, alice: str, bob: str, in_submitted: bool = True) -> dict:
     """Bob's attack, played with ``classroom_module`` (today's or an older tools/classroom.py): links and a FIFO in
     his own inbound folder, then links, a hard link and a device placed in submitted/; collect, the kit's autograde,
-    release_feedback, fetch_feedback as bob. Returns what happened: ``grades`` (student -> (score, reason)), the kit's
-    files that are no notebook nor page, those with /etc/shadow's or the gradebook's content, bob's feedback files."""
+    release_feedback, fetch_feedback as bob (``in_submitted=False``: the inbound links only). Returns what
+    happened: ``grades`` (student -> (score, reason)), the kit's files that are no notebook nor page, those with
+    /etc/shadow's or the gradebook's content, bob's feedback files."""
     out, exchange = base / "classroom", base / "exchange"
     classroom_module.build(out, {"02"})
     out.chmod(0o700)
@@ -331,11 +333,12 @@ def bob_attack(classroom_module, base: Path, alice: str, bob: str) -> dict:
     shutil.copy(source, spare)
     for student, plant_it in (("carol", lambda p: os.symlink(theirs, p)),    # another's submission, linked
                               ("dave", lambda p: os.link(spare, p)),         # a hard link to the solutions
-                              ("erin", lambda p: os.symlink(source, p))):    # the teacher's source, in submitted/
+                              ("erin", lambda p: os.symlink(source, p)))[:3 * in_submitted]:  # the teacher's source
         (submitted / student / ASSIGNMENT).mkdir(parents=True)
         plant_it(submitted / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    os.symlink(submitted / alice, submitted / "frank")  # a whole folder that is a link
-    if (submitted / bob / ASSIGNMENT).is_dir():
+    if in_submitted:
+        os.symlink(submitted / alice, submitted / "frank")  # a whole folder that is a link
+    if in_submitted and (submitted / bob / ASSIGNMENT).is_dir():
         os.symlink("/etc/shadow", submitted / bob / ASSIGNMENT / "shadow.html")
         os.mknod(submitted / bob / ASSIGNMENT / "tty", stat.S_IFCHR | 0o666, os.makedev(5, 0))
     status = classroom_module.autograde(out, {"02"})
@@ -436,3 +439,43 @@ def test_default_homes_let_a_classmate_read_a_notebook_and_the_guides_advice_clo
     assert read[default] == bool(modes[default] & 0o005 == 0o005), "the default's leak is what its mode says"
     assert modes[chmodded] == modes[home_mode] == 0o700
     assert read == {default: read[default], chmodded: False, home_mode: False, masked: False}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_when_nbgrader_fails_on_one_student_the_others_are_graded_and_that_one_is_not_graded_not_missing(
+        tmp_path, capsys, monkeypatch):
+    """nbgrader stopping a batch (as "old version of the nbgrader metadata format" did) is played by a wrapper
+    around the kit's nbgrader call: the batch run and victim's own run fail, every other run is the real one."""
+    from test_grading_hostile import sandbox_or_skip
+
+    sandbox_or_skip()
+    out = tmp_path / "classroom"
+    classroom.build(out, {"02"})
+    assert classroom.nbgrader(out, "generate_assignment", ASSIGNMENT, "--force").returncode == 0
+    source = out / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    for student in ("honest", "victim"):
+        (out / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+        shutil.copy(source, out / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    real = classroom.nbgrader
+
+    def failing(course, *args):
+        if args[0] == "autograde" and not any(a.startswith("--student=") and a != "--student=victim" for a in args):
+            import subprocess
+
+            return subprocess.CompletedProcess(args, 1, "", "[AutogradeApp | ERROR] One or more notebooks in the "
+                                               "assignment use an old version of the nbgrader metadata format.\n")
+        return real(course, *args)
+
+    monkeypatch.setattr(classroom, "nbgrader", failing)
+    capsys.readouterr()
+    assert classroom.autograde(out, {"02"}) == 0
+    said = capsys.readouterr().out
+    rows = grades(out)
+    assert summary_counts(said) == {"graded": 1, "refused": 0, "not graded": 1, "missing": 0}, said
+    assert float(rows["honest"]["score"]) == 2.0 and rows["honest"]["reason"] == ""
+    assert rows["victim"]["score"] == "0.0" and rows["victim"]["reason"].startswith("not graded: nbgrader autograde "
+                                                                                     "failed: ")
+    assert "old version of the nbgrader metadata format" in rows["victim"]["reason"]
+    assert re.search(r"not graded \(0 in grades.csv\): victim: nbgrader autograde failed", said), said
+    assert not (out / "feedback" / "victim" / ASSIGNMENT).exists()

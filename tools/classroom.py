@@ -440,16 +440,19 @@ def _grade_each(out: Path, assignment: str, found: dict) -> None:
     import submissions
     from nbgrader.api import Gradebook, MissingEntry
 
+    def record_the_others():  # a row of grades.csv for each: in the gradebook, with no submission of its own
+        with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+            for student, entry in found.items():
+                if entry["status"] in ("refused", "not graded"):
+                    gradebook.update_or_create_student(student)
+                if entry["status"] != "graded":
+                    try:
+                        gradebook.remove_submission(assignment, student)
+                    except MissingEntry:
+                        pass
+
     graded = [s for s, entry in found.items() if entry["status"] == "graded"]
-    with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
-        for student, entry in found.items():
-            if entry["status"] == "refused":
-                gradebook.update_or_create_student(student)
-            if entry["status"] != "graded":
-                try:
-                    gradebook.remove_submission(assignment, student)
-                except MissingEntry:
-                    pass
+    record_the_others()
     for student in found:
         for folder in ("autograded", "feedback"):
             shutil.rmtree(out / folder / student / assignment, ignore_errors=True)
@@ -471,6 +474,10 @@ def _grade_each(out: Path, assignment: str, found: dict) -> None:
             found[student]["reasons"].append("nbgrader autograde wrote no graded notebook")
         removed = submissions.clean_feedback(out / "feedback" / student / assignment)
         found[student]["reasons"] += [f"removed from the feedback: {line}" for line in removed]
+    record_the_others()
+    for student, entry in found.items():
+        if entry["status"] == "not graded":
+            shutil.rmtree(out / "feedback" / student / assignment, ignore_errors=True)
     submissions.write_ledger(out, assignment, found)
 
 

@@ -154,8 +154,8 @@ def accepted_files(folder, assignment: str | None = None, root=None) -> tuple[st
             if reason:
                 refused.append((name, reason))
                 chosen = None
-        elif name in NBGRADER_FILES:
-            continue
+        elif name in NBGRADER_FILES or (name == ".ipynb_checkpoints" and stat.S_ISDIR(st.st_mode)):
+            continue  # nbgrader's files are checked where they are read; Jupyter's checkpoints are never read
         elif name in copies:
             refused.append((name, f"is one of {len(copies)} copies of the notebook" if chosen is None else
                             "is another copy of the notebook (not graded)"))
