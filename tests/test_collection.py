@@ -345,14 +345,17 @@ def bob_attack(classroom_module, base: Path, alice: str, bob: str, in_submitted:
     for step in (("release_feedback", ASSIGNMENT, root),):
         classroom_module.nbgrader(out, *step)
     fetched = _as_user(bob, base / bob, *cli, "fetch_feedback", ASSIGNMENT, *course, python=env)
-    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
-        grades = {row["student_id"]: (row["score"], row.get("reason", "")) for row in csv.DictReader(handle)
-                  if row["assignment"] == ASSIGNMENT} if (out / "grades.csv").exists() else {}
+    grades = {}
+    if (out / "grades.csv").exists():
+        with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+            grades = {row["student_id"]: (row["score"], row.get("reason", "")) for row in csv.DictReader(handle)
+                      if row["assignment"] == ASSIGNMENT}
     shared = exchange / "attention-from-first-principles"
     written = [out / name for name in ("accepted", "autograded", "feedback")] + [shared / "outbound",
                                                                                   shared / "feedback", base / bob]
     needles = [needle for needle in (shadow(), (out / "gradebook.db").read_bytes()[:512]) if needle]
-    leaked = sorted(str(p) for p in kit_files(*written) if any(n in p.read_bytes() for n in needles))
+    leaked = sorted(str(p.relative_to(base)) for p in kit_files(*written, out / "submitted")
+                    if any(n in p.read_bytes() for n in needles))
     strays = sorted(str(p.relative_to(base)) for p in kit_files(*written)
                     if not p.name.endswith((".ipynb", ".html")) and p.name not in submissions.NBGRADER_FILES)
     strays += sorted(str(p) for folder in written for p in Path(folder).rglob("*")

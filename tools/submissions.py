@@ -61,8 +61,8 @@ MAX_NOTEBOOK = 64 * 2**20
 #: What ``nbgrader submit`` adds beside the notebook: kept only as regular files of at most ``MAX_NBGRADER_FILE``.
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
 MAX_NBGRADER_FILE = 1024
-#: The course folder's record of what was refused or repaired: ``refused/<assignment>.json`` (and the refused files
-#: themselves, moved there as they were, in ``refused/<assignment>/<student>/``).
+#: The course folder's record of what was refused or repaired, read by the export: ``refused/<assignment>.json``
+#: (the refused files themselves stay where they were handed in, never opened).
 LEDGER = "refused"
 
 
