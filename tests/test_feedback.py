@@ -212,8 +212,9 @@ def test_through_the_exchange_a_student_submits_but_cannot_see_or_touch_anothers
     for student in (alice, bob):
         done = _as_user(student, base / student, *nbgrader_cli, "fetch_assignment", SAMPLE, *course, python=env)
         assert done.returncode == 0, done.stderr[-2000:]
-        (base / student / SAMPLE / f"{student}.mark").write_text(f"{student}'s work\n")
-        shutil.chown(base / student / SAMPLE / f"{student}.mark", student, student)
+        work = base / student / SAMPLE / f"{SAMPLE}.ipynb"  # marked in the notebook: collect takes nothing else
+        work.write_text(work.read_text(encoding="utf-8").replace('"cells": [', f'"cells": [{{"cell_type": "raw", '
+                        f'"id": "mark", "metadata": {{}}, "source": "{student}\'s work"}}, ', 1), encoding="utf-8")
         done = _as_user(student, base / student, *nbgrader_cli, "submit", SAMPLE, *course, python=env)
         assert done.returncode == 0, done.stderr[-2000:]
     (theirs,) = [p for p in inbound.iterdir() if p.name.startswith(f"{alice}+")]
@@ -247,4 +248,5 @@ print(tried(lambda: open({str(out / 'gradebook.db')!r}, 'rb').read(1)))
     assert f"handed in by {bob} for {alice}" in done.stdout + done.stderr
     for student in (alice, bob):
         handed = out / "submitted" / student / SAMPLE
-        assert sorted(p.name for p in handed.glob("*.mark")) == [f"{student}.mark"], list(handed.iterdir())
+        marks = re.findall(r"(\w+)'s work", (handed / f"{SAMPLE}.ipynb").read_text(encoding="utf-8"))
+        assert marks == [student], (marks, list(handed.iterdir()))

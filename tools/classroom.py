@@ -5,6 +5,10 @@
     python tools/classroom.py [--out DIR] [NN ...]
     python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (tools/grade.py)
 
+Autograde takes from each ``submitted/<student>/NN_topic/`` only the notebook, never through a link, checked and
+repaired against the released notebook (tools/submissions.py), into ``accepted/``, which nbgrader grades; one
+notebook nbgrader cannot grade costs only its learner, and the summary counts every row of ``grades.csv``.
+
 For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
 and ``nbgrader_config.py`` once. In each source notebook:
 
@@ -32,6 +36,7 @@ import ast
 import builtins
 import copy
 import inspect
+import json
 import os
 import re
 import shutil
@@ -94,15 +99,18 @@ try:
 
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.CSSHTMLHeaderPreprocessor.style = CODE_STYLE
-    # Collection that says what it did: copies' names read (zip_collect), "missing" rather than 0 for a student who
-    # handed in nothing (export), the exchange's inbound folder sticky (release_assignment) and only each student's
-    # own submissions taken from it (collect): tools/submissions.py.
+    # Collection that says what it did: copies' names read and links refused (zip_collect), "missing" rather than 0
+    # for a student who handed in nothing and the reason of each refusal or repair (export), the exchange's inbound
+    # folder sticky (release_assignment), only each student's own submissions taken from it and of each only the
+    # notebook, never through a link (collect), only regular feedback pages released (release_feedback):
+    # tools/submissions.py.
     import submissions
 
     c.ZipCollectApp.collector_plugin = submissions.CopyNamesCollector
     c.ExportApp.plugin_class = submissions.MissingCsvExport
     c.ExchangeFactory.release_assignment = submissions.StickyInboundRelease
     c.ExchangeFactory.collect = submissions.OwnSubmissionsCollect
+    c.ExchangeFactory.release_feedback = submissions.ReleaseOnlyFeedback
 except Exception as err:  # noqa: BLE001 - never nbgrader's Execute instead, which runs learners' code right here
     from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -349,26 +357,62 @@ def assignment_numbers(names) -> set:
     return numbers
 
 
-NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader submit adds beside the notebook
+#: accepted/<student>/<assignment>/: the clean copies nbgrader grades (submitted/ stays as it was handed in).
+ACCEPTED = "accepted"
 
 
-def _handed_in(out: Path, assignment: str) -> tuple[list, list, list]:
-    """``(students, renamed, skipped)`` of ``out/submitted/*/assignment``: who handed in the assignment's notebook
-    (a copy's name, ``03_softmax (1).ipynb``, is renamed to it), the renames, and each file that is not graded."""
-    from submissions import notebook_id
+def _accept(out: Path, assignment: str) -> dict:
+    """``{student: entry}`` for every folder of ``out/submitted/``: its submission of ``assignment`` copied, only
+    the notebook, checked and repaired against the released one (tools/submissions.py), to ``out/accepted/``, which
+    is what nbgrader grades; ``entry`` has ``status`` (``graded`` so far, ``refused``, ``missing``), ``reasons``
+    (why it is refused, or what was repaired), ``renamed``, ``skipped`` (files that are not the notebook) and
+    ``refused_files`` (links, FIFOs, devices: never followed). Recorded in ``refused/<assignment>.json``."""
+    import submissions
 
-    students, renamed, skipped = [], [], []
-    for folder in sorted(out.glob(f"submitted/*/{assignment}")):
-        notebook = folder / f"{assignment}.ipynb"
-        copies = [p for p in sorted(folder.glob("*.ipynb")) if p != notebook and notebook_id(p.name) == assignment]
-        if not notebook.is_file() and len(copies) == 1:
-            copies[0].rename(notebook)
-            renamed.append(f"{copies.pop().relative_to(out)} -> {notebook.name}")
-        if notebook.is_file():
-            students.append(folder.parent.name)
-        skipped += [str(p.relative_to(out)) for p in sorted(folder.rglob("*")) if p.is_file() and p != notebook
-                    and p.name not in NBGRADER_FILES and ".ipynb_checkpoints" not in p.parts]
-    return students, renamed, skipped
+    release = json.loads((out / "release" / assignment / f"{assignment}.ipynb").read_text(encoding="utf-8"))
+    ledger, found = submissions.read_ledger(out, assignment), {}
+    shutil.rmtree(out / ACCEPTED, ignore_errors=True)  # made afresh from submitted/ each time
+    (out / ACCEPTED).mkdir()
+    submitted = out / "submitted"
+    for entry in sorted(os.scandir(submitted), key=lambda e: e.name) if submitted.is_dir() else []:
+        student, folder = entry.name, submitted / entry.name / assignment
+        collected = ledger.get(student, {}).get("collect", [])
+        (out / ACCEPTED / student).mkdir()
+        if not entry.is_dir(follow_symlinks=False):
+            kind = submissions.file_kind(os.lstat(entry.path).st_mode)
+            found[student] = {"status": "refused", "reasons": [f"submitted/{student} {kind}"], "collect": collected}
+            continue
+        try:
+            os.lstat(folder)
+        except FileNotFoundError:
+            if collected:
+                found[student] = {"status": "refused", "reasons": collected, "collect": collected}
+            continue  # a student's other assignments only
+        copied, refused, notes = submissions.clean_copy(
+            folder, out / ACCEPTED / student / assignment, assignment, root=submitted,
+            repair=lambda data: submissions.canonical_notebook(data, release))
+        skipped = [f"submitted/{student}/{assignment}/{name}" for name, why in refused
+                   if why == "is not the assignment's notebook"]
+        odd = [(name, why) for name, why in refused if why != "is not the assignment's notebook"]
+        renamed = [f"submitted/{student}/{assignment}/{copied} -> {assignment}.ipynb"] \
+            if copied not in (None, f"{assignment}.ipynb") else []
+        entry = {"collect": collected, "renamed": renamed,
+                 "skipped": skipped, "refused_files": submissions.sentences(odd)}
+        if copied:
+            entry.update(status="graded", reasons=notes + [f"not taken: {line}" for line in
+                                                           collected + entry["refused_files"]])
+        elif odd or collected:
+            entry.update(status="refused", reasons=collected + entry["refused_files"])
+            shutil.rmtree(out / ACCEPTED / student / assignment)
+        else:
+            entry.update(status="missing", reasons=[])
+            shutil.rmtree(out / ACCEPTED / student / assignment)
+        found[student] = entry
+    for student, entry in ledger.items():  # refused at collect, and its folder gone since
+        if student not in found and entry.get("collect"):
+            found[student] = {"status": "refused", "reasons": entry["collect"], "collect": entry["collect"]}
+    submissions.write_ledger(out, assignment, found)
+    return found
 
 
 def _roster(out: Path) -> list[str]:
@@ -379,6 +423,90 @@ def _roster(out: Path) -> list[str]:
         return []
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
         return sorted(student.id for student in gradebook.students)
+
+
+def _failure(done: subprocess.CompletedProcess) -> str:
+    """The last error line of an nbgrader run's log, shortened: the reason a student was not graded."""
+    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "ERROR" in line or "failed" in line.lower()]
+    return ((errors or lines or ["no log"])[-1])[:200]
+
+
+def _grade_each(out: Path, assignment: str, found: dict) -> None:
+    """``nbgrader autograde`` and ``generate_feedback`` of the accepted submissions, in one batch; if a batch
+    fails, student by student, so that one submission nbgrader cannot grade costs only that student (``not
+    graded`` and the reason in ``found``). The refused ones are in the gradebook (their row in grades.csv) without
+    a submission; each feedback folder keeps only its pages (tools/submissions.py's ``clean_feedback``)."""
+    import submissions
+    from nbgrader.api import Gradebook, MissingEntry
+
+    def record_the_others():  # a row of grades.csv for each: in the gradebook, with no submission of its own
+        with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+            for student, entry in found.items():
+                if entry["status"] in ("refused", "not graded"):
+                    gradebook.update_or_create_student(student)
+                if entry["status"] != "graded":
+                    try:
+                        gradebook.remove_submission(assignment, student)
+                    except MissingEntry:
+                        pass
+
+    graded = [s for s, entry in found.items() if entry["status"] == "graded"]
+    record_the_others()
+    for student in found:
+        for folder in ("autograded", "feedback"):
+            shutil.rmtree(out / folder / student / assignment, ignore_errors=True)
+    where = f"--CourseDirectory.submitted_directory={ACCEPTED}"
+    for step in ("autograde", "generate_feedback"):
+        if not graded:
+            break
+        done = nbgrader(out, step, assignment, "--force", where)
+        if done.returncode != 0:
+            for student in graded:
+                alone = nbgrader(out, step, assignment, "--force", where, f"--student={student}")
+                if alone.returncode != 0:
+                    found[student].update(status="not graded" if step == "autograde" else "graded")
+                    found[student]["reasons"].append(f"nbgrader {step} failed: {_failure(alone)}")
+        graded = [s for s in graded if found[s]["status"] == "graded"]
+    for student in graded:
+        if not (out / "autograded" / student / assignment / f"{assignment}.ipynb").is_file():
+            found[student].update(status="not graded")
+            found[student]["reasons"].append("nbgrader autograde wrote no graded notebook")
+        removed = submissions.clean_feedback(out / "feedback" / student / assignment)
+        found[student]["reasons"] += [f"removed from the feedback: {line}" for line in removed]
+    record_the_others()
+    for student, entry in found.items():
+        if entry["status"] == "not graded":
+            shutil.rmtree(out / "feedback" / student / assignment, ignore_errors=True)
+    submissions.write_ledger(out, assignment, found)
+
+
+def _report(out: Path, assignment: str, found: dict) -> None:
+    """The command's summary of ``assignment``: one count per status (the rows of grades.csv), then who."""
+    by = {status: [s for s, e in found.items() if e["status"] == status] for status in ("graded", "refused",
+                                                                                         "not graded")}
+    graded = by["graded"]
+    absent = sorted({s for s in _roster(out) if s not in found or found[s]["status"] == "missing"})
+    print(f"{assignment}: graded {len(graded)} submission{'s' * (len(graded) != 1)}"
+          + (f" ({', '.join(graded)})" if graded else "") + f"; feedback in {out / 'feedback'}/<student>/"
+          f"{assignment}/")
+    print(f"  {len(graded)} graded, {len(by['refused'])} refused, {len(by['not graded'])} not graded, "
+          f"{len(absent)} missing (the rows of grades.csv, with the reason in its reason column)")
+    for line in (line for e in found.values() for line in e.get("renamed", [])):
+        print(f"  renamed a copy's name: {line}")
+    for student in by["refused"]:
+        print(f"  refused (0 in grades.csv): {student}: {'; '.join(found[student]['reasons'])}")
+    for student in by["not graded"]:
+        print(f"  not graded (0 in grades.csv): {student}: {'; '.join(found[student]['reasons'])}")
+    for student in graded:
+        if found[student]["reasons"]:
+            print(f"  graded after a repair or with files left out: {student}: "
+                  f"{'; '.join(found[student]['reasons'])}")
+    if absent:
+        print(f"  missing (no {assignment}.ipynb handed in; \"missing\" in grades.csv, not 0): {', '.join(absent)}")
+    skipped = [line for e in found.values() for line in e.get("skipped", [])]
+    if skipped:
+        print(f"  skipped (not the assignment's notebook, not graded): {', '.join(skipped)}")
 
 
 def autograde(out: Path, numbers) -> int:
@@ -404,28 +532,15 @@ def autograde(out: Path, numbers) -> int:
     install_grader(out)
     for number in sorted(numbers):
         (assignment,) = [p.name for p in sorted(out.glob(f"source/{number}_*"))]
-        students, renamed, skipped = _handed_in(out, assignment)
-        steps = [("generate_assignment", assignment, "--force")] if not (out / "release" / assignment).is_dir() \
-            or not (out / "gradebook.db").is_file() else []
-        steps += [("autograde", assignment, "--force"), ("generate_feedback", assignment, "--force")]
-        for step in steps:
-            done = nbgrader(out, *step)
+        if not (out / "release" / assignment).is_dir() or not (out / "gradebook.db").is_file():
+            done = nbgrader(out, "generate_assignment", assignment, "--force")
             if done.returncode != 0:
                 print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
-                print(f"nbgrader {step[0]} {assignment} failed (its log is above)", file=sys.stderr)
+                print(f"nbgrader generate_assignment {assignment} failed (its log is above)", file=sys.stderr)
                 return 1
-        graded = [s for s in students if (out / "autograded" / s / assignment / f"{assignment}.ipynb").is_file()]
-        absent = [s for s in _roster(out) if s not in students]
-        print(f"{assignment}: graded {len(graded)} submission{'s' * (len(graded) != 1)}"
-              + (f" ({', '.join(graded)})" if graded else "") + f"; feedback in {out / 'feedback'}/<student>/"
-              f"{assignment}/")
-        for line in renamed:
-            print(f"  renamed a copy's name: {line}")
-        if absent:
-            print(f"  missing (no {assignment}.ipynb handed in; \"missing\" in grades.csv, not 0): "
-                  f"{', '.join(absent)}")
-        if skipped:
-            print(f"  skipped (not the assignment's notebook, not graded): {', '.join(skipped)}")
+        found = _accept(out, assignment)
+        _grade_each(out, assignment, found)
+        _report(out, assignment, found)
     done = nbgrader(out, "export")
     print(f"grades of every assignment: {out / 'grades.csv'}" if done.returncode == 0 else done.stderr[-3000:])
     return done.returncode
