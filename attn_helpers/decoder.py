@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import checked
+from ._validate import checked_by_caller
 from .backprop import training_block
 from .block import transformer_block
 from .kv_cache import KVCache, cached_attention
@@ -50,7 +50,7 @@ def cached_length(cache) -> int:
     return 0 if cache is None else cache[0].length
 
 
-@checked(None)  # its callers check the blocks, the input and the cache
+@checked_by_caller  # its callers check the blocks, the input and the cache
 def run_blocks(x, blocks, cache=None, records=None, weights=None, dropout=0.0, rng=None):
     """The decoder's blocks on ``x (..., T, d_model)``, the embedded tokens after the ``cache``'s positions.
 

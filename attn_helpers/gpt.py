@@ -26,7 +26,7 @@ from ._validate import (
     as_positive_int,
     as_positive_number,
     as_token_ids,
-    checked,
+    checked_by_caller,
     dropout_inputs,
 )
 from .backprop import (
@@ -144,7 +144,7 @@ def _as_decoder(decoder, name="decoder"):
     return decoder
 
 
-@checked(None)  # its callers check the decoder, the ids and the cache
+@checked_by_caller  # its callers check the decoder, the ids and the cache
 def _forward(decoder, ids, cache=None, record=None, dropout=0.0, rng=None):
     """The decoder on checked ``ids (..., T)``: logits ``(..., T, vocab_size)``. ``record`` (a dict) gets what
     the backward pass reads: each block's record, the stream before the final layer norm, and after it."""
@@ -321,7 +321,7 @@ def gpt_loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     return _loss_and_grads(*_batch_inputs(decoder, ids, targets, dropout, rng))
 
 
-@checked(None)  # its callers check the decoder, the ids and the targets
+@checked_by_caller  # its callers check the decoder, the ids and the targets
 def _loss_and_grads(decoder, ids, targets, dropout=0.0, rng=None):
     record = {}
     logits = _forward(decoder, ids, None, record, dropout, rng)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_positive_int, as_token_ids, checked
+from ._validate import as_positive_int, as_token_ids, checked_by_caller
 from .bpe import VocabularyBPE
 from .config import one_core
 from .decoder import check_cache, empty_cache, generate_tokens, run_blocks
@@ -190,7 +190,7 @@ class SmolLM2:
                              f"{SMOLLM2_CONFIG['context_length']}")
         return ids
 
-    @checked(None)  # the callers check ids; the blocks' own checks are skipped inside
+    @checked_by_caller  # the callers check ids; the blocks' own checks are skipped inside
     def _forward(self, ids, cache=None, weights=None, blocks=None, records=None):
         """Logits ``(T, vocab)`` of checked ``ids`` after the ``cache``'s positions; ``weights`` (a list) gets each
         block's attention weights ``(h, T, T_past + T)``, ``records`` (a list) each block's record (its input

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, checked
+from ._validate import as_float_array, as_positive_int, checked_by_caller
 from .block import BlockParams, layer_norm, transformer_block
 from .config import one_core
 from .core import entropy
@@ -448,7 +448,7 @@ class MiniLM:
         hidden_states, attentions = self.run_blocks(self.embed_tokens([self.tokenizer.ids[t] for t in tokens]))
         return RunResult(tokens, hidden_states, attentions)
 
-    @checked(None)  # x comes from embed_tokens, or from an earlier run
+    @checked_by_caller  # x comes from embed_tokens, or from an earlier run
     def run_blocks(self, x, start=0):
         """``x (T, d_model)`` through blocks ``start``, ``start + 1``, ... (post-norm, as BERT), with one BLAS thread:
         the model's matrices are small (at most 256 rows), and on a busy or shared machine (a classroom server,
