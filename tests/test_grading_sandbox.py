@@ -162,7 +162,9 @@ def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learne
 
 
 
-def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
+def test_the_teachers_home_folder_and_checkout_are_out_of_sight(monkeypatch):
+    """Neither the teacher's home nor the checkout (the checkers' source, the answer keys) is in the sandbox:
+    it sees the machine's system folders, Python, and the checkers' sandbox copy without solutions."""
     sandbox_or_skip()
     home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp, which the sandbox replaces anyway
     secret = home / ".ssh" / "id_key"
@@ -173,7 +175,7 @@ def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
     try:
         cell = f"import os\nseen = os.path.exists({str(secret)!r}), os.path.exists({str(ROOT / 'README.md')!r})"
         one.request({"op": "run", "context": [], "cell": cell}, 30)
-        assert grade.learner_value(one, "seen", 5, TimeoutError) == (False, True)
+        assert grade.learner_value(one, "seen", 5, TimeoutError) == (False, False)
     finally:
         one.close()
         shutil.rmtree(home)

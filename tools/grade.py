@@ -30,6 +30,7 @@ The mark is written as the test cell's output (an error output for 0 points), so
 from __future__ import annotations
 
 import ast
+import atexit
 import builtins
 import functools
 import importlib
@@ -84,33 +85,115 @@ class Refused(Ended):
 # --------------------------------------------------------------------------- the sandbox
 
 
+#: The machine's own folders the sandbox sees (read-only): programs, libraries, settings. Nothing else of the
+#: host is there (no home, no checkout with the checkers' source or the answer keys, no course folder) but
+#: Python and its packages, the checkers' sandbox copy (:func:`sandbox_site`) and the worker.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+SITE = "/run/site"  # where the sandbox sees the checkers' sandbox copy, wherever the grading copy lives (/tmp too)
+
+
 def sandbox_command(site: Path, hidden: list[Path], uid: int) -> list[str]:
-    """The command that runs the worker in bubblewrap: everything read-only but a private ``/tmp`` of
-    :data:`TMP_SIZE` bytes, no network, home folders and ``hidden`` folders empty, ``hidden`` files blank,
-    Python and the checkers' grading copy ``site`` read-only; the worker becomes user ``uid`` before it reads
-    a cell (it keeps only the capability to do so until then)."""
+    """The command that runs the worker in bubblewrap: the machine's :data:`SYSTEM` folders, Python and the
+    sandbox copy of the series' package (``site``'s, without the checkers' solutions: :func:`sandbox_site`)
+    read-only, a private ``/tmp`` of :data:`TMP_SIZE` bytes, no network, no home folder; ``hidden`` folders
+    empty and ``hidden`` files blank where they lie inside what it sees. The worker becomes user ``uid``
+    before it reads a cell (it keeps only the capability to do so until then)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError(f"bubblewrap (bwrap) is not installed, and learners' code runs only in a sandbox: "
                            f"{SANDBOX_HELP}")
     size = str(TMP_SIZE)
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
-               "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
-               "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-               "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-               "--die-with-parent", "--new-session"]
-    homes = {Path(p).resolve() for p in ("/root", "/home", Path.home()) if Path(p).is_dir() and Path(p) != Path("/")}
-    python = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    for path in sorted(homes):  # private files (keys, mail) stay out of what a learner's code could print
-        command += ["--tmpfs", str(path)]
-    for path in hidden:
-        command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-    for path, there in [*((p, p) for p in sorted(python)), (site, site), (WORKER, Path(KERNEL))]:
-        for folder in reversed(there.parents[:-1]):  # readable by the learner's user where a tmpfs hides them
-            command += ["--perms", "0755", "--dir", str(folder)]
+    command = [bwrap]
+    for folder in SYSTEM:
+        if os.path.islink(folder):  # /bin -> usr/bin on a merged-/usr system
+            command += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            command += ["--ro-bind", folder, folder]
+    command += ["--dev", "/dev", "--proc", "/proc",
+                "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+                "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
+                "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                "--die-with-parent", "--new-session"]
+    seen = [Path(folder).resolve() for folder in SYSTEM if os.path.isdir(folder)]
+    python = sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    package, checks = sandbox_site(site)
+    mounts = [*((p, p) for p in python), (package, Path(SITE) / "attn_helpers"),
+              (checks, Path(SITE) / "attn_helpers" / "checks"), (WORKER, Path(KERNEL))]
+    for path, there in mounts:
+        for folder in reversed(there.parents[:-1]):  # readable by the learner's user where nothing else is
+            if not any(folder == root or root in folder.parents for root in seen):
+                command += ["--perms", "0755", "--dir", str(folder)]
         command += ["--ro-bind", str(path), str(there)]  # Python and its packages, the checkers, the worker
-    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, str(site), str(uid)]
+    for path in [*hidden, *_other_copies(python)]:  # what lies inside them: blank
+        path = Path(path).resolve()
+        if path.exists() and any(path == root or root in path.parents for root in [*seen, *python]):
+            command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, SITE, str(uid)]
+
+
+def _other_copies(roots) -> list[Path]:
+    """The checkers of any copy of the series' package installed inside Python's folders ``roots`` (a
+    non-editable install): hidden in the sandbox, as the solutions are in :func:`sandbox_site`'s copy."""
+    found = []
+    for root in roots:
+        for lib in ("lib", "Lib"):
+            found += Path(root, lib).glob("python3*/site-packages/attn_helpers/checks")
+        found += Path(root).glob("Lib/site-packages/attn_helpers/checks")
+    return found
+
+
+STRIPPED = "the checkers' solutions and their machinery are not in the grading sandbox"
+
+
+def _is_solution(node) -> bool:
+    return any(isinstance(d, ast.Call) and _root(d.func) == "register_solution" for d in node.decorator_list)
+
+
+def strip_solutions(source: str) -> str:
+    """A checkers' module ``source`` as the grading sandbox holds it: the body of every function replaced by a
+    stub that returns ``None`` (its name, signature and docstring stay), but for what the module's own data
+    need when it is imported and the public functions that are not a checker or a solution (data a notebook
+    imports, e.g. ``sink_measurements``), and what those use. A checker's cases, its reference answers and
+    its one-edit slips (some are a solution with one argument changed) are therefore not there either."""
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def loads(node) -> set:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    wanted = set().union(*(loads(node) for node in tree.body if node.__class__ not in (
+        ast.FunctionDef, ast.AsyncFunctionDef, ast.Import, ast.ImportFrom)))
+    wanted |= {name for name, node in functions.items()
+               if not name.startswith(("_", "check_")) and not _is_solution(node)}
+    kept: set = set()
+    while wanted & (set(functions) - kept):
+        name = (wanted & (set(functions) - kept)).pop()
+        kept.add(name)
+        wanted |= loads(functions[name])
+    for name, node in functions.items():
+        if name not in kept or _is_solution(node):
+            doc = ast.get_docstring(node, clean=False)
+            node.body = [*([ast.Expr(ast.Constant(doc))] if doc else []),
+                         ast.Expr(ast.Constant(STRIPPED)), ast.Return(ast.Constant(None))]
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+@functools.lru_cache(maxsize=8)
+def sandbox_site(site: Path) -> tuple[Path, Path]:
+    """``(the series' package, its checkers' sandbox copy)`` for a grading copy ``site``: the package as it is,
+    and a copy of its ``checks`` folder without solutions (:func:`strip_solutions`), made once per grading
+    process in a folder of its own that is removed when the process ends."""
+    package = Path(site).resolve() / "attn_helpers"
+    folder = Path(tempfile.mkdtemp(prefix="attn-sandbox-checks-"))
+    atexit.register(shutil.rmtree, folder, True)
+    folder.chmod(0o755)
+    for path in sorted((package / "checks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        (folder / path.name).write_text(strip_solutions(text) if path.name != "__init__.py" else text,
+                                        encoding="utf-8")
+        (folder / path.name).chmod(0o644)
+    return package, folder
 
 
 def _limits():  # in the child, before bubblewrap starts: no big files, no core dumps, bounded memory
