@@ -78,6 +78,67 @@ PWN = "open({!r}, 'w').write('ran in the grader')\n"
 PWNED = ("forged_events", "forged_raw")  # students who hand in pwn.py too
 
 
+HELPER = ("def stable_exp_normalise(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+          "    return e / e.sum(axis=axis, keepdims=True)\n")
+
+
+def lookup_table(student: str) -> str:
+    """An exercise cell that answers from a table: the notebook's visible cases and the new cases
+    ``tools/grade_cases.py`` computes without the course's secret (all a student can run), their answers
+    from the solution."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import grade_cases
+    from attn_helpers import checks
+    from attn_helpers.checks._grader import SOLUTIONS
+
+    name = "softmax_any_axis"
+    visible, _, _ = grade_cases.visible_calls(name, checks.check_softmax_any_axis)
+    cases = [*visible, *grade_cases.fresh_cases(name, checks.check_softmax_any_axis, f"{student}/{ASSIGNMENT}")]
+    table = {}
+    for case in cases:
+        x, axis = case.args[0], (case.args[1:] or [case.kwargs.get("axis", -1)])[0]
+        key = f"{x.dtype.str}{x.shape}{axis}{x.tobytes().hex()}"
+        table[key] = SOLUTIONS[name](x, axis).tolist()
+    return (f"TABLE = {table!r}\n\ndef softmax_any_axis(x, axis=-1):\n    x = np.asarray(x)\n"
+            "    return np.array(TABLE[f'{x.dtype.str}{x.shape}{axis}{x.tobytes().hex()}'])\n")
+
+
+def issue50() -> dict:
+    """This round's submissions (issue 50), as :func:`submissions` gives them: honest work a grader once took
+    for a cheat or could not run, and cheats it once let through. An ``above:ID`` answer is a cell of the
+    learner's own just above exercise ``ID``."""
+    spot, soft = "spot_the_slip", "softmax_any_axis"
+    return {
+        "own_helper_above": (2, {spot: "SOLVED", f"above:{soft}": HELPER,
+                                 soft: "def softmax_any_axis(x, axis=-1):\n    return stable_exp_normalise(x, axis)\n"},
+                             []),
+        "own_solution_name": (2, {spot: "SOLVED", soft: "SOLVED"},
+                              ["def solution(x):\n    return 2 * x\n\n\nprint(solution(3))\n"]),
+        "np_before_reimport": (2, {spot: "SOLVED", soft: "x0 = np.ones(3)\nimport numpy as np\n\nSOLVED"}, []),
+        "helper_nudged": (1, {spot: "SOLVED", soft: "from attn_helpers import softmax\n\n"
+                                                    "def softmax_any_axis(x, axis=-1):\n"
+                                                    "    return softmax(x, axis=axis) * (1 + 5e-5)\n"}, []),
+        "solution_import_module": (1, {spot: "SOLVED", soft: "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+                                                             "    found = importlib.import_module('attn_helpers.checks.nb'"
+                                                             " + '03')\n"
+                                                             "    return getattr(found, 'softmax_any_axis')(x, axis)\n"},
+                                   []),
+        "solution_eval": (1, {spot: "SOLVED", soft: "def softmax_any_axis(x, axis=-1):\n    found = eval(\"__import__("
+                                                    "'attn_helpers.checks.nb03', fromlist=['nb03'])\")\n"
+                                                    "    return found.softmax_any_axis(x, axis)\n"}, []),
+        "helper_import_module": (1, {spot: "SOLVED", soft: "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+                                                           "    core = importlib.import_module('attn_helpers.' + 'core')\n"
+                                                           "    return getattr(core, 'soft' + 'max')(x, axis=axis)\n"},
+                                 []),
+        "slip_machinery": (1, {spot: "SOLVED", soft: "from attn_helpers.checks import nb03\n\n"
+                                                     "def softmax_any_axis(x, axis=-1):\n"
+                                                     "    return nb03._max_along(x, axis, axis)\n"}, []),
+        "lookup_table": (1, {spot: "SOLVED", soft: lookup_table("lookup_table")}, []),
+    }
+
+
 def submissions(out: Path, port: int) -> dict:
     """``{student: (expected mark, {grade id: cell source}, [extra cells])}``: the hostile class."""
     gradebook, other = out / "gradebook.db", out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -147,6 +208,7 @@ def submissions(out: Path, port: int) -> dict:
         "honest_comment": (2, {spot: "SOLVED", soft: "SOLVED  # \u2705 finally works!\n"}, []),
         "honest_helper": (2, perfect, ["def check_rows_sum_to_one(w):\n    return np.allclose(w.sum(axis=-1), 1)\n\n"
                                        "check_rows_sum_to_one(softmax_any_axis(np.ones((2, 3))))\n"]),
+        **issue50(),
         HONEST: (2, perfect, []),
         "z2_untouched": (0, {}, []),
     }
@@ -160,6 +222,9 @@ def write(out: Path, student: str, answers: dict, extra: list, solutions: dict) 
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in answers:
             cell.source = answers[grade_id].replace("SOLVED", solutions[grade_id])
+    for grade_id, above in [(key[len("above:"):], text) for key, text in answers.items() if key.startswith("above:")]:
+        at = next(k for k, cell in enumerate(nb.cells) if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        nb.cells.insert(at, nbformat.v4.new_code_cell(above))
     if "__first__" in answers:
         next(cell for cell in nb.cells if cell.cell_type == "code").source = answers["__first__"]
     nb.cells += [nbformat.v4.new_code_cell(source) for source in extra]

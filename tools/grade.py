@@ -143,7 +143,7 @@ def _other_copies(roots) -> list[Path]:
     return found
 
 
-STRIPPED = "the checkers' solutions and their machinery are not in the grading sandbox"
+STRIPPED = "the checkers' solutions and their machinery are not in the grading sandbox: an answer is your own code"
 
 
 def _is_solution(node) -> bool:
@@ -152,7 +152,8 @@ def _is_solution(node) -> bool:
 
 def strip_solutions(source: str) -> str:
     """A checkers' module ``source`` as the grading sandbox holds it: the body of every function replaced by a
-    stub that returns ``None`` (its name, signature and docstring stay), but for what the module's own data
+    stub that raises ``RuntimeError(STRIPPED)`` (a checker's: returns ``None``, as a learner's cell may call it;
+    the name, signature and docstring stay), but for what the module's own data
     need when it is imported and the public functions that are not a checker or a solution (data a notebook
     imports, e.g. ``sink_measurements``), and what those use. A checker's cases, its reference answers and
     its one-edit slips (some are a solution with one argument changed) are therefore not there either."""
@@ -174,8 +175,9 @@ def strip_solutions(source: str) -> str:
     for name, node in functions.items():
         if name not in kept or _is_solution(node):
             doc = ast.get_docstring(node, clean=False)
-            node.body = [*([ast.Expr(ast.Constant(doc))] if doc else []),
-                         ast.Expr(ast.Constant(STRIPPED)), ast.Return(ast.Constant(None))]
+            stub = ast.Return(ast.Constant(None)) if name.startswith("check_") else \
+                ast.Raise(ast.Call(ast.Name("RuntimeError", ast.Load()), [ast.Constant(STRIPPED)], []))
+            node.body = [*([ast.Expr(ast.Constant(doc))] if doc else []), stub]
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
@@ -530,6 +532,8 @@ def learner_value(learner: Learner, name: str, time_limit: float, stop, code: Co
 # --------------------------------------------------------------------------- the learner's source, read here
 
 #: numpy's products by name: what a replay calls on a checker's watched array when the learner's code names it.
+#: Calls that reach code by a computed name.
+DYNAMIC = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 PRODUCTS = {"dot": np.dot, "inner": np.inner, "vdot": np.vdot, "tensordot": np.tensordot, "einsum": np.einsum}
 MATMUL = {"matmul", "__matmul__", "__rmatmul__", "__imatmul__"}
 
@@ -606,6 +610,23 @@ class Code:
                 if isinstance(part, (ast.Name, ast.Attribute)):
                     found.add(self.dotted(part))
         return {dotted for dotted in found if dotted.split(".")[0] == "attn_helpers"}
+
+    def dynamic(self, name: str) -> str:
+        """How ``name``'s code reaches code by a name it computes (``eval(...)``, ``importlib.import_module``,
+        ``getattr`` with a computed name, a module's ``__dict__``), or ``""``: the grader cannot tell what that
+        calls, so no answer may depend on it."""
+        for node in self.reach(name):
+            for part in ast.walk(node):
+                if isinstance(part, ast.Call):
+                    func = part.func.id if isinstance(part.func, ast.Name) else self.dotted(part.func)
+                    if func in DYNAMIC or func.split(".")[0] in ("importlib", "runpy", "pkgutil"):
+                        return f"{func}(...)"
+                    if func == "getattr" and len(part.args) >= 2 and not isinstance(part.args[1], ast.Constant):
+                        return "getattr with a computed name"
+                elif isinstance(part, ast.Attribute) and part.attr in ("__dict__", "__globals__", "modules") \
+                        and (part.attr != "modules" or self.dotted(part.value) == "sys"):
+                    return ast.unparse(part)
+        return ""
 
     def operations(self, name: str) -> list:
         """The products, transposes and sums that ``name``'s code takes, as ``(kind, *details)``."""
@@ -721,16 +742,60 @@ def checker_names() -> set:
     return {name for name in vars(checks) if name.startswith("check_")} | {"Verdict"}
 
 
-def tampering(source: str, where: str, solutions: set, checkers: set | None = None) -> list[str]:
+def bindings(cells: list[str]) -> dict:
+    """What each name is bound to last in ``cells`` (in order): the series' name it was imported as
+    (``attn_helpers.checks.solution``; a star import binds the module's public names), or ``""`` for a binding
+    of the notebook's own (a ``def``, an assignment, another import)."""
+    found: dict = {}
+    for source in cells:
+        try:
+            tree = ast.parse(_without_magics(source))
+        except SyntaxError:
+            continue
+        for node in sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            found.update(_binds(node))
+    return found
+
+
+def _binds(node) -> dict:
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        if any(alias.name == "*" for alias in node.names):
+            if node.module.split(".")[0] != "attn_helpers":
+                return {}
+            try:
+                module = importlib.import_module(node.module)
+            except Exception:  # noqa: BLE001 - a module that does not import binds nothing
+                return {}
+            names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+            return {name: f"{node.module}.{name}" for name in names}
+        return {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
+    if isinstance(node, ast.Import):
+        return {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
+                for alias in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name: ""}
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return {node.id: ""}
+    return {}
+
+
+def tampering(source: str, where: str, solutions: set, checkers: set | None = None,
+              notebook: dict | None = None) -> list[str]:
     """Sentences naming what cell ``source`` does that no answer may: print a verdict, patch or rebind numpy or
     a checker (one of ``checkers``, default: the series' own), import or reveal a solution (one of the function
     names ``solutions``) or the checkers' table of solutions. Read from the code: comments, docstrings and
-    strings that are never shown are not code."""
+    strings that are never shown are not code; a name counts for what it is bound to (the cell's own binding,
+    else the notebook's last, ``notebook``: :func:`bindings`), so a learner's own ``solution`` is theirs."""
     checkers = checker_names() if checkers is None else checkers
     try:
         tree = ast.parse(_without_magics(source))
     except SyntaxError:
         return []
+    local = bindings([source])
+
+    def series(name: str) -> bool:  # the name is the series' (imported from attn_helpers), not the learner's
+        return local.get(name, (notebook or {}).get(name, "")).split(".")[0] == "attn_helpers"
     found = [f"{where} prints a verdict of its own (a ✅)"] if _shows_checkmark(tree) else []
     modules = {"np", "numpy", "attn_helpers", "checks", "sys", "builtins"}
     for node in ast.walk(tree):
@@ -761,12 +826,14 @@ def tampering(source: str, where: str, solutions: set, checkers: set | None = No
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
                 and node.args and _root(node.args[0]) in modules:
             found.append(f"{line} calls {node.func.id} on {ast.unparse(node.args[0])}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("solution", "Verdict"):
-            found.append(f"{line} calls {node.func.id}(...)")
-        elif isinstance(node, ast.Attribute) and (node.attr in REGISTRY or (
-                node.attr in solutions and _root(node) in modules)):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("solution", "Verdict") \
+                and series(node.func.id):
+            found.append(f"{line} calls {node.func.id}(...), the checkers' own")
+        elif isinstance(node, ast.Attribute) and (node.attr in REGISTRY or node.attr in solutions) \
+                and (_root(node) in modules or series(_root(node))):
             found.append(f"{line} reads {ast.unparse(node)}")
-        elif isinstance(node, ast.Name) and node.id in ("SOLUTIONS", "_grader") and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, ast.Name) and node.id in ("SOLUTIONS", "_grader") and isinstance(node.ctx, ast.Load) \
+                and series(node.id):
             found.append(f"{line} reads {node.id}, the checkers' table of solutions")
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else node.targets if isinstance(node, ast.Delete) else []
@@ -829,16 +896,34 @@ def _names(source) -> tuple[set, set]:
     return bound, read - set(dir(builtins))
 
 
+def free_names(source: str) -> set:
+    """The names ``source`` reads before it binds them, statement by statement: ``np`` in
+    ``x = np.ones(3)`` followed by ``import numpy as np`` is read from an earlier cell. A function's body runs
+    later: it reads what the cell does not bind anywhere."""
+    try:
+        tree = ast.parse(_without_magics(source))
+    except SyntaxError:
+        return set()
+    everywhere, _ = _names(tree)
+    before, free = set(), set()
+    for statement in tree.body:
+        bound, read = _names(statement)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            free |= read - bound - everywhere
+        else:
+            free |= read - bound - before
+        before |= bound
+    return free
+
+
 def needed_cells(cells: list[str], target: str) -> list[str]:
     """The cells among ``cells`` (in order) that define what ``target`` reads, and what those read, and so on."""
-    bound, wanted = _names(target)
-    wanted -= bound
-    chosen = []
+    wanted, chosen = free_names(target), []
     for source in reversed(cells):
-        defines, reads = _names(source)
+        defines, _ = _names(source)
         if defines & wanted:
             chosen.append(source)
-            wanted |= reads - defines
+            wanted |= free_names(source)
     return chosen[::-1]
 
 
@@ -872,28 +957,32 @@ def _checker_call(source: str) -> ast.Call:
 
 
 def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit: float = CELL_LIMIT,
-                   children: int = CHILDREN, seed: str = "") -> dict:
+                   children: int = CHILDREN, seed: str = "", secret: bytes = b"") -> dict:
     """``{grade_id: (passed, text)}`` for every test cell of ``source`` (the teacher's notebook, with the
     solutions), judging the learner's cells of ``submitted``; ``{solution id: output}`` under key ``None``.
 
     Each exercise's process gets the teacher's copies of the cells it needs (an earlier exercise's cell too,
     with the teacher's solution), then the learner's cell: a raise in one exercise cell costs that exercise
-    only. At most ``children`` processes run at once."""
+    only. At most ``children`` processes run at once. ``seed`` ("student/assignment") and the course's ``secret``
+    draw the new cases (tools/grade_cases.py)."""
     from attn_helpers import checks
     from attn_helpers.checks._grader import SOLUTIONS, TIME_LIMIT, TimeLimit
 
     given = {_meta(c).get("grade_id"): c.source for c in submitted.cells if _meta(c).get("solution")}
     own = {c.source for c in source.cells if c.cell_type == "code" and not _meta(c).get("solution")}
     names = set(SOLUTIONS) | {fn.__name__ for fn in SOLUTIONS.values()}
+    notebook = bindings([c.source for c in submitted.cells if c.cell_type == "code"])
     wrong = [sentence for k, c in enumerate(submitted.cells) if c.cell_type == "code" and c.source not in own
-             for sentence in tampering(c.source, f"cell {k + 1}", names)]
+             for sentence in tampering(c.source, f"cell {k + 1}", names, notebook=notebook)]
     code = Code([c.source for c in submitted.cells if c.cell_type == "code"])
-    exercises, before = [], []  # [grade id, the cells it needs, the learner's cell, its test cells]
+    helpers = learners_cells(submitted, own)
+    exercises, before = [], []  # [grade id, the cells it needs, the learner's cells, its test cells]
     for cell in source.cells:
         meta = _meta(cell)
         if meta.get("solution"):
             mine = given.get(meta["grade_id"], "")
-            exercises.append((meta["grade_id"], needed_cells(before, mine), mine, []))
+            theirs = [*needed_cells(helpers.get(meta["grade_id"], []), mine), mine]  # their helpers, their cell
+            exercises.append((meta["grade_id"], needed_cells(before, "\n".join(theirs)), theirs, []))
         elif meta.get("grade") and exercises:
             exercises[-1][3].append(cell)
         if cell.cell_type == "code" and not meta.get("grade"):
@@ -901,12 +990,12 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
     results, outputs, learners = {}, {}, []
 
     def start(k):  # an exercise's process, started before its turn: a loop waits while the others run
-        _, context, mine, _ = exercises[k]
+        _, context, theirs, _ = exercises[k]
         learners.append(Learner(site, hidden))
-        learners[-1].send({"op": "run", "context": context, "cell": without_checks(mine)})
+        learners[-1].send({"op": "run", "context": context, "cell": "\n\n".join(map(without_checks, theirs))})
 
     try:
-        for k, (exercise, _, _, tests) in enumerate(exercises):
+        for k, (exercise, _, theirs, tests) in enumerate(exercises):
             while len(learners) < min(k + max(children, 1), len(exercises)):
                 start(len(learners))
             learner = learners[k]
@@ -926,9 +1015,11 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
             except Ended as ended:
                 state["ended"] = f"your exercise cell {ended}"
             outputs[exercise] = (learner.output(), state["error"])
+            graded = graded_with(theirs[:-1])
             for test in tests:
-                results[test.metadata["nbgrader"]["grade_id"]] = _judge(
-                    test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit, (exercise, seed))
+                passed, text = _judge(test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit,
+                                      (exercise, seed, secret))
+                results[test.metadata["nbgrader"]["grade_id"]] = (passed, text + graded)
             learner.close()
     finally:
         for learner in learners:
@@ -937,8 +1028,41 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
     return results
 
 
+def learners_cells(submitted, own: set) -> dict:
+    """``{grade id: the learner's own code cells above that exercise cell}``: cells that are not the teacher's
+    (``own``: their sources) nor an exercise's or a test's."""
+    found, mine = {}, []
+    for cell in submitted.cells:
+        meta = _meta(cell)
+        if meta.get("solution") and meta.get("grade_id"):
+            found.setdefault(meta["grade_id"], list(mine))
+        elif cell.cell_type == "code" and not meta.get("grade") and cell.source not in own:
+            mine.append(cell.source)
+    return found
+
+
+def graded_with(cells: list[str]) -> str:
+    """The sentence the mark adds when the learner's own cells above the exercise cell were graded with it."""
+    if not cells:
+        return ""
+    names = []
+    for cell in cells:
+        try:
+            body = ast.parse(_without_magics(cell)).body
+        except SyntaxError:
+            continue
+        names += [node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef))]
+        names += [t.id for node in body if isinstance(node, ast.Assign) for t in node.targets
+                  if isinstance(t, ast.Name)]
+    names = sorted(set(names))
+    return (f"\n(graded with {len(cells)} cell{'s' if len(cells) > 1 else ''} of your own above the exercise "
+            f"cell, which define{'' if len(cells) > 1 else 's'} {', '.join(names[:6])}"
+            f"{', ...' if len(names) > 6 else ''})")
+
+
 def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: Code, time_limit,
-           stop, hidden=("", "")) -> tuple[bool, str]:
+           stop, hidden=("", "", b"")) -> tuple[bool, str]:
     if wrong:
         return False, "0 points: " + "; ".join(wrong) + ". An answer must be your own work, checked by the " \
                                                          "series' own checkers."
@@ -966,7 +1090,8 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
         verdict = checker(*args)
         import grade_cases  # the new cases each student's functions are also graded on (tools/grade_cases.py)
 
-        verdict = grade_cases.with_hidden_cases(verdict, hidden[0], checker, args, hidden[1])  # new cases decide
+        exercise, seed_text, secret = (*hidden, b"")[:3]  # the new cases decide (tools/grade_cases.py)
+        verdict = grade_cases.with_hidden_cases(verdict, exercise, checker, args, seed_text, secret)
     except BaseException as err:  # noqa: BLE001 - a checker never raises; if it does, the mark is 0, not a crash
         return False, f"the checker could not grade this answer ({type(err).__name__}: {err})"
     if learner.violation:
@@ -995,13 +1120,16 @@ def borrowed(name: str, fn, code: Code, limit: float = 10.0) -> str:
     for dotted in used:
         if id(table[dotted]) in solved:
             return f"your function calls {dotted}, the series' own solution"
+    dynamic = code.dynamic(name)
+    if dynamic:
+        return f"your function reaches code through a name it computes ({dynamic}): an answer calls what it names"
     end = time.monotonic() + limit
     for dotted in used:
         for args, kwargs, result, _ in _calls(fn)[:4]:
             if time.monotonic() > end:
                 return ""
             theirs, error = call_quietly(table[dotted], *args, **kwargs)
-            if error is None and _same(theirs, result):
+            if error is None and _same(theirs, result, BORROWED):
                 return f"your function returns what {table[dotted].__module__}.{table[dotted].__name__} " \
                        "computed: the exercise asks you to write it yourself"
     return ""
@@ -1028,18 +1156,25 @@ def unsteady(fn, most: int = 6) -> str:
     return ""
 
 
-def _same(a, b) -> bool:
+#: (rtol, atol) within which a learner's answer is the series' helper's own, computed here on the same
+#: arguments: ten times looser than the checkers' usual 1e-4, so that no nudge of the helper's result that a
+#: checker still accepts (``softmax(x) * (1 + 5e-5)``) is the learner's work.
+BORROWED = (1e-3, 1e-6)
+
+
+def _same(a, b, tolerance=(1e-5, 1e-8)) -> bool:
     if a is b or (isinstance(a, str) and a == b):
         return True
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y, tolerance) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_same(a[k], b[k], tolerance) for k in a)
     try:
         x, y = np.asarray(a), np.asarray(b)
         if x.dtype.kind not in "biufc" or y.dtype.kind not in "biufc" or x.shape != y.shape:
             return x.dtype.kind == y.dtype.kind and x.shape == y.shape and bool(np.array_equal(x, y))
-        return x.size > 0 and bool(np.allclose(x, y, equal_nan=True))
+        rtol, atol = tolerance
+        return x.size > 0 and bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
     except Exception:  # noqa: BLE001
         return False
 
@@ -1080,8 +1215,10 @@ class SandboxedGrading(NbGraderPreprocessor):
         db = re.sub(r"^sqlite:///", "", info.get("db_url", ""))
         hidden = [course] + ([Path(db).resolve()] if db and Path(db).exists() else [])
         self.log.info("Grading %s's %s in the sandbox", info["student"], info["notebook"])
+        import grade_cases  # the course's secret seeds the new cases (made here once if the course has none)
+
         results = grade_notebook(nb, source, site, hidden, self.cell_limit, self.children,
-                                 f"{info['student']}/{info['assignment']}")
+                                 f"{info['student']}/{info['assignment']}", grade_cases.course_secret(course, True))
         outputs = results.pop(None)
         for cell in nb.cells:
             meta = _meta(cell)
