@@ -343,3 +343,71 @@ def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch
     assert classroom.autograde(tmp_path, {"03"}) == 1
     assert "bubblewrap" in capsys.readouterr().err
     assert not list(tmp_path.iterdir()), "nothing is written before the sandbox is there"
+
+
+def descendants_rss(root: int) -> int:
+    """The summed resident size (bytes) of ``root``'s descendant processes, read from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    family, todo = set(), [root]
+    while todo:
+        parent = todo.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in family]
+        family.update(children)
+        todo += children
+    total = 0
+    for pid in family:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+                total += next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:")), 0)
+        except OSError:
+            pass
+    return total
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_submission_filling_memory_in_every_exercise_keeps_the_batch_within_its_total(tmp_path):
+    """Notebook 08 with a memory filler in its first two exercises, which run at once (issue 50: a filler in
+    each of 08's three took three sandboxes to 2.4 GB each, a 7.2 GiB peak on f6b00f9; now at most
+    grade.CHILDREN run at once, so two fillers are the worst case): the sandboxes together stay within
+    grade.BATCH_MEMORY less the grader's own budget, the fillers lose their exercises and the third keeps its
+    marks."""
+    sandbox_or_skip()
+    grade = load_tool("grade")
+    classroom = load_tool("classroom")
+    out = tmp_path / "classroom"
+    classroom.build(out, {"08"})
+    (path,) = (out / "source").glob("08_*/08_*.ipynb")
+    teacher = nbformat.read(path, 4)
+    learner = nbformat.from_dict(teacher)
+    solutions = [cell for cell in learner.cells if cell.metadata.get("nbgrader", {}).get("solution")]
+    filler = "blocks = []\nwhile True:\n    blocks.append(np.ones(2**22))  # 32 MiB more, touched\n"
+    for cell in solutions[:2]:
+        cell.source = filler + cell.source
+    stop, peak = threading.Event(), [0]
+
+    def watch():
+        while not stop.wait(0.05):
+            peak[0] = max(peak[0], descendants_rss(os.getpid()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        results = grade.grade_notebook(learner, teacher, ROOT, [out], cell_limit=60)
+    finally:
+        stop.set()
+        watcher.join()
+    results.pop(None)
+    lost = {grade_id for grade_id, (passed, _) in results.items() if not passed}
+    print(f"sandboxes' summed peak {peak[0] / 2**20:.0f} MiB (budget "
+          f"{(grade.BATCH_MEMORY - grade.GRADER_MEMORY) / 2**20:.0f} MiB), lost {sorted(lost)}")
+    assert 0 < peak[0] <= grade.BATCH_MEMORY - grade.GRADER_MEMORY
+    assert lost == {"test_my_split_heads", "test_my_merge_heads"}, results
+    assert all("MemoryError" in results[grade_id][1] or "ended" in results[grade_id][1] for grade_id in lost), results

@@ -237,8 +237,8 @@ EXHAUST = {  # a cell that takes all it can of one resource, and records how muc
                  "except OSError as err:\n    why = err.strerror",
                  lambda: grade.FILE_SIZE // 2**20),
     "memory": ("import numpy as np\ngot, why, blocks = 0, '', []\ntry:\n    while True:\n"
-               "        blocks.append(np.ones(2**27))\n        got += 1\nexcept MemoryError as err:\n"
-               "    why = type(err).__name__\nblocks.clear()", lambda: grade.MEMORY // 2**30),
+               "        blocks.append(np.ones(2**24))\n        got += 1\nexcept MemoryError as err:\n"
+               "    why = type(err).__name__\nblocks.clear()", lambda: grade.MEMORY // 2**27),
 }
 
 

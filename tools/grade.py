@@ -10,7 +10,8 @@ each test cell's mark here:
 - each exercise (a solution cell) runs in its own child process (tools/grade_worker.py) inside a
   bubblewrap sandbox: read-only view of the machine, no network, a small private ``/tmp`` (the only place it
   may write), the course folder (gradebook, every submission, the solutions) hidden, an unprivileged user with
-  a process limit, a memory limit, and at most :data:`CHILDREN` such processes at once. The child gets only
+  a process limit, a memory limit (:data:`MEMORY`), and at most :data:`CHILDREN` such processes at once, so
+  that a batch (the grader and its sandboxes) never holds more than :data:`BATCH_MEMORY` (3 GB). The child gets only
   the teacher's copies of the cells the exercise needs, and the learner's exercise cell;
 - the test cell's checker runs here, on the grading copy of the checkers; each learner function it calls is a
   proxy (:func:`proxy`) that sends the arguments to the child and gets data back. What the child sends is
@@ -60,8 +61,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grade_worker as worker  # noqa: E402 - the child's side; its pack() writes the grader's requests
 
 CELL_LIMIT = 30.0  # seconds for an exercise's cells (the notebook's own and the learner's) to run
-CHILDREN = 3  # exercises of a notebook that run at once (each within MEMORY): a notebook's memory is bounded
-MEMORY = 3 * 2**30  # bytes of address space for one exercise's process
+BATCH_MEMORY = 3 * 10**9  # bytes a whole batch may hold at once: the grader and the sandboxes it runs
+GRADER_MEMORY = 500 * 2**20  # bytes of the grading process itself (nbgrader's; tests/test_grading_hostile.py)
+MEMORY = 1_200_000_000  # bytes of address space for one exercise's process (notebook 15 loads a 0.9 GB model)
+CHILDREN = (BATCH_MEMORY - GRADER_MEMORY) // MEMORY  # exercises that run at once: 2, so a batch stays in 3 GB
 TMP_SIZE = 64 * 2**20  # bytes of the sandbox's /tmp (and /dev/shm), the only folders it may write
 FILE_SIZE = 16 * 2**20  # bytes of any one file the sandbox writes (what it prints included)
 FRAME_LIMIT = 8 * 2**20  # bytes of one reply from the sandbox
@@ -198,12 +201,21 @@ def sandbox_site(site: Path) -> tuple[Path, Path]:
     return package, folder
 
 
-def _limits():  # in the child, before bubblewrap starts: no big files, no core dumps, bounded memory
+def _limits(memory: int = MEMORY):  # in the child, before bubblewrap starts: no big files, no core dumps, memory
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE, FILE_SIZE))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def sandboxes(total: int = BATCH_MEMORY, children: int = CHILDREN) -> tuple[int, int]:
+    """``(exercises run at once, bytes of address space each)`` for a batch that may hold ``total`` bytes with
+    its grader (:data:`GRADER_MEMORY`): at most ``children`` of :data:`MEMORY` each, one at a time when two
+    would not fit (then the one gets what is left, at most :data:`MEMORY`)."""
+    room = max(total - GRADER_MEMORY, 2**28)
+    at_once = max(1, min(children, room // MEMORY))
+    return at_once, min(MEMORY, room // at_once)
 
 
 _children = itertools.count()
@@ -212,7 +224,7 @@ _children = itertools.count()
 class Learner:
     """One exercise's sandboxed process, and the requests the grader sends it."""
 
-    def __init__(self, site: Path, hidden: list[Path]):
+    def __init__(self, site: Path, hidden: list[Path], memory: int = MEMORY):
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "MPLCONFIGDIR": "/tmp", "MPLBACKEND": "Agg",
                "ATTN_HELPERS_PROGRESS": "off", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LANG": "C.UTF-8"}
@@ -220,7 +232,7 @@ class Learner:
         self.printed_to = tempfile.TemporaryFile(prefix="attn-grading-")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen(sandbox_command(site.resolve(), hidden, uid), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.printed_to, env=env, cwd="/",
-                                        start_new_session=True, preexec_fn=_limits)
+                                        start_new_session=True, preexec_fn=functools.partial(_limits, memory))
         self.printed, self.sent, self.violation = None, time.monotonic(), ""
 
     def request(self, message: dict, timeout: float, make_function=None):
@@ -957,13 +969,14 @@ def _checker_call(source: str) -> ast.Call:
 
 
 def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit: float = CELL_LIMIT,
-                   children: int = CHILDREN, seed: str = "", secret: bytes = b"") -> dict:
+                   children: int = CHILDREN, seed: str = "", secret: bytes = b"", memory: int = BATCH_MEMORY) -> dict:
     """``{grade_id: (passed, text)}`` for every test cell of ``source`` (the teacher's notebook, with the
     solutions), judging the learner's cells of ``submitted``; ``{solution id: output}`` under key ``None``.
 
     Each exercise's process gets the teacher's copies of the cells it needs (an earlier exercise's cell too,
     with the teacher's solution), then the learner's cell: a raise in one exercise cell costs that exercise
-    only. At most ``children`` processes run at once. ``seed`` ("student/assignment") and the course's ``secret``
+    only. At most ``children`` processes run at once, fewer if they would not fit in ``memory`` bytes with the
+    grader (:func:`sandboxes`). ``seed`` ("student/assignment") and the course's ``secret``
     draw the new cases (tools/grade_cases.py)."""
     from attn_helpers import checks
     from attn_helpers.checks._grader import SOLUTIONS, TIME_LIMIT, TimeLimit
@@ -988,10 +1001,11 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
         if cell.cell_type == "code" and not meta.get("grade"):
             before.append(without_checks(cell.source))  # the teacher's copy, an exercise's with its solution
     results, outputs, learners = {}, {}, []
+    children, each = sandboxes(memory, children)
 
     def start(k):  # an exercise's process, started before its turn: a loop waits while the others run
         _, context, theirs, _ = exercises[k]
-        learners.append(Learner(site, hidden))
+        learners.append(Learner(site, hidden, each))
         learners[-1].send({"op": "run", "context": context, "cell": "\n\n".join(map(without_checks, theirs))})
 
     try:
@@ -1204,6 +1218,7 @@ class SandboxedGrading(NbGraderPreprocessor):
 
     cell_limit = Float(CELL_LIMIT, help="seconds an exercise's cells may run").tag(config=True)
     children = Int(CHILDREN, help="exercises of a notebook graded at once (each in its own process)").tag(config=True)
+    memory = Int(BATCH_MEMORY, help="bytes the grader and its sandboxes may hold at once").tag(config=True)
     site = Unicode("", help="the checkers' grading copy (default: .grader in the course folder)").tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -1218,7 +1233,8 @@ class SandboxedGrading(NbGraderPreprocessor):
         import grade_cases  # the course's secret seeds the new cases (made here once if the course has none)
 
         results = grade_notebook(nb, source, site, hidden, self.cell_limit, self.children,
-                                 f"{info['student']}/{info['assignment']}", grade_cases.course_secret(course, True))
+                                 f"{info['student']}/{info['assignment']}", grade_cases.course_secret(course, True),
+                                 self.memory)
         outputs = results.pop(None)
         for cell in nb.cells:
             meta = _meta(cell)
