@@ -346,6 +346,7 @@ def test_nothing_a_student_wrote_is_live_markup_in_the_feedback():
     assert f'content="{feedback.POLICY}"' in page and "default-src 'none'" in feedback.POLICY
     assert "Payload 0: &lt;script&gt;" in page, "a student's raw HTML shows as text"
     assert "(an output of type application/javascript, shown as text)" in page
+    assert f"<p>{feedback.GRADED}</p>" in page, "the page says what was graded"
 
 
 def test_the_guards_find_the_markup_of_an_unguarded_page():

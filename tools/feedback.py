@@ -84,6 +84,12 @@ TEMPLATE = ("""{%- extends 'index.html.j2' -%}
 """).replace("@POLICY@", POLICY)
 
 
+#: What the marks were decided on, said at the top of every page (tools/grade.py).
+GRADED = ("What was graded: each exercise cell, run on its own in a sandbox after the notebook's own cells it "
+          "needs, together with the cells of your own above it that define what it uses (a helper function); "
+          "your function is checked on the notebook's cases and on new ones.")
+
+
 def test_name(source: str) -> str | None:
     """The name a test cell gives itself on its first line, e.g. "Exercise 03.1 (check_softmax_any_axis)".
 
@@ -120,7 +126,7 @@ class FeedbackExporter(SiteExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         nb = safe_notebook(nb)
         page, resources = super().from_notebook_node(nb, resources, **kw)
-        page = without_emoji(scrubbed(page))
+        page = without_emoji(scrubbed(page)).replace("</h4>", f"</h4>\n<p>{GRADED}</p>", 1)
         for cell in nb.cells:
             grading = cell.metadata.get("nbgrader", {})
             name = test_name(cell.source) if grading.get("grade") and not grading.get("solution") else None

@@ -11,8 +11,11 @@ each test cell's mark here:
   bubblewrap sandbox: read-only view of the machine, no network, a small private ``/tmp`` (the only place it
   may write), the course folder (gradebook, every submission, the solutions) hidden, an unprivileged user with
   a process limit, a memory limit (:data:`MEMORY`), and at most :data:`CHILDREN` such processes at once, so
-  that a batch (the grader and its sandboxes) never holds more than :data:`BATCH_MEMORY` (3 GB). The child gets only
-  the teacher's copies of the cells the exercise needs, and the learner's exercise cell;
+  that a batch (the grader and its sandboxes) never holds more than :data:`BATCH_MEMORY` (3 GB). It sees the
+  machine's system folders, Python, and a copy of the series' package whose checkers have no solutions,
+  cases or slips (:func:`strip_solutions`); no home, no checkout, no course folder. The child gets only the
+  teacher's copies of the cells the exercise needs (:func:`needed_cells`), then the learner's own cells above
+  the exercise that define what it uses (a helper of theirs) and the learner's exercise cell;
 - the test cell's checker runs here, on the grading copy of the checkers; each learner function it calls is a
   proxy (:func:`proxy`) that sends the arguments to the child and gets data back. What the child sends is
   parsed by a schema of plain values and arrays (:func:`parse`), bounded in size, depth, count and time:
@@ -20,9 +23,11 @@ each test cell's mark here:
   marks with one sentence;
 - answers that are not the learner's work get 0 with a message, decided from the learner's source (read with
   ``ast``, never run here) and from what this process observes, never from what the child reports: a patch
-  or rebinding of numpy or a checker, the solution imported or called, a product the exercise forbids, the
-  series' own helper returning the answer (computed here on the same arguments), an answer that changes when
-  the same call is made again a second later, a printed verdict.
+  or rebinding of numpy or a checker, the solution imported or called (a name counts for what it is bound to:
+  a learner's own ``solution`` is theirs), a product the exercise forbids, the series' own helper returning
+  the answer (computed here on the same arguments, within :data:`BORROWED`), code reached by a name it
+  computes (``eval``, ``importlib.import_module``), an answer that changes when the same call is made again a
+  second later, a printed verdict.
 
 The mark is written as the test cell's output (an error output for 0 points), so nbgrader's own
 ``SaveAutoGrades`` stores it and ``generate_feedback`` shows the verdict.
