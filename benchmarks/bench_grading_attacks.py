@@ -55,7 +55,8 @@ def main(argv) -> int:
             print(f"{student:24s} {got}/2 (expected {mark}){'  lost: ' + lost if lost else ''}")
             if got != mark:
                 wrong[student] = (got, mark)
-    print(f"grader of {tree}: " + ("every mark as expected" if not wrong else f"not as expected (got, expected): {wrong}"))
+    verdict = "every mark as expected" if not wrong else f"not as expected (got, expected): {wrong}"
+    print(f"grader of {tree}: {verdict}")
     return 0 if not wrong else 1
 
 

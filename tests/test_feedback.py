@@ -257,7 +257,8 @@ TITLE = "Feedback: 03_softmax"  # what the page's title stays: every payload tri
 RUN = "document.title='PWNED';window.pwned=1"
 TAGS = [f"<script>{RUN}</script>", f"<img src=x onerror=\"{RUN}\">", f"<svg onload=\"{RUN}\"></svg>",
         f"<iframe srcdoc=\"<script>parent.{RUN}</script>\"></iframe>", f"<a href=\"javascript:{RUN}\">click</a>",
-        f"<div style=\"width: expression({RUN})\">x</div>", f"<div style=\"background:url('javascript:{RUN}')\">x</div>",
+        f"<div style=\"width: expression({RUN})\">x</div>",
+        f"<div style=\"background:url('javascript:{RUN}')\">x</div>",
         f"<body onload=\"{RUN}\">", f"<details open ontoggle=\"{RUN}\">x</details>",
         f"<math><mtext><img src=x onerror=\"{RUN}\"></mtext></math>", f"<object data=\"javascript:{RUN}\"></object>",
         f"<embed src=\"javascript:{RUN}\">", f"<meta http-equiv=\"refresh\" content=\"0;url=javascript:{RUN}\">",
@@ -312,7 +313,8 @@ def feedback_page(nb) -> str:
     config = Config()
     config.HTMLExporter.template_name = "feedback"
     config.HTMLExporter.extra_template_basedirs = [str(templates / "templates")]
-    config.HTMLExporter.extra_template_paths = [str(templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    config.HTMLExporter.extra_template_paths = [str(templates / "static" / "node_modules" / "bootstrap" / "dist"
+                                                    / "css")]
     resources = {"nbgrader": {"notebook": "03_softmax", "score": 1.0, "max_score": 2.0, "late_penalty": 0}}
     page, _ = feedback.FeedbackExporter(config=config).from_notebook_node(nb, resources)
     return page

@@ -115,7 +115,8 @@ def handed_in(teacher, answers: dict, extra: list):
     learner = nbformat.from_dict(teacher)
     for key, text in answers.items():
         grade_id = key.removeprefix("above:")
-        at = next(k for k, cell in enumerate(learner.cells) if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        at = next(k for k, cell in enumerate(learner.cells)
+                  if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
         if key.startswith("above:"):
             learner.cells.insert(at, nbformat.v4.new_code_cell(text))
         else:

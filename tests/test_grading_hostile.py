@@ -90,6 +90,7 @@ def lookup_table(student: str) -> str:
 
     sys.path.insert(0, str(ROOT / "tools"))
     import grade_cases
+
     from attn_helpers import checks
     from attn_helpers.checks._grader import SOLUTIONS
 
@@ -120,18 +121,17 @@ def issue50() -> dict:
         "helper_nudged": (1, {spot: "SOLVED", soft: "from attn_helpers import softmax\n\n"
                                                     "def softmax_any_axis(x, axis=-1):\n"
                                                     "    return softmax(x, axis=axis) * (1 + 5e-5)\n"}, []),
-        "solution_import_module": (1, {spot: "SOLVED", soft: "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
-                                                             "    found = importlib.import_module('attn_helpers.checks.nb'"
-                                                             " + '03')\n"
-                                                             "    return getattr(found, 'softmax_any_axis')(x, axis)\n"},
-                                   []),
+        "solution_import_module": (1, {spot: "SOLVED", soft: (
+            "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+            "    found = importlib.import_module('attn_helpers.checks.nb' + '03')\n"
+            "    return getattr(found, 'softmax_any_axis')(x, axis)\n")}, []),
         "solution_eval": (1, {spot: "SOLVED", soft: "def softmax_any_axis(x, axis=-1):\n    found = eval(\"__import__("
                                                     "'attn_helpers.checks.nb03', fromlist=['nb03'])\")\n"
                                                     "    return found.softmax_any_axis(x, axis)\n"}, []),
-        "helper_import_module": (1, {spot: "SOLVED", soft: "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
-                                                           "    core = importlib.import_module('attn_helpers.' + 'core')\n"
-                                                           "    return getattr(core, 'soft' + 'max')(x, axis=axis)\n"},
-                                 []),
+        "helper_import_module": (1, {spot: "SOLVED", soft: (
+            "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+            "    core = importlib.import_module('attn_helpers.' + 'core')\n"
+            "    return getattr(core, 'soft' + 'max')(x, axis=axis)\n")}, []),
         "slip_machinery": (1, {spot: "SOLVED", soft: "from attn_helpers.checks import nb03\n\n"
                                                      "def softmax_any_axis(x, axis=-1):\n"
                                                      "    return nb03._max_along(x, axis, axis)\n"}, []),

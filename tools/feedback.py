@@ -155,7 +155,8 @@ def safe_notebook(nb):
         if not CELL_ID.fullmatch(str(cell.get("id", ""))):
             cell["id"] = f"cell-{k}"
         grading = cell.get("metadata", {}).get("nbgrader")
-        if grading is not None and not (isinstance(grading, dict) and CELL_ID.fullmatch(str(grading.get("grade_id", "")))):
+        if grading is not None and not (isinstance(grading, dict)
+                                        and CELL_ID.fullmatch(str(grading.get("grade_id", "")))):
             cell.metadata.pop("nbgrader")  # a grade id the page would write into a link: not one nbgrader gave
         if cell.cell_type not in ("markdown", "code"):  # a raw cell (text/html, say): its text, as code
             cell.cell_type, cell.metadata = "markdown", {}

@@ -843,8 +843,8 @@ def tampering(source: str, where: str, solutions: set, checkers: set | None = No
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
                 and node.args and _root(node.args[0]) in modules:
             found.append(f"{line} calls {node.func.id} on {ast.unparse(node.args[0])}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("solution", "Verdict") \
-                and series(node.func.id):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("solution", "Verdict") and series(node.func.id):
             found.append(f"{line} calls {node.func.id}(...), the checkers' own")
         elif isinstance(node, ast.Attribute) and (node.attr in REGISTRY or node.attr in solutions) \
                 and (_root(node) in modules or series(_root(node))):
