@@ -22,6 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 from tool_loader import ROOT, load_tool
 
@@ -250,3 +251,130 @@ print(tried(lambda: open({str(out / 'gradebook.db')!r}, 'rb').read(1)))
         handed = out / "submitted" / student / SAMPLE
         marks = re.findall(r"(\w+)'s work", (handed / f"{SAMPLE}.ipynb").read_text(encoding="utf-8"))
         assert marks == [student], (marks, list(handed.iterdir()))
+
+
+# --------------------------------------------------------------------------- a student's markup in the feedback
+
+TITLE = "Feedback: 03_softmax"  # what the page's title stays: every payload tries to change it, or set a global
+RUN = "document.title='PWNED';window.pwned=1"
+TAGS = [f"<script>{RUN}</script>", f"<img src=x onerror=\"{RUN}\">", f"<svg onload=\"{RUN}\"></svg>",
+        f"<iframe srcdoc=\"<script>parent.{RUN}</script>\"></iframe>", f"<a href=\"javascript:{RUN}\">click</a>",
+        f"<div style=\"width: expression({RUN})\">x</div>",
+        f"<div style=\"background:url('javascript:{RUN}')\">x</div>",
+        f"<body onload=\"{RUN}\">", f"<details open ontoggle=\"{RUN}\">x</details>",
+        f"<math><mtext><img src=x onerror=\"{RUN}\"></mtext></math>", f"<object data=\"javascript:{RUN}\"></object>",
+        f"<embed src=\"javascript:{RUN}\">", f"<meta http-equiv=\"refresh\" content=\"0;url=javascript:{RUN}\">",
+        "<base href=\"javascript:alert(1)//\">", f"<form action=\"javascript:{RUN}\"><button>go</button></form>",
+        f"<input autofocus onfocus=\"{RUN}\">", f"<video><source onerror=\"{RUN}\"></video>",
+        f"<style>@import 'javascript:{RUN}';</style>", f"<IMG SRC=\"jav&#x09;ascript:{RUN}\">",
+        f"<scr<script>ipt>{RUN}</script>", f"<svg><animate onbegin=\"{RUN}\" attributeName=x dur=1s>",
+        f"<marquee onstart=\"{RUN}\">x</marquee>", f"<x onclick=\"{RUN}\">x</x>",
+        "<div style=\"position:fixed;top:0;left:0;width:100%;background:white\">Score: 100 / 100</div>"]
+LINKS = [f"[click](javascript:{RUN})", f"[click](JaVaScRiPt:{RUN})", f"[click]( javascript:{RUN})",
+         f"![a figure](javascript:{RUN})", f"[click](data:text/html,<script>{RUN}</script>)",
+         f"[click](vbscript:{RUN})", f"[click](\"javascript:{RUN}\")", f"<javascript:{RUN}>",
+         f"$</math><img src=x onerror=\"{RUN}\">$", f"$$</math><script>{RUN}</script>$$"]
+
+
+def hostile_notebook():
+    """A submission of 03 whose markdown, raw cells, outputs, ids and metadata each carry one payload."""
+    nb = nbformat.v4.new_notebook(metadata={"language_info": {"name": "python"}})
+    nb.cells = [nbformat.v4.new_markdown_cell(f"Payload {k}: {payload}") for k, payload in enumerate(TAGS + LINKS)]
+    nb.cells.append(nbformat.v4.new_raw_cell(f"<script>{RUN}</script>", metadata={"format": "text/html"}))
+    nb.cells.append(nbformat.v4.new_markdown_cell("![picture](attachment:p.svg)", attachments={
+        "p.svg": {"image/svg+xml": f"<svg xmlns='http://www.w3.org/2000/svg' onload=\"{RUN}\"></svg>"}}))
+    outputs = [
+        nbformat.v4.new_output("display_data", data={"text/html": f"<script>{RUN}</script>", "text/plain": "x"}),
+        nbformat.v4.new_output("display_data", data={"application/javascript": RUN}),
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": f"<svg onload=\"{RUN}\"></svg>"}),
+        nbformat.v4.new_output("display_data", data={"text/markdown": f"<img src=x onerror=\"{RUN}\">"}),
+        nbformat.v4.new_output("execute_result", data={"text/html": f"<img src=x onerror=\"{RUN}\">"},
+                               execution_count=1),
+        nbformat.v4.new_output("display_data", data={"image/png": f"\" onerror=\"{RUN}"}),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="},
+                               metadata={"image/png": {"alt": f"x\" onerror=\"{RUN}", "width": "1\" onload=\"x"}}),
+        nbformat.v4.new_output("stream", name="stdout", text=f"<script>{RUN}</script>"),
+        nbformat.v4.new_output("error", ename="<b>E</b>", evalue=f"<img src=x onerror=\"{RUN}\">",
+                               traceback=[f"<script>{RUN}</script>"]),
+    ]
+    cell = nbformat.v4.new_code_cell("print(1)", outputs=outputs)
+    cell["id"] = f"x\"><script>{RUN}</script>"
+    nb.cells.append(cell)
+    nb.cells.append(nbformat.v4.new_code_cell("1", metadata={"nbgrader": {
+        "grade": True, "solution": False, "points": 1, "score": 1,
+        "grade_id": f"x\"><img src=x onerror=\"{RUN}\"><li>Score: 100 / 100</li>"}}))
+    return nb
+
+
+def feedback_page(nb) -> str:
+    """``nb``'s feedback page, as ``nbgrader generate_feedback`` writes it with tools/feedback.py."""
+    import nbgrader
+    from traitlets.config import Config
+
+    templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    config = Config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [str(templates / "templates")]
+    config.HTMLExporter.extra_template_paths = [str(templates / "static" / "node_modules" / "bootstrap" / "dist"
+                                                    / "css")]
+    resources = {"nbgrader": {"notebook": "03_softmax", "score": 1.0, "max_score": 2.0, "late_penalty": 0}}
+    page, _ = feedback.FeedbackExporter(config=config).from_notebook_node(nb, resources)
+    return page
+
+
+def live_markup(page: str) -> list[str]:
+    """What in ``page`` could run or paint over it: a script or frame element, an event handler, a ``style``
+    on a body element, an address that is not a picture, a relative or web link."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    found = [f"<{e.name}>" for e in soup.find_all(["script", "iframe", "frame", "object", "embed", "applet", "base",
+                                                   "form", "svg", "meta", "link", "style"])
+             if e.name not in ("meta", "style") or e.find_parent("head") is None]
+    for element in soup.find_all(True):
+        for name, value in element.attrs.items():
+            text = "".join(str(value).split()).lower()
+            if name.lower().startswith("on") or name.lower() == "srcdoc":
+                found.append(f"{element.name} {name}")
+            elif name.lower() == "style" and element.find_parent("head") is None:
+                found.append(f"{element.name} style")
+            elif name.lower() in ("href", "src", "action", "data") and re.match(r"(javascript|vbscript|data:(?!image/"
+                                                                                r"(png|jpeg)))", text):
+                found.append(f"{element.name} {name}={text[:40]}")
+    return found
+
+
+def test_nothing_a_student_wrote_is_live_markup_in_the_feedback():
+    page = feedback_page(hostile_notebook())
+    assert live_markup(page) == []
+    assert f'content="{feedback.POLICY}"' in page and "default-src 'none'" in feedback.POLICY
+    assert "Payload 0: &lt;script&gt;" in page, "a student's raw HTML shows as text"
+    assert "(an output of type application/javascript, shown as text)" in page
+    assert f"<p>{feedback.GRADED}</p>" in page, "the page says what was graded"
+
+
+def test_the_guards_find_the_markup_of_an_unguarded_page():
+    """The check above can fail: nbconvert's own HTML exporter keeps the payloads live."""
+    from nbconvert import HTMLExporter
+
+    nb = hostile_notebook()
+    for k, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{k}"  # nbconvert refuses the forged id outright
+    page, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    found = live_markup(page)
+    assert any("script" in f for f in found) and any("onerror" in f for f in found), found
+
+
+@pytest.mark.parametrize("payload", TAGS + LINKS)
+def test_each_payload_alone_leaves_no_live_markup(payload):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(payload)])
+    assert live_markup(feedback_page(nb)) == []
+
+
+def test_emoji_in_the_feedback_are_words():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "error", ename="Not yet", evalue="\u274c Not yet: the values differ", traceback=["\u274c Not yet"]),
+        nbformat.v4.new_output("stream", name="stdout", text="\u2705 Correct! \U0001f4a1 a hint")])])
+    page = feedback_page(nb)
+    body = page[page.index("<body"):]
+    assert not re.search("[\u2705\u274c\U0001f4a1]", body) and "Correct!" in body

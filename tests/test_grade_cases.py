@@ -8,6 +8,8 @@ students; and a failing mark says, in one sentence, what was right and what was 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from tool_loader import load_tool
@@ -49,12 +51,12 @@ def _checker(name):
     return getattr(checks, EXERCISES[name][1][0]) if name in EXERCISES else DRILLS[name]
 
 
-def lookup_table(name):
-    """A learner's function that answers the checker's visible cases from a table (the solution's answers) and
-    returns the first of them for anything else."""
+def lookup_table(name, more=()):
+    """A learner's function that answers the checker's visible cases (and the cases ``more``) from a table (the
+    solution's answers) and returns the first of them for anything else."""
     visible, _, _ = cases.visible_calls(name, _checker(name))
     table = {}
-    for case in visible:
+    for case in [*visible, *more]:
         result, error = call_quietly(SOLUTIONS[name], *cases._copied(case.args), **(case.kwargs or {}))
         if error is None:
             table[cases._key(case)] = result
@@ -84,6 +86,45 @@ def test_a_table_of_the_visible_cases_earns_nothing_and_the_solution_keeps_its_m
         wrong, of = (int(w) for w in mark.message.split("wrong on ")[1].split(" new cases")[0].split(" of "))
         assert of == len(new) and wrong >= len(new) - 1, mark.message  # a redrawn case may share its answer
         assert "ada/assignment" in mark.hint
+
+
+SECRET = bytes(range(32))  # a course's secret (the real one: 32 random bytes, tools/grade_cases.course_secret)
+
+
+@pytest.mark.parametrize("name", sorted(cases.FRESH))
+def test_a_table_of_the_cases_a_student_can_compute_earns_nothing_with_the_courses_secret(name):
+    """The student knows their name, the assignment and tools/grade_cases.py, not the course's secret: a table of
+    the visible cases and of the new cases computed without the secret passes without it (the hole of f6b00f9,
+    whose seed was the name and assignment alone) and fails with it."""
+    checker = _checker(name)
+    computed = cases.fresh_cases(name, checker, "ada/assignment")  # all a student can draw
+    table = lookup_table(name, computed)
+    shown = checker(table)
+    assert bool(cases.with_hidden_cases(shown, name, checker, [table], "ada/assignment")) == bool(shown)
+    keyed = cases.with_hidden_cases(shown, name, checker, [table], "ada/assignment", SECRET)
+    assert not keyed
+    solution = SOLUTIONS[name]
+    assert cases.with_hidden_cases(checker(solution), name, checker, [solution], "ada/assignment", SECRET)
+
+
+def test_the_course_secret_is_made_once_private_and_only_the_teacher_reproduces_the_cases(tmp_path, capsys):
+    assert cases.course_secret(tmp_path) == b""
+    secret = cases.course_secret(tmp_path, create=True)
+    path = tmp_path / cases.SECRET
+    assert len(secret) == 32 and path.stat().st_mode & 0o777 == 0o600
+    assert cases.course_secret(tmp_path, create=True) == secret, "made once, never overwritten"
+    checker = _checker("softmax_any_axis")
+    graded = cases.fresh_cases("softmax_any_axis", checker, "ada/03_softmax", secret)
+    assert cases.main(["grade_cases.py", "softmax_any_axis", "ada/03_softmax", "--course", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"new cases {cases.case_id('ada/03_softmax', 'softmax_any_axis', secret)} for "
+                       "'ada/03_softmax':", *(case.label for case in graded)]
+    assert cases.main(["grade_cases.py", "softmax_any_axis", "ada/03_softmax"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--course" in err, "without the secret the command prints no case"
+    unkeyed = cases.fresh_cases("softmax_any_axis", checker, "ada/03_softmax")
+    assert not {cases._key(c) for c in graded} & {cases._key(c) for c in unkeyed}
+    assert secret.hex() not in cases.case_id("ada/03_softmax", "softmax_any_axis", secret)
 
 
 def test_the_new_cases_are_each_students_own_and_reproducible():
@@ -175,8 +216,8 @@ def test_through_the_sandbox_the_table_scores_0_and_the_solution_full_marks(tmp_
     site = classroom.install_grader(tmp_path)
     marks = {who: grade.grade_notebook(nb, source, site, [tmp_path], seed=f"{who}/03_softmax")
              for who, nb in (("ada", source), ("tables", table))}
-    assert marks["ada"]["test_softmax_any_axis"][0] and "new cases drawn with seed 'ada/03_softmax'" \
-        in marks["ada"]["test_softmax_any_axis"][1]
+    assert marks["ada"]["test_softmax_any_axis"][0] and re.search("new cases [0-9a-f]{8} for 'ada/03_softmax'",
+                                                                  marks["ada"]["test_softmax_any_axis"][1])
     passed, text = marks["tables"]["test_softmax_any_axis"]
     drawn = len(cases.fresh_cases("softmax_any_axis", _checker("softmax_any_axis"), "tables/03_softmax"))
     assert not passed and f"right on the notebook's cases, wrong on {drawn} of {drawn} new cases like x = " in text, \

@@ -317,7 +317,7 @@ def test_a_hostile_sandbox_costs_its_exercise_and_nothing_else(tmp_path, monkeyp
     (tmp_path / "payload").write_bytes(payload)
     monkeypatch.setattr(grade, "sandbox_command", lambda site, hidden, uid: [
         sys.executable, "-c", FAKE, str(ROOT / "tools"), mode, str(tmp_path / "payload")])
-    monkeypatch.setattr(grade, "_limits", lambda: None)
+    monkeypatch.setattr(grade, "_limits", lambda *_: None)
     from attn_helpers.checks import _grader
 
     monkeypatch.setattr(_grader, "TIME_LIMIT", 2.0)  # the trickle takes longer than this
@@ -333,7 +333,7 @@ def test_a_hostile_sandbox_costs_its_exercise_and_nothing_else(tmp_path, monkeyp
 def test_a_sandbox_that_stops_reading_does_not_block_the_grader(monkeypatch):
     monkeypatch.setattr(grade, "sandbox_command", lambda site, hidden, uid: [
         sys.executable, "-c", "import time\ntime.sleep(60)"])
-    monkeypatch.setattr(grade, "_limits", lambda: None)
+    monkeypatch.setattr(grade, "_limits", lambda *_: None)
     learner = grade.Learner(ROOT, [])
     try:
         start = time.monotonic()

@@ -107,3 +107,38 @@ def test_a_notebooks_exercises_run_at_most_children_at_once(course, monkeypatch)
     exercises = sum(1 for cell in teacher.cells if cell.metadata.get("nbgrader", {}).get("solution"))
     assert exercises > 2 and most[0] == 2 and not live
     assert all(passed for passed, _ in results.values())
+
+
+def handed_in(teacher, answers: dict, extra: list):
+    """A copy of the teacher's notebook with ``answers`` (test_grading_hostile.issue50's form: ``SOLVED`` is the
+    solution, ``above:ID`` a cell of the learner's own above exercise ``ID``) and ``extra`` cells at the end."""
+    learner = nbformat.from_dict(teacher)
+    for key, text in answers.items():
+        grade_id = key.removeprefix("above:")
+        at = next(k for k, cell in enumerate(learner.cells)
+                  if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        if key.startswith("above:"):
+            learner.cells.insert(at, nbformat.v4.new_code_cell(text))
+        else:
+            learner.cells[at].source = text.replace("SOLVED", teacher.cells[at].source)
+    learner.cells += [nbformat.v4.new_code_cell(source) for source in extra]
+    return learner
+
+
+@pytest.mark.parametrize("student", ["own_helper_above", "own_solution_name", "np_before_reimport"])
+def test_honest_work_that_once_lost_marks_keeps_them(course, student):
+    """A helper in its own cell above the exercise (graded with it, and the mark says so), a function of the
+    learner's own named ``solution``, ``np`` used before a re-import in the same cell: 2 of 2 (on f6b00f9: 1,
+    0 and 1)."""
+    from test_grading_hostile import issue50
+
+    sandbox_or_skip()
+    out, _ = course
+    teacher = source(out, "03_softmax")
+    mark, answers, extra = issue50()[student]
+    results = grade.grade_notebook(handed_in(teacher, answers, extra), teacher, ROOT, [out], seed=f"{student}/03")
+    results.pop(None)
+    assert mark == 2 and all(passed for passed, _ in results.values()), results
+    if student == "own_helper_above":
+        assert "graded with 1 cell of your own above the exercise cell, which defines stable_exp_normalise" in \
+            results["test_softmax_any_axis"][1]

@@ -78,6 +78,67 @@ PWN = "open({!r}, 'w').write('ran in the grader')\n"
 PWNED = ("forged_events", "forged_raw")  # students who hand in pwn.py too
 
 
+HELPER = ("def stable_exp_normalise(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+          "    return e / e.sum(axis=axis, keepdims=True)\n")
+
+
+def lookup_table(student: str) -> str:
+    """An exercise cell that answers from a table: the notebook's visible cases and the new cases
+    ``tools/grade_cases.py`` computes without the course's secret (all a student can run), their answers
+    from the solution."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import grade_cases
+
+    from attn_helpers import checks
+    from attn_helpers.checks._grader import SOLUTIONS
+
+    name = "softmax_any_axis"
+    visible, _, _ = grade_cases.visible_calls(name, checks.check_softmax_any_axis)
+    cases = [*visible, *grade_cases.fresh_cases(name, checks.check_softmax_any_axis, f"{student}/{ASSIGNMENT}")]
+    table = {}
+    for case in cases:
+        x, axis = case.args[0], (case.args[1:] or [case.kwargs.get("axis", -1)])[0]
+        key = f"{x.dtype.str}{x.shape}{axis}{x.tobytes().hex()}"
+        table[key] = SOLUTIONS[name](x, axis).tolist()
+    return (f"TABLE = {table!r}\n\ndef softmax_any_axis(x, axis=-1):\n    x = np.asarray(x)\n"
+            "    return np.array(TABLE[f'{x.dtype.str}{x.shape}{axis}{x.tobytes().hex()}'])\n")
+
+
+def issue50() -> dict:
+    """This round's submissions (issue 50), as :func:`submissions` gives them: honest work a grader once took
+    for a cheat or could not run, and cheats it once let through. An ``above:ID`` answer is a cell of the
+    learner's own just above exercise ``ID``."""
+    spot, soft = "spot_the_slip", "softmax_any_axis"
+    return {
+        "own_helper_above": (2, {spot: "SOLVED", f"above:{soft}": HELPER,
+                                 soft: "def softmax_any_axis(x, axis=-1):\n    return stable_exp_normalise(x, axis)\n"},
+                             []),
+        "own_solution_name": (2, {spot: "SOLVED", soft: "SOLVED"},
+                              ["def solution(x):\n    return 2 * x\n\n\nprint(solution(3))\n"]),
+        "np_before_reimport": (2, {spot: "SOLVED", soft: "x0 = np.ones(3)\nimport numpy as np\n\nSOLVED"}, []),
+        "helper_nudged": (1, {spot: "SOLVED", soft: "from attn_helpers import softmax\n\n"
+                                                    "def softmax_any_axis(x, axis=-1):\n"
+                                                    "    return softmax(x, axis=axis) * (1 + 5e-5)\n"}, []),
+        "solution_import_module": (1, {spot: "SOLVED", soft: (
+            "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+            "    found = importlib.import_module('attn_helpers.checks.nb' + '03')\n"
+            "    return getattr(found, 'softmax_any_axis')(x, axis)\n")}, []),
+        "solution_eval": (1, {spot: "SOLVED", soft: "def softmax_any_axis(x, axis=-1):\n    found = eval(\"__import__("
+                                                    "'attn_helpers.checks.nb03', fromlist=['nb03'])\")\n"
+                                                    "    return found.softmax_any_axis(x, axis)\n"}, []),
+        "helper_import_module": (1, {spot: "SOLVED", soft: (
+            "import importlib\n\ndef softmax_any_axis(x, axis=-1):\n"
+            "    core = importlib.import_module('attn_helpers.' + 'core')\n"
+            "    return getattr(core, 'soft' + 'max')(x, axis=axis)\n")}, []),
+        "slip_machinery": (1, {spot: "SOLVED", soft: "from attn_helpers.checks import nb03\n\n"
+                                                     "def softmax_any_axis(x, axis=-1):\n"
+                                                     "    return nb03._max_along(x, axis, axis)\n"}, []),
+        "lookup_table": (1, {spot: "SOLVED", soft: lookup_table("lookup_table")}, []),
+    }
+
+
 def submissions(out: Path, port: int) -> dict:
     """``{student: (expected mark, {grade id: cell source}, [extra cells])}``: the hostile class."""
     gradebook, other = out / "gradebook.db", out / "submitted" / HONEST / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -147,6 +208,7 @@ def submissions(out: Path, port: int) -> dict:
         "honest_comment": (2, {spot: "SOLVED", soft: "SOLVED  # \u2705 finally works!\n"}, []),
         "honest_helper": (2, perfect, ["def check_rows_sum_to_one(w):\n    return np.allclose(w.sum(axis=-1), 1)\n\n"
                                        "check_rows_sum_to_one(softmax_any_axis(np.ones((2, 3))))\n"]),
+        **issue50(),
         HONEST: (2, perfect, []),
         "z2_untouched": (0, {}, []),
     }
@@ -160,6 +222,9 @@ def write(out: Path, student: str, answers: dict, extra: list, solutions: dict) 
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in answers:
             cell.source = answers[grade_id].replace("SOLVED", solutions[grade_id])
+    for grade_id, above in [(key[len("above:"):], text) for key, text in answers.items() if key.startswith("above:")]:
+        at = next(k for k, cell in enumerate(nb.cells) if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        nb.cells.insert(at, nbformat.v4.new_code_cell(above))
     if "__first__" in answers:
         next(cell for cell in nb.cells if cell.cell_type == "code").source = answers["__first__"]
     nb.cells += [nbformat.v4.new_code_cell(source) for source in extra]
@@ -278,3 +343,71 @@ def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch
     assert classroom.autograde(tmp_path, {"03"}) == 1
     assert "bubblewrap" in capsys.readouterr().err
     assert not list(tmp_path.iterdir()), "nothing is written before the sandbox is there"
+
+
+def descendants_rss(root: int) -> int:
+    """The summed resident size (bytes) of ``root``'s descendant processes, read from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    family, todo = set(), [root]
+    while todo:
+        parent = todo.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in family]
+        family.update(children)
+        todo += children
+    total = 0
+    for pid in family:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+                total += next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:")), 0)
+        except OSError:
+            pass
+    return total
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_submission_filling_memory_in_every_exercise_keeps_the_batch_within_its_total(tmp_path):
+    """Notebook 08 with a memory filler in its first two exercises, which run at once (issue 50: a filler in
+    each of 08's three took three sandboxes to 2.4 GB each, a 7.2 GiB peak on f6b00f9; now at most
+    grade.CHILDREN run at once, so two fillers are the worst case): the sandboxes together stay within
+    grade.BATCH_MEMORY less the grader's own budget, the fillers lose their exercises and the third keeps its
+    marks."""
+    sandbox_or_skip()
+    grade = load_tool("grade")
+    classroom = load_tool("classroom")
+    out = tmp_path / "classroom"
+    classroom.build(out, {"08"})
+    (path,) = (out / "source").glob("08_*/08_*.ipynb")
+    teacher = nbformat.read(path, 4)
+    learner = nbformat.from_dict(teacher)
+    solutions = [cell for cell in learner.cells if cell.metadata.get("nbgrader", {}).get("solution")]
+    filler = "blocks = []\nwhile True:\n    blocks.append(np.ones(2**22))  # 32 MiB more, touched\n"
+    for cell in solutions[:2]:
+        cell.source = filler + cell.source
+    stop, peak = threading.Event(), [0]
+
+    def watch():
+        while not stop.wait(0.05):
+            peak[0] = max(peak[0], descendants_rss(os.getpid()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        results = grade.grade_notebook(learner, teacher, ROOT, [out], cell_limit=60)
+    finally:
+        stop.set()
+        watcher.join()
+    results.pop(None)
+    lost = {grade_id for grade_id, (passed, _) in results.items() if not passed}
+    print(f"sandboxes' summed peak {peak[0] / 2**20:.0f} MiB (budget "
+          f"{(grade.BATCH_MEMORY - grade.GRADER_MEMORY) / 2**20:.0f} MiB), lost {sorted(lost)}")
+    assert 0 < peak[0] <= grade.BATCH_MEMORY - grade.GRADER_MEMORY
+    assert lost == {"test_my_split_heads", "test_my_merge_heads"}, results
+    assert all("MemoryError" in results[grade_id][1] or "ended" in results[grade_id][1] for grade_id in lost), results

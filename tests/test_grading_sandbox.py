@@ -8,6 +8,7 @@ loops is stopped at the checkers' time limit. The Dockerfile and the guide agree
 
 from __future__ import annotations
 
+import ast
 import inspect
 import io
 import re
@@ -162,7 +163,9 @@ def test_a_function_called_through_the_sandbox_answers_as_in_the_notebook(learne
 
 
 
-def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
+def test_the_teachers_home_folder_and_checkout_are_out_of_sight(monkeypatch):
+    """Neither the teacher's home nor the checkout (the checkers' source, the answer keys) is in the sandbox:
+    it sees the machine's system folders, Python, and the checkers' sandbox copy without solutions."""
     sandbox_or_skip()
     home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp, which the sandbox replaces anyway
     secret = home / ".ssh" / "id_key"
@@ -173,7 +176,7 @@ def test_the_teachers_home_folder_is_out_of_sight(monkeypatch):
     try:
         cell = f"import os\nseen = os.path.exists({str(secret)!r}), os.path.exists({str(ROOT / 'README.md')!r})"
         one.request({"op": "run", "context": [], "cell": cell}, 30)
-        assert grade.learner_value(one, "seen", 5, TimeoutError) == (False, True)
+        assert grade.learner_value(one, "seen", 5, TimeoutError) == (False, False)
     finally:
         one.close()
         shutil.rmtree(home)
@@ -234,8 +237,8 @@ EXHAUST = {  # a cell that takes all it can of one resource, and records how muc
                  "except OSError as err:\n    why = err.strerror",
                  lambda: grade.FILE_SIZE // 2**20),
     "memory": ("import numpy as np\ngot, why, blocks = 0, '', []\ntry:\n    while True:\n"
-               "        blocks.append(np.ones(2**27))\n        got += 1\nexcept MemoryError as err:\n"
-               "    why = type(err).__name__\nblocks.clear()", lambda: grade.MEMORY // 2**30),
+               "        blocks.append(np.ones(2**24))\n        got += 1\nexcept MemoryError as err:\n"
+               "    why = type(err).__name__\nblocks.clear()", lambda: grade.MEMORY // 2**27),
 }
 
 
@@ -314,3 +317,68 @@ def test_a_helper_returning_the_answer_is_found_by_computing_it_here():
     assert grade.borrowed("f", fn, own) == ""
     solved = grade.Code(["import attn_helpers.checks.nb03 as m", "f = m.softmax_any_axis"])
     assert "the series' own solution" in grade.borrowed("f", fn, solved)
+
+
+def test_names_read_before_a_reimport_come_from_the_notebooks_cell():
+    cells = ["import numpy as np", "X = np.ones(3)"]
+    assert grade.needed_cells(cells, "x0 = np.ones(3)\nimport numpy as np\n\ndef f(x):\n    return np.exp(x)") == \
+        [cells[0]]
+    assert grade.needed_cells(cells, "import numpy as np\nx0 = np.ones(3)") == []
+    assert grade.needed_cells(cells, "def f():\n    return X\n\nimport numpy as np") == cells
+
+
+def test_a_learners_own_solution_is_theirs_and_the_checkers_is_not():
+    own = "def solution(x):\n    return 2 * x\n\nprint(solution(3))"
+    assert grade.tampering(own, "cell 9", SOLUTIONS) == []
+    imported = grade.bindings(["from attn_helpers.checks import check_score_slip, solution", "x = 1"])
+    assert "calls solution" in " ".join(grade.tampering("print(solution('score_slip'))", "cell 9", SOLUTIONS,
+                                                        notebook=imported))
+    starred = grade.bindings(["from attn_helpers.checks import *"])
+    assert grade.tampering("solution('score_slip')", "cell 9", SOLUTIONS, notebook=starred)
+    assert grade.tampering("mine.solution\nSOLUTIONS = {}\nSOLUTIONS['a'] = 1", "cell 9", SOLUTIONS) == []
+
+
+def test_the_sandbox_copy_of_the_checkers_has_no_solution_slip_or_reference():
+    machinery = {"_reference", "_max_along", "_no_keepdims", "_wrongs", "_cases"}  # 03's: a slip is one edit away
+    for path in sorted((ROOT / "attn_helpers" / "checks").glob("nb*.py")):
+        stripped = grade.strip_solutions(path.read_text(encoding="utf-8"))
+        functions = {node.name: node for node in ast.parse(stripped).body if isinstance(node, ast.FunctionDef)}
+        for name, node in functions.items():
+            body = [part for part in node.body if not (isinstance(part, ast.Expr) and isinstance(part.value,
+                                                                                                ast.Constant))]
+            stub = len(body) == 1 and isinstance(body[0], (ast.Raise, ast.Return))
+            if grade._is_solution(node) or name in machinery or name.startswith("check_"):
+                assert stub, f"{path.name}: {name} is still in the sandbox copy"
+    assert "def sink_measurements" in grade.strip_solutions((ROOT / "attn_helpers/checks/nb12.py").read_text())
+
+
+def test_inside_the_sandbox_no_solution_can_be_fetched_by_any_route():
+    """import_module, eval, the slips: each raises; no file of a checkers' module the sandbox can read holds a
+    registered solution's body."""
+    sandbox_or_skip()
+    cell = ("import importlib, os, ast\nroutes, found = [], []\n"
+            "for fetch in (lambda: getattr(importlib.import_module('attn_helpers.checks.nb' + '03'), "
+            "'softmax_any_axis')(np.ones(3)),\n"
+            "              lambda: eval(\"__import__('attn_helpers.checks.nb03', fromlist=['m'])\")._max_along("
+            "np.ones(3), 0, 0),\n"
+            "              lambda: importlib.import_module('attn_helpers.checks._grader').SOLUTIONS['masked_attention']"
+            "(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2), bool))):\n"
+            "    try:\n        routes.append(repr(fetch()))\n    except Exception as err:\n"
+            "        routes.append(type(err).__name__)\n"
+            "for folder, subs, files in os.walk('/'):\n"
+            "    if folder.startswith(('/proc', '/sys', '/dev')):\n        subs[:] = []\n        continue\n"
+            "    for name in files:\n"
+            "        if name.startswith('nb') and name.endswith('.py') and 'checks' in folder:\n"
+            "            tree = ast.parse(open(os.path.join(folder, name)).read())\n"
+            "            for node in ast.walk(tree):\n"
+            "                if isinstance(node, ast.FunctionDef) and node.decorator_list and len(node.body) > 2:\n"
+            "                    if 'register_solution' in ast.unparse(node.decorator_list[0]):\n"
+            "                        found.append(os.path.join(folder, name) + ':' + node.name)\n")
+    one = grade.Learner(ROOT, [])
+    try:
+        assert one.request({"op": "run", "context": ["import numpy as np"], "cell": cell}, 120) == {"error": None}
+        routes, found = grade.learner_value(one, "routes", 10, TimeoutError), \
+            grade.learner_value(one, "found", 10, TimeoutError)
+    finally:
+        one.close()
+    assert routes == ["RuntimeError"] * 3 and found == [], (routes, found, one.output())

@@ -329,7 +329,8 @@ def install_grader(out: Path) -> Path:
     target = out / ".grader"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(ROOT / "attn_helpers", target / "attn_helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("grade.py", "grade_worker.py", "grade_cases.py", "submissions.py", "feedback.py", "build_site.py"):
+    for name in ("grade.py", "grade_worker.py", "grade_cases.py", "submissions.py", "feedback.py", "build_site.py",
+                 "slides.py", "core_path.py"):  # slides: the emoji-to-words helper the feedback uses
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
 

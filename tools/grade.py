@@ -10,8 +10,12 @@ each test cell's mark here:
 - each exercise (a solution cell) runs in its own child process (tools/grade_worker.py) inside a
   bubblewrap sandbox: read-only view of the machine, no network, a small private ``/tmp`` (the only place it
   may write), the course folder (gradebook, every submission, the solutions) hidden, an unprivileged user with
-  a process limit, a memory limit, and at most :data:`CHILDREN` such processes at once. The child gets only
-  the teacher's copies of the cells the exercise needs, and the learner's exercise cell;
+  a process limit, a memory limit (:data:`MEMORY`), and at most :data:`CHILDREN` such processes at once, so
+  that a batch (the grader and its sandboxes) never holds more than :data:`BATCH_MEMORY` (3 GB). It sees the
+  machine's system folders, Python, and a copy of the series' package whose checkers have no solutions,
+  cases or slips (:func:`strip_solutions`); no home, no checkout, no course folder. The child gets only the
+  teacher's copies of the cells the exercise needs (:func:`needed_cells`), then the learner's own cells above
+  the exercise that define what it uses (a helper of theirs) and the learner's exercise cell;
 - the test cell's checker runs here, on the grading copy of the checkers; each learner function it calls is a
   proxy (:func:`proxy`) that sends the arguments to the child and gets data back. What the child sends is
   parsed by a schema of plain values and arrays (:func:`parse`), bounded in size, depth, count and time:
@@ -19,9 +23,11 @@ each test cell's mark here:
   marks with one sentence;
 - answers that are not the learner's work get 0 with a message, decided from the learner's source (read with
   ``ast``, never run here) and from what this process observes, never from what the child reports: a patch
-  or rebinding of numpy or a checker, the solution imported or called, a product the exercise forbids, the
-  series' own helper returning the answer (computed here on the same arguments), an answer that changes when
-  the same call is made again a second later, a printed verdict.
+  or rebinding of numpy or a checker, the solution imported or called (a name counts for what it is bound to:
+  a learner's own ``solution`` is theirs), a product the exercise forbids, the series' own helper returning
+  the answer (computed here on the same arguments, within :data:`BORROWED`), code reached by a name it
+  computes (``eval``, ``importlib.import_module``), an answer that changes when the same call is made again a
+  second later, a printed verdict.
 
 The mark is written as the test cell's output (an error output for 0 points), so nbgrader's own
 ``SaveAutoGrades`` stores it and ``generate_feedback`` shows the verdict.
@@ -30,6 +36,7 @@ The mark is written as the test cell's output (an error output for 0 points), so
 from __future__ import annotations
 
 import ast
+import atexit
 import builtins
 import functools
 import importlib
@@ -59,8 +66,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grade_worker as worker  # noqa: E402 - the child's side; its pack() writes the grader's requests
 
 CELL_LIMIT = 30.0  # seconds for an exercise's cells (the notebook's own and the learner's) to run
-CHILDREN = 3  # exercises of a notebook that run at once (each within MEMORY): a notebook's memory is bounded
-MEMORY = 3 * 2**30  # bytes of address space for one exercise's process
+BATCH_MEMORY = 3 * 10**9  # bytes a whole batch may hold at once: the grader and the sandboxes it runs
+GRADER_MEMORY = 500 * 2**20  # bytes of the grading process itself (nbgrader's; tests/test_grading_hostile.py)
+MEMORY = 1_200_000_000  # bytes of address space for one exercise's process (notebook 15 loads a 0.9 GB model)
+CHILDREN = (BATCH_MEMORY - GRADER_MEMORY) // MEMORY  # exercises that run at once: 2, so a batch stays in 3 GB
 TMP_SIZE = 64 * 2**20  # bytes of the sandbox's /tmp (and /dev/shm), the only folders it may write
 FILE_SIZE = 16 * 2**20  # bytes of any one file the sandbox writes (what it prints included)
 FRAME_LIMIT = 8 * 2**20  # bytes of one reply from the sandbox
@@ -84,41 +93,134 @@ class Refused(Ended):
 # --------------------------------------------------------------------------- the sandbox
 
 
+#: The machine's own folders the sandbox sees (read-only): programs, libraries, settings. Nothing else of the
+#: host is there (no home, no checkout with the checkers' source or the answer keys, no course folder) but
+#: Python and its packages, the checkers' sandbox copy (:func:`sandbox_site`) and the worker.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+SITE = "/run/site"  # where the sandbox sees the checkers' sandbox copy, wherever the grading copy lives (/tmp too)
+
+
 def sandbox_command(site: Path, hidden: list[Path], uid: int) -> list[str]:
-    """The command that runs the worker in bubblewrap: everything read-only but a private ``/tmp`` of
-    :data:`TMP_SIZE` bytes, no network, home folders and ``hidden`` folders empty, ``hidden`` files blank,
-    Python and the checkers' grading copy ``site`` read-only; the worker becomes user ``uid`` before it reads
-    a cell (it keeps only the capability to do so until then)."""
+    """The command that runs the worker in bubblewrap: the machine's :data:`SYSTEM` folders, Python and the
+    sandbox copy of the series' package (``site``'s, without the checkers' solutions: :func:`sandbox_site`)
+    read-only, a private ``/tmp`` of :data:`TMP_SIZE` bytes, no network, no home folder; ``hidden`` folders
+    empty and ``hidden`` files blank where they lie inside what it sees. The worker becomes user ``uid``
+    before it reads a cell (it keeps only the capability to do so until then)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError(f"bubblewrap (bwrap) is not installed, and learners' code runs only in a sandbox: "
                            f"{SANDBOX_HELP}")
     size = str(TMP_SIZE)
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
-               "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
-               "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-               "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-               "--die-with-parent", "--new-session"]
-    homes = {Path(p).resolve() for p in ("/root", "/home", Path.home()) if Path(p).is_dir() and Path(p) != Path("/")}
-    python = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    for path in sorted(homes):  # private files (keys, mail) stay out of what a learner's code could print
-        command += ["--tmpfs", str(path)]
-    for path in hidden:
-        command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-    for path, there in [*((p, p) for p in sorted(python)), (site, site), (WORKER, Path(KERNEL))]:
-        for folder in reversed(there.parents[:-1]):  # readable by the learner's user where a tmpfs hides them
-            command += ["--perms", "0755", "--dir", str(folder)]
+    command = [bwrap]
+    for folder in SYSTEM:
+        if os.path.islink(folder):  # /bin -> usr/bin on a merged-/usr system
+            command += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            command += ["--ro-bind", folder, folder]
+    command += ["--dev", "/dev", "--proc", "/proc",
+                "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+                "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
+                "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                "--die-with-parent", "--new-session"]
+    seen = [Path(folder).resolve() for folder in SYSTEM if os.path.isdir(folder)]
+    python = sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    package, checks = sandbox_site(site)
+    mounts = [*((p, p) for p in python), (package, Path(SITE) / "attn_helpers"),
+              (checks, Path(SITE) / "attn_helpers" / "checks"), (WORKER, Path(KERNEL))]
+    for path, there in mounts:
+        for folder in reversed(there.parents[:-1]):  # readable by the learner's user where nothing else is
+            if not any(folder == root or root in folder.parents for root in seen):
+                command += ["--perms", "0755", "--dir", str(folder)]
         command += ["--ro-bind", str(path), str(there)]  # Python and its packages, the checkers, the worker
-    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, str(site), str(uid)]
+    for path in [*hidden, *_other_copies(python)]:  # what lies inside them: blank
+        path = Path(path).resolve()
+        if path.exists() and any(path == root or root in path.parents for root in [*seen, *python]):
+            command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, SITE, str(uid)]
 
 
-def _limits():  # in the child, before bubblewrap starts: no big files, no core dumps, bounded memory
+def _other_copies(roots) -> list[Path]:
+    """The checkers of any copy of the series' package installed inside Python's folders ``roots`` (a
+    non-editable install): hidden in the sandbox, as the solutions are in :func:`sandbox_site`'s copy."""
+    found = []
+    for root in roots:
+        for lib in ("lib", "Lib"):
+            found += Path(root, lib).glob("python3*/site-packages/attn_helpers/checks")
+        found += Path(root).glob("Lib/site-packages/attn_helpers/checks")
+    return found
+
+
+STRIPPED = "the checkers' solutions and their machinery are not in the grading sandbox: an answer is your own code"
+
+
+def _is_solution(node) -> bool:
+    return any(isinstance(d, ast.Call) and _root(d.func) == "register_solution" for d in node.decorator_list)
+
+
+def strip_solutions(source: str) -> str:
+    """A checkers' module ``source`` as the grading sandbox holds it: the body of every function replaced by a
+    stub that raises ``RuntimeError(STRIPPED)`` (a checker's: returns ``None``, as a learner's cell may call it;
+    the name, signature and docstring stay), but for what the module's own data
+    need when it is imported and the public functions that are not a checker or a solution (data a notebook
+    imports, e.g. ``sink_measurements``), and what those use. A checker's cases, its reference answers and
+    its one-edit slips (some are a solution with one argument changed) are therefore not there either."""
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def loads(node) -> set:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    wanted = set().union(*(loads(node) for node in tree.body if node.__class__ not in (
+        ast.FunctionDef, ast.AsyncFunctionDef, ast.Import, ast.ImportFrom)))
+    wanted |= {name for name, node in functions.items()
+               if not name.startswith(("_", "check_")) and not _is_solution(node)}
+    kept: set = set()
+    while wanted & (set(functions) - kept):
+        name = (wanted & (set(functions) - kept)).pop()
+        kept.add(name)
+        wanted |= loads(functions[name])
+    for name, node in functions.items():
+        if name not in kept or _is_solution(node):
+            doc = ast.get_docstring(node, clean=False)
+            stub = ast.Return(ast.Constant(None)) if name.startswith("check_") else \
+                ast.Raise(ast.Call(ast.Name("RuntimeError", ast.Load()), [ast.Constant(STRIPPED)], []))
+            node.body = [*([ast.Expr(ast.Constant(doc))] if doc else []), stub]
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+@functools.lru_cache(maxsize=8)
+def sandbox_site(site: Path) -> tuple[Path, Path]:
+    """``(the series' package, its checkers' sandbox copy)`` for a grading copy ``site``: the package as it is,
+    and a copy of its ``checks`` folder without solutions (:func:`strip_solutions`), made once per grading
+    process in a folder of its own that is removed when the process ends."""
+    package = Path(site).resolve() / "attn_helpers"
+    folder = Path(tempfile.mkdtemp(prefix="attn-sandbox-checks-"))
+    atexit.register(shutil.rmtree, folder, True)
+    folder.chmod(0o755)
+    for path in sorted((package / "checks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        (folder / path.name).write_text(strip_solutions(text) if path.name != "__init__.py" else text,
+                                        encoding="utf-8")
+        (folder / path.name).chmod(0o644)
+    return package, folder
+
+
+def _limits(memory: int = MEMORY):  # in the child, before bubblewrap starts: no big files, no core dumps, memory
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE, FILE_SIZE))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def sandboxes(total: int = BATCH_MEMORY, children: int = CHILDREN) -> tuple[int, int]:
+    """``(exercises run at once, bytes of address space each)`` for a batch that may hold ``total`` bytes with
+    its grader (:data:`GRADER_MEMORY`): at most ``children`` of :data:`MEMORY` each, one at a time when two
+    would not fit (then the one gets what is left, at most :data:`MEMORY`)."""
+    room = max(total - GRADER_MEMORY, 2**28)
+    at_once = max(1, min(children, room // MEMORY))
+    return at_once, min(MEMORY, room // at_once)
 
 
 _children = itertools.count()
@@ -127,7 +229,7 @@ _children = itertools.count()
 class Learner:
     """One exercise's sandboxed process, and the requests the grader sends it."""
 
-    def __init__(self, site: Path, hidden: list[Path]):
+    def __init__(self, site: Path, hidden: list[Path], memory: int = MEMORY):
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "MPLCONFIGDIR": "/tmp", "MPLBACKEND": "Agg",
                "ATTN_HELPERS_PROGRESS": "off", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LANG": "C.UTF-8"}
@@ -135,7 +237,7 @@ class Learner:
         self.printed_to = tempfile.TemporaryFile(prefix="attn-grading-")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen(sandbox_command(site.resolve(), hidden, uid), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.printed_to, env=env, cwd="/",
-                                        start_new_session=True, preexec_fn=_limits)
+                                        start_new_session=True, preexec_fn=functools.partial(_limits, memory))
         self.printed, self.sent, self.violation = None, time.monotonic(), ""
 
     def request(self, message: dict, timeout: float, make_function=None):
@@ -447,6 +549,8 @@ def learner_value(learner: Learner, name: str, time_limit: float, stop, code: Co
 # --------------------------------------------------------------------------- the learner's source, read here
 
 #: numpy's products by name: what a replay calls on a checker's watched array when the learner's code names it.
+#: Calls that reach code by a computed name.
+DYNAMIC = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 PRODUCTS = {"dot": np.dot, "inner": np.inner, "vdot": np.vdot, "tensordot": np.tensordot, "einsum": np.einsum}
 MATMUL = {"matmul", "__matmul__", "__rmatmul__", "__imatmul__"}
 
@@ -523,6 +627,23 @@ class Code:
                 if isinstance(part, (ast.Name, ast.Attribute)):
                     found.add(self.dotted(part))
         return {dotted for dotted in found if dotted.split(".")[0] == "attn_helpers"}
+
+    def dynamic(self, name: str) -> str:
+        """How ``name``'s code reaches code by a name it computes (``eval(...)``, ``importlib.import_module``,
+        ``getattr`` with a computed name, a module's ``__dict__``), or ``""``: the grader cannot tell what that
+        calls, so no answer may depend on it."""
+        for node in self.reach(name):
+            for part in ast.walk(node):
+                if isinstance(part, ast.Call):
+                    func = part.func.id if isinstance(part.func, ast.Name) else self.dotted(part.func)
+                    if func in DYNAMIC or func.split(".")[0] in ("importlib", "runpy", "pkgutil"):
+                        return f"{func}(...)"
+                    if func == "getattr" and len(part.args) >= 2 and not isinstance(part.args[1], ast.Constant):
+                        return "getattr with a computed name"
+                elif isinstance(part, ast.Attribute) and part.attr in ("__dict__", "__globals__", "modules") \
+                        and (part.attr != "modules" or self.dotted(part.value) == "sys"):
+                    return ast.unparse(part)
+        return ""
 
     def operations(self, name: str) -> list:
         """The products, transposes and sums that ``name``'s code takes, as ``(kind, *details)``."""
@@ -638,16 +759,60 @@ def checker_names() -> set:
     return {name for name in vars(checks) if name.startswith("check_")} | {"Verdict"}
 
 
-def tampering(source: str, where: str, solutions: set, checkers: set | None = None) -> list[str]:
+def bindings(cells: list[str]) -> dict:
+    """What each name is bound to last in ``cells`` (in order): the series' name it was imported as
+    (``attn_helpers.checks.solution``; a star import binds the module's public names), or ``""`` for a binding
+    of the notebook's own (a ``def``, an assignment, another import)."""
+    found: dict = {}
+    for source in cells:
+        try:
+            tree = ast.parse(_without_magics(source))
+        except SyntaxError:
+            continue
+        for node in sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            found.update(_binds(node))
+    return found
+
+
+def _binds(node) -> dict:
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        if any(alias.name == "*" for alias in node.names):
+            if node.module.split(".")[0] != "attn_helpers":
+                return {}
+            try:
+                module = importlib.import_module(node.module)
+            except Exception:  # noqa: BLE001 - a module that does not import binds nothing
+                return {}
+            names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+            return {name: f"{node.module}.{name}" for name in names}
+        return {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
+    if isinstance(node, ast.Import):
+        return {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
+                for alias in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name: ""}
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return {node.id: ""}
+    return {}
+
+
+def tampering(source: str, where: str, solutions: set, checkers: set | None = None,
+              notebook: dict | None = None) -> list[str]:
     """Sentences naming what cell ``source`` does that no answer may: print a verdict, patch or rebind numpy or
     a checker (one of ``checkers``, default: the series' own), import or reveal a solution (one of the function
     names ``solutions``) or the checkers' table of solutions. Read from the code: comments, docstrings and
-    strings that are never shown are not code."""
+    strings that are never shown are not code; a name counts for what it is bound to (the cell's own binding,
+    else the notebook's last, ``notebook``: :func:`bindings`), so a learner's own ``solution`` is theirs."""
     checkers = checker_names() if checkers is None else checkers
     try:
         tree = ast.parse(_without_magics(source))
     except SyntaxError:
         return []
+    local = bindings([source])
+
+    def series(name: str) -> bool:  # the name is the series' (imported from attn_helpers), not the learner's
+        return local.get(name, (notebook or {}).get(name, "")).split(".")[0] == "attn_helpers"
     found = [f"{where} prints a verdict of its own (a ✅)"] if _shows_checkmark(tree) else []
     modules = {"np", "numpy", "attn_helpers", "checks", "sys", "builtins"}
     for node in ast.walk(tree):
@@ -678,12 +843,14 @@ def tampering(source: str, where: str, solutions: set, checkers: set | None = No
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
                 and node.args and _root(node.args[0]) in modules:
             found.append(f"{line} calls {node.func.id} on {ast.unparse(node.args[0])}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("solution", "Verdict"):
-            found.append(f"{line} calls {node.func.id}(...)")
-        elif isinstance(node, ast.Attribute) and (node.attr in REGISTRY or (
-                node.attr in solutions and _root(node) in modules)):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("solution", "Verdict") and series(node.func.id):
+            found.append(f"{line} calls {node.func.id}(...), the checkers' own")
+        elif isinstance(node, ast.Attribute) and (node.attr in REGISTRY or node.attr in solutions) \
+                and (_root(node) in modules or series(_root(node))):
             found.append(f"{line} reads {ast.unparse(node)}")
-        elif isinstance(node, ast.Name) and node.id in ("SOLUTIONS", "_grader") and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, ast.Name) and node.id in ("SOLUTIONS", "_grader") and isinstance(node.ctx, ast.Load) \
+                and series(node.id):
             found.append(f"{line} reads {node.id}, the checkers' table of solutions")
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else node.targets if isinstance(node, ast.Delete) else []
@@ -746,16 +913,34 @@ def _names(source) -> tuple[set, set]:
     return bound, read - set(dir(builtins))
 
 
+def free_names(source: str) -> set:
+    """The names ``source`` reads before it binds them, statement by statement: ``np`` in
+    ``x = np.ones(3)`` followed by ``import numpy as np`` is read from an earlier cell. A function's body runs
+    later: it reads what the cell does not bind anywhere."""
+    try:
+        tree = ast.parse(_without_magics(source))
+    except SyntaxError:
+        return set()
+    everywhere, _ = _names(tree)
+    before, free = set(), set()
+    for statement in tree.body:
+        bound, read = _names(statement)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            free |= read - bound - everywhere
+        else:
+            free |= read - bound - before
+        before |= bound
+    return free
+
+
 def needed_cells(cells: list[str], target: str) -> list[str]:
     """The cells among ``cells`` (in order) that define what ``target`` reads, and what those read, and so on."""
-    bound, wanted = _names(target)
-    wanted -= bound
-    chosen = []
+    wanted, chosen = free_names(target), []
     for source in reversed(cells):
-        defines, reads = _names(source)
+        defines, _ = _names(source)
         if defines & wanted:
             chosen.append(source)
-            wanted |= reads - defines
+            wanted |= free_names(source)
     return chosen[::-1]
 
 
@@ -789,41 +974,47 @@ def _checker_call(source: str) -> ast.Call:
 
 
 def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit: float = CELL_LIMIT,
-                   children: int = CHILDREN, seed: str = "") -> dict:
+                   children: int = CHILDREN, seed: str = "", secret: bytes = b"", memory: int = BATCH_MEMORY) -> dict:
     """``{grade_id: (passed, text)}`` for every test cell of ``source`` (the teacher's notebook, with the
     solutions), judging the learner's cells of ``submitted``; ``{solution id: output}`` under key ``None``.
 
     Each exercise's process gets the teacher's copies of the cells it needs (an earlier exercise's cell too,
     with the teacher's solution), then the learner's cell: a raise in one exercise cell costs that exercise
-    only. At most ``children`` processes run at once."""
+    only. At most ``children`` processes run at once, fewer if they would not fit in ``memory`` bytes with the
+    grader (:func:`sandboxes`). ``seed`` ("student/assignment") and the course's ``secret``
+    draw the new cases (tools/grade_cases.py)."""
     from attn_helpers import checks
     from attn_helpers.checks._grader import SOLUTIONS, TIME_LIMIT, TimeLimit
 
     given = {_meta(c).get("grade_id"): c.source for c in submitted.cells if _meta(c).get("solution")}
     own = {c.source for c in source.cells if c.cell_type == "code" and not _meta(c).get("solution")}
     names = set(SOLUTIONS) | {fn.__name__ for fn in SOLUTIONS.values()}
+    notebook = bindings([c.source for c in submitted.cells if c.cell_type == "code"])
     wrong = [sentence for k, c in enumerate(submitted.cells) if c.cell_type == "code" and c.source not in own
-             for sentence in tampering(c.source, f"cell {k + 1}", names)]
+             for sentence in tampering(c.source, f"cell {k + 1}", names, notebook=notebook)]
     code = Code([c.source for c in submitted.cells if c.cell_type == "code"])
-    exercises, before = [], []  # [grade id, the cells it needs, the learner's cell, its test cells]
+    helpers = learners_cells(submitted, own)
+    exercises, before = [], []  # [grade id, the cells it needs, the learner's cells, its test cells]
     for cell in source.cells:
         meta = _meta(cell)
         if meta.get("solution"):
             mine = given.get(meta["grade_id"], "")
-            exercises.append((meta["grade_id"], needed_cells(before, mine), mine, []))
+            theirs = [*needed_cells(helpers.get(meta["grade_id"], []), mine), mine]  # their helpers, their cell
+            exercises.append((meta["grade_id"], needed_cells(before, "\n".join(theirs)), theirs, []))
         elif meta.get("grade") and exercises:
             exercises[-1][3].append(cell)
         if cell.cell_type == "code" and not meta.get("grade"):
             before.append(without_checks(cell.source))  # the teacher's copy, an exercise's with its solution
     results, outputs, learners = {}, {}, []
+    children, each = sandboxes(memory, children)
 
     def start(k):  # an exercise's process, started before its turn: a loop waits while the others run
-        _, context, mine, _ = exercises[k]
-        learners.append(Learner(site, hidden))
-        learners[-1].send({"op": "run", "context": context, "cell": without_checks(mine)})
+        _, context, theirs, _ = exercises[k]
+        learners.append(Learner(site, hidden, each))
+        learners[-1].send({"op": "run", "context": context, "cell": "\n\n".join(map(without_checks, theirs))})
 
     try:
-        for k, (exercise, _, _, tests) in enumerate(exercises):
+        for k, (exercise, _, theirs, tests) in enumerate(exercises):
             while len(learners) < min(k + max(children, 1), len(exercises)):
                 start(len(learners))
             learner = learners[k]
@@ -843,9 +1034,11 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
             except Ended as ended:
                 state["ended"] = f"your exercise cell {ended}"
             outputs[exercise] = (learner.output(), state["error"])
+            graded = graded_with(theirs[:-1])
             for test in tests:
-                results[test.metadata["nbgrader"]["grade_id"]] = _judge(
-                    test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit, (exercise, seed))
+                passed, text = _judge(test.source, learner, state, wrong, checks, code, TIME_LIMIT, TimeLimit,
+                                      (exercise, seed, secret))
+                results[test.metadata["nbgrader"]["grade_id"]] = (passed, text + graded)
             learner.close()
     finally:
         for learner in learners:
@@ -854,8 +1047,41 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
     return results
 
 
+def learners_cells(submitted, own: set) -> dict:
+    """``{grade id: the learner's own code cells above that exercise cell}``: cells that are not the teacher's
+    (``own``: their sources) nor an exercise's or a test's."""
+    found, mine = {}, []
+    for cell in submitted.cells:
+        meta = _meta(cell)
+        if meta.get("solution") and meta.get("grade_id"):
+            found.setdefault(meta["grade_id"], list(mine))
+        elif cell.cell_type == "code" and not meta.get("grade") and cell.source not in own:
+            mine.append(cell.source)
+    return found
+
+
+def graded_with(cells: list[str]) -> str:
+    """The sentence the mark adds when the learner's own cells above the exercise cell were graded with it."""
+    if not cells:
+        return ""
+    names = []
+    for cell in cells:
+        try:
+            body = ast.parse(_without_magics(cell)).body
+        except SyntaxError:
+            continue
+        names += [node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef))]
+        names += [t.id for node in body if isinstance(node, ast.Assign) for t in node.targets
+                  if isinstance(t, ast.Name)]
+    names = sorted(set(names))
+    return (f"\n(graded with {len(cells)} cell{'s' if len(cells) > 1 else ''} of your own above the exercise "
+            f"cell, which define{'' if len(cells) > 1 else 's'} {', '.join(names[:6])}"
+            f"{', ...' if len(names) > 6 else ''})")
+
+
 def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: Code, time_limit,
-           stop, hidden=("", "")) -> tuple[bool, str]:
+           stop, hidden=("", "", b"")) -> tuple[bool, str]:
     if wrong:
         return False, "0 points: " + "; ".join(wrong) + ". An answer must be your own work, checked by the " \
                                                          "series' own checkers."
@@ -883,7 +1109,8 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
         verdict = checker(*args)
         import grade_cases  # the new cases each student's functions are also graded on (tools/grade_cases.py)
 
-        verdict = grade_cases.with_hidden_cases(verdict, hidden[0], checker, args, hidden[1])  # new cases decide
+        exercise, seed_text, secret = (*hidden, b"")[:3]  # the new cases decide (tools/grade_cases.py)
+        verdict = grade_cases.with_hidden_cases(verdict, exercise, checker, args, seed_text, secret)
     except BaseException as err:  # noqa: BLE001 - a checker never raises; if it does, the mark is 0, not a crash
         return False, f"the checker could not grade this answer ({type(err).__name__}: {err})"
     if learner.violation:
@@ -912,13 +1139,16 @@ def borrowed(name: str, fn, code: Code, limit: float = 10.0) -> str:
     for dotted in used:
         if id(table[dotted]) in solved:
             return f"your function calls {dotted}, the series' own solution"
+    dynamic = code.dynamic(name)
+    if dynamic:
+        return f"your function reaches code through a name it computes ({dynamic}): an answer calls what it names"
     end = time.monotonic() + limit
     for dotted in used:
         for args, kwargs, result, _ in _calls(fn)[:4]:
             if time.monotonic() > end:
                 return ""
             theirs, error = call_quietly(table[dotted], *args, **kwargs)
-            if error is None and _same(theirs, result):
+            if error is None and _same(theirs, result, BORROWED):
                 return f"your function returns what {table[dotted].__module__}.{table[dotted].__name__} " \
                        "computed: the exercise asks you to write it yourself"
     return ""
@@ -945,18 +1175,25 @@ def unsteady(fn, most: int = 6) -> str:
     return ""
 
 
-def _same(a, b) -> bool:
+#: (rtol, atol) within which a learner's answer is the series' helper's own, computed here on the same
+#: arguments: ten times looser than the checkers' usual 1e-4, so that no nudge of the helper's result that a
+#: checker still accepts (``softmax(x) * (1 + 5e-5)``) is the learner's work.
+BORROWED = (1e-3, 1e-6)
+
+
+def _same(a, b, tolerance=(1e-5, 1e-8)) -> bool:
     if a is b or (isinstance(a, str) and a == b):
         return True
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y, tolerance) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_same(a[k], b[k], tolerance) for k in a)
     try:
         x, y = np.asarray(a), np.asarray(b)
         if x.dtype.kind not in "biufc" or y.dtype.kind not in "biufc" or x.shape != y.shape:
             return x.dtype.kind == y.dtype.kind and x.shape == y.shape and bool(np.array_equal(x, y))
-        return x.size > 0 and bool(np.allclose(x, y, equal_nan=True))
+        rtol, atol = tolerance
+        return x.size > 0 and bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True))
     except Exception:  # noqa: BLE001
         return False
 
@@ -986,6 +1223,7 @@ class SandboxedGrading(NbGraderPreprocessor):
 
     cell_limit = Float(CELL_LIMIT, help="seconds an exercise's cells may run").tag(config=True)
     children = Int(CHILDREN, help="exercises of a notebook graded at once (each in its own process)").tag(config=True)
+    memory = Int(BATCH_MEMORY, help="bytes the grader and its sandboxes may hold at once").tag(config=True)
     site = Unicode("", help="the checkers' grading copy (default: .grader in the course folder)").tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -997,8 +1235,11 @@ class SandboxedGrading(NbGraderPreprocessor):
         db = re.sub(r"^sqlite:///", "", info.get("db_url", ""))
         hidden = [course] + ([Path(db).resolve()] if db and Path(db).exists() else [])
         self.log.info("Grading %s's %s in the sandbox", info["student"], info["notebook"])
+        import grade_cases  # the course's secret seeds the new cases (made here once if the course has none)
+
         results = grade_notebook(nb, source, site, hidden, self.cell_limit, self.children,
-                                 f"{info['student']}/{info['assignment']}")
+                                 f"{info['student']}/{info['assignment']}", grade_cases.course_secret(course, True),
+                                 self.memory)
         outputs = results.pop(None)
         for cell in nb.cells:
             meta = _meta(cell)

@@ -10,9 +10,12 @@ solution, within the checker's own tolerance. The new cases are the visible ones
 the checker is run once on the solution to see which inputs it passes, and each is drawn again with the same
 shapes, dtypes, masks and special values (``-inf``, all-zero rows, rows in the 1000s, rows of probabilities,
 token ids from the same vocabulary). Exercises whose inputs are only sizes draw new sizes instead (``FRESH``).
-The random generator is seeded by the student, the assignment and the exercise, and the seed is named in the
-feedback, so a mark can be reproduced and explained. Exercises that ask for a value (a number, a choice) cannot
-take new cases (``EXEMPT``).
+The random generator is seeded by HMAC-SHA256 of the course's secret (:func:`course_secret`: 32 random bytes in
+the course folder, mode 600, made once; never released, never in feedback) over the student, the assignment and
+the exercise: a student who knows all three cannot recompute the cases. The feedback names the student/assignment
+and a short public case id (:func:`case_id`), so the teacher reproduces a mark with
+``python tools/grade_cases.py EXERCISE STUDENT/ASSIGNMENT --course DIR`` (which prints the id too). Exercises
+that ask for a value (a number, a choice) cannot take new cases (``EXEMPT``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import inspect
+import os
+import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +41,8 @@ from attn_helpers.checks import _grader
 from attn_helpers.checks._grader import SOLUTIONS, Case, TimeLimit, Verdict, call_quietly, describe_error
 from attn_helpers.checks.nb13 import _half_state
 
-__all__ = ["FRESH", "EXEMPT", "with_hidden_cases", "visible_calls", "fresh_cases", "seed_of"]
+__all__ = ["FRESH", "EXEMPT", "with_hidden_cases", "visible_calls", "fresh_cases", "seed_of", "case_id",
+           "course_secret"]
 
 
 def redrawn(visible: list[Case], rng, at_least: int = 6) -> list[Case]:
@@ -267,16 +274,49 @@ def _key(case: Case) -> str:
     return repr(part((case.args, case.kwargs or {})))
 
 
-def seed_of(seed_text: str, exercise: str) -> int:
-    """The random seed of ``exercise``'s new cases for ``seed_text`` ("student/assignment")."""
-    return int.from_bytes(hashlib.sha256(f"{seed_text}/{exercise}".encode()).digest()[:8], "big")
+SECRET = ".grading_secret"  # the course's secret, in the course folder (hex text, mode 600)
 
 
-def fresh_cases(exercise: str, checker, seed_text: str) -> list[Case]:
-    """The new cases of ``exercise`` for ``seed_text``: none equal to a visible one, each on which the solution
-    returns, labelled by the solution's argument names."""
+def course_secret(course: Path, create: bool = False) -> bytes:
+    """The course's secret (32 random bytes) from ``course/.grading_secret``; with ``create``, made there first
+    if it is missing (mode 600, never overwritten). ``b""`` when it is missing and not made."""
+    path = Path(course) / SECRET
+    if create and not path.exists():
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+                handle.write(secrets.token_hex(32) + "\n")
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return b""
+
+
+def _mac(secret: bytes, text: str) -> bytes:
+    return hmac.new(secret, text.encode(), hashlib.sha256).digest()
+
+
+def seed_of(seed_text: str, exercise: str, secret: bytes = b"") -> int:
+    """The random seed of ``exercise``'s new cases for ``seed_text`` ("student/assignment"): HMAC-SHA256 keyed
+    by the course's ``secret`` (without one, a seed anyone can recompute: for tests only)."""
+    return int.from_bytes(_mac(secret, f"cases|{seed_text}|{exercise}")[:8], "big")
+
+
+def case_id(seed_text: str, exercise: str, secret: bytes = b"") -> str:
+    """A short public name of ``exercise``'s new cases for ``seed_text`` under ``secret``: the feedback shows it,
+    and the teacher's ``grade_cases.py --course`` prints it, so both can tell that they speak of the same cases
+    (it reveals nothing of the seed)."""
+    return _mac(secret, f"id|{seed_text}|{exercise}")[:4].hex()
+
+
+def fresh_cases(exercise: str, checker, seed_text: str, secret: bytes = b"") -> list[Case]:
+    """The new cases of ``exercise`` for ``seed_text`` under the course's ``secret``: none equal to a visible
+    one, each on which the solution returns, labelled by the solution's argument names."""
     visible, _, _ = visible_calls(exercise, checker)
-    rng = np.random.default_rng(seed_of(seed_text, exercise))
+    rng = np.random.default_rng(seed_of(seed_text, exercise, secret))
     shown = {_key(case) for case in visible}
     solution, cases = SOLUTIONS[exercise], []
     for case in FRESH[exercise](visible, rng):
@@ -328,14 +368,14 @@ def _differs(got, expected, rtol, atol) -> str:
     return "the values differ"
 
 
-def with_hidden_cases(verdict, exercise: str, checker, args, seed_text: str):
+def with_hidden_cases(verdict, exercise: str, checker, args, seed_text: str, secret: bytes = b""):
     """The mark of a test whose visible ``checker`` gave ``verdict`` on ``args``: that verdict when it failed or
     when ``exercise`` takes no new cases; else whether the learner's function (the callable in ``args``) also
-    matches the solution on the new cases drawn for ``seed_text``."""
+    matches the solution on the new cases drawn for ``seed_text`` under the course's ``secret``."""
     learner = next((a for a in args if callable(a)), None)
     if not verdict or exercise not in FRESH or learner is None:
         return verdict
-    cases = fresh_cases(exercise, checker, seed_text)
+    cases = fresh_cases(exercise, checker, seed_text, secret)
     _, rtol, atol = visible_calls(exercise, checker)
     wrong = []
     for case in cases:
@@ -346,7 +386,7 @@ def with_hidden_cases(verdict, exercise: str, checker, args, seed_text: str):
             wrong.append((case.label, problem))
             if isinstance(error, TimeLimit):  # a loop, or the learner's process has ended: no more calls
                 break
-    seed = f"new cases drawn with seed {seed_text!r}"
+    seed = f"new cases {case_id(seed_text, exercise, secret)} for {seed_text!r}"
     if not wrong:
         return Verdict(True, f"{verdict.message} Also right on {len(cases)} new cases ({seed}).")
     label, problem = wrong[0]
@@ -357,14 +397,24 @@ def with_hidden_cases(verdict, exercise: str, checker, args, seed_text: str):
 
 
 def main(argv) -> int:
-    if len(argv) != 3 or argv[1] not in FRESH:
-        print(f"usage: python tools/grade_cases.py EXERCISE SEED, EXERCISE one of {', '.join(sorted(FRESH))}",
-              file=sys.stderr)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tools/grade_cases.py", description="The new cases a mark was "
+                                     "decided on, as the feedback names them (the teacher's command).")
+    parser.add_argument("exercise", choices=sorted(FRESH), metavar="EXERCISE")
+    parser.add_argument("seed", metavar="STUDENT/ASSIGNMENT")
+    parser.add_argument("--course", type=Path, help="the course folder, whose secret seeds the cases")
+    options = parser.parse_args(argv[1:])
+    secret = course_secret(options.course) if options.course else b""
+    if not secret:
+        print("the new cases are seeded by the course's secret: name the course folder (--course DIR) that holds "
+              f"{SECRET}", file=sys.stderr)
         return 2
     from classroom import exercises
 
-    checker = getattr(checks, exercises()[argv[1]][1][0])
-    for case in fresh_cases(argv[1], checker, argv[2]):
+    checker = getattr(checks, exercises()[options.exercise][1][0])
+    print(f"new cases {case_id(options.seed, options.exercise, secret)} for {options.seed!r}:")
+    for case in fresh_cases(options.exercise, checker, options.seed, secret):
         print(case.label)
     return 0
 

@@ -73,3 +73,28 @@ def test_feedback_page_is_offline_named_and_has_no_wcag_aa_violation(student, pa
         ["Exercise 03.1 (check_spot_the_slip)", "Exercise 03.2 (check_softmax_any_axis)"]
     violations = Axe().run(page, options=WCAG_AA).response["violations"]
     assert not violations, f"{student}'s feedback: WCAG 2.1 AA violations:\n{violation_report(violations)}"
+
+
+@pytest.mark.timeout(300)
+def test_no_payload_of_a_student_runs_in_the_feedback_page(tmp_path, offline_page):  # noqa: F811
+    """tests/test_feedback.py's hostile submission (script tags, event handlers, svg onload, iframe srcdoc,
+    javascript: links, CSS expressions, HTML and JavaScript outputs...), each payload trying to set the page's
+    title and a global: after the page has loaded and had time to fire its events, neither changed. A script
+    put into the finished page (one that slipped through) does not run either: the page's policy stops it."""
+    from test_feedback import TITLE, feedback_page, hostile_notebook
+
+    page, _ = offline_page
+    written = feedback_page(hostile_notebook())
+    slipped = written.replace("</body>", "<script>document.title='PWNED';window.pwned=1</script>"
+                                         "<img src=x onerror=\"window.pwned=2\"></body>")
+    for name, text in (("feedback.html", written), ("slipped.html", slipped)):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        page.goto(path.as_uri(), wait_until="load")
+        page.wait_for_timeout(1500)  # onerror, onload, autofocus, animations: time to fire
+        for link in page.query_selector_all("a[href^='javascript' i]"):
+            link.click()
+        seen = page.evaluate("() => ({title: document.title, pwned: typeof window.pwned, "
+                             "policy: document.querySelector('meta[http-equiv=Content-Security-Policy]').content})")
+        assert seen["title"] == TITLE and seen["pwned"] == "undefined", (name, seen)
+        assert "default-src 'none'" in seen["policy"]
