@@ -1,4 +1,4 @@
-"""Time sandboxed grading (tools/grade.py): a 30-learner class of notebook 03 with three looping submissions and
+"""Time sandboxed grading (classroom_kit/grade.py): a 30-learner class of notebook 03 with three looping submissions and
 three hostile ones (numpy patched, the solution imported, a table of the checker's visible cases).
 
 Targets (issues 31 and 38):

@@ -4,9 +4,9 @@ Honest work a grader once took for a cheat (a helper in its own cell above the e
 function named ``solution``, ``np`` used before a re-import in the same cell) and cheats it once let through
 (the series' softmax nudged by 5e-5, the solution fetched with ``importlib.import_module`` or ``eval``, a
 series helper fetched by a computed name, the checkers' slip machinery, a lookup table of the visible cases and
-of the new cases ``tools/grade_cases.py`` computes without the course's secret). The submissions are
-tests/test_grading_hostile.py's :func:`issue50`; ``--tree DIR`` grades them with another checkout's
-tools/grade.py and checkers (an old commit: ``git archive f6b00f9 | tar -x -C /tmp/old``), through
+of the new cases ``classroom_kit/grade_cases.py`` computes without the course's secret). The submissions are
+tests/classroom/test_grading_hostile.py's :func:`issue50`; ``--tree DIR`` grades them with another checkout's
+classroom_kit/grade.py and checkers (an old commit: ``git archive f6b00f9 | tar -x -C /tmp/old``), through
 ``grade_notebook`` directly (no nbgrader), 30 s per exercise.
 
     python benchmarks/bench_grading_attacks.py [--tree DIR]

@@ -1,7 +1,7 @@
 """The hostile batch's budget (issue 38): the grader's peak memory and the batch's time.
 
-The batch of tests/test_grading_hostile.py (last round's 22 submissions of notebook 03 and this round's attacks
-and honest cases) through ``python3 run.py classroom autograde 03`` (grading copy, ``nbgrader autograde``,
+The batch of tests/classroom/test_grading_hostile.py (last round's 22 submissions of notebook 03 and this round's
+attacks and honest cases) through ``python3 run.py classroom autograde 03`` (grading copy, ``nbgrader autograde``,
 ``generate_feedback``, ``export``), with the course's own limits (30 s per exercise's cells). Targets: every mark
 as expected; the grader's peak memory (the nbgrader process, not the sandboxes) <= 500 MB.
 

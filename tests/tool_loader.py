@@ -1,4 +1,4 @@
-"""Load a script of tools/ as a module (the folder is not a package), for the tests that call its functions."""
+"""Load a script of tools/ or classroom_kit/ as a module (they run as scripts), for the tests that call it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_tool(name: str):
-    """The module ``tools/<name>.py``, freshly executed."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    """The module ``tools/<name>.py`` (or the classroom kit's ``classroom_kit/<name>.py``), freshly executed."""
+    path = ROOT / "tools" / f"{name}.py"
+    if not path.exists():
+        path = ROOT / "classroom_kit" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -162,7 +162,8 @@ def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
     cell id stays when a heading is reworded; an unknown id raises). ``discussion``: the number of discussion
     questions asked in class (in these cells), by default those of the notebook's section of the guide. With
     ``timed``, the self-paced minutes of a whole notebook rise to a learner's timed minutes where those are more
-    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone. Use ``part_minutes`` for parts that must add up."""
+    (``timed_alone``); ``estimated_self_paced_minutes`` is the estimate alone. Use ``part_minutes`` for parts
+    that must add up."""
     number = Path(path).name[:2]
     if discussion is None:
         discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)

@@ -77,7 +77,7 @@ def test_feedback_page_is_offline_named_and_has_no_wcag_aa_violation(student, pa
 
 @pytest.mark.timeout(300)
 def test_no_payload_of_a_student_runs_in_the_feedback_page(tmp_path, offline_page):  # noqa: F811
-    """tests/test_feedback.py's hostile submission (script tags, event handlers, svg onload, iframe srcdoc,
+    """tests/classroom/test_feedback.py's hostile submission (script tags, event handlers, svg onload, iframe srcdoc,
     javascript: links, CSS expressions, HTML and JavaScript outputs...), each payload trying to set the page's
     title and a global: after the page has loaded and had time to fire its events, neither changed. A script
     put into the finished page (one that slipped through) does not run either: the page's policy stops it."""

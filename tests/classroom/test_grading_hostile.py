@@ -1,4 +1,4 @@
-"""Hostile submissions of notebook 03 through the real nbgrader commands and the sandbox (tools/grade.py).
+"""Hostile submissions of notebook 03 through the real nbgrader commands and the sandbox (classroom_kit/grade.py).
 
 One course folder, one batch of submissions, one `nbgrader autograde`: each submission gets its expected mark
 (out of 2: spot_the_slip and softmax_any_axis), and afterwards the checkers, the gradebook, the honest
@@ -84,7 +84,7 @@ HELPER = ("def stable_exp_normalise(x, axis=-1):\n    e = np.exp(x - x.max(axis=
 
 def lookup_table(student: str) -> str:
     """An exercise cell that answers from a table: the notebook's visible cases and the new cases
-    ``tools/grade_cases.py`` computes without the course's secret (all a student can run), their answers
+    ``classroom_kit/grade_cases.py`` computes without the course's secret (all a student can run), their answers
     from the solution."""
     import sys
 

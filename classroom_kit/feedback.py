@@ -6,7 +6,7 @@ instead of its own HTML exporter, so that the page
 - needs no network: equations are MathML, converted when the page is written (as on the site,
   tools/build_site.py), and no script is loaded (nbgrader's template loads MathJax from a CDN);
 - names each test after its exercise in the summary at the top, e.g. "Exercise 03.1 (check_softmax_any_axis)",
-  where nbgrader writes "Test cell": the name is the first line of the test cell that tools/classroom.py writes,
+  where nbgrader writes "Test cell": the name is the first line of the test cell that classroom_kit/classroom.py writes,
   a line nbgrader restores from its database when it grades, whatever the learner did to the cell;
 - meets WCAG 2.1 AA (tests/browser/test_feedback_a11y.py): the page's language is set, code is highlighted
   in the site's style made for contrast (``CODE_STYLE``), links are underlined, and code and outputs wrap
@@ -27,12 +27,17 @@ import base64
 import binascii
 import html
 import re
+import sys
+from pathlib import Path
 
 import nbformat
-from build_site import CODE_STYLE, MarkdownWithMath, MathMLRenderer, SiteExporter  # noqa: F401 - CODE_STYLE
-from jinja2 import DictLoader, pass_context
-from slides import without_emoji
-from traitlets import default
+
+# The site's renderer and the slides' emoji-to-words: tools/ in the repository, siblings in a course's .grader/.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tools"))
+from build_site import CODE_STYLE, MarkdownWithMath, MathMLRenderer, SiteExporter  # noqa: E402, F401 - CODE_STYLE
+from jinja2 import DictLoader, pass_context  # noqa: E402
+from slides import without_emoji  # noqa: E402
+from traitlets import default  # noqa: E402
 
 TITLE = re.compile(r"^# (.+?): autograder test")
 
@@ -84,7 +89,7 @@ TEMPLATE = ("""{%- extends 'index.html.j2' -%}
 """).replace("@POLICY@", POLICY)
 
 
-#: What the marks were decided on, said at the top of every page (tools/grade.py).
+#: What the marks were decided on, said at the top of every page (classroom_kit/grade.py).
 GRADED = ("What was graded: each exercise cell, run on its own in a sandbox after the notebook's own cells it "
           "needs, together with the cells of your own above it that define what it uses (a helper function); "
           "your function is checked on the notebook's cases and on new ones.")

@@ -1,8 +1,8 @@
 """The child side of sandboxed grading: runs one exercise of a submitted notebook and answers in plain data.
 
-    python -I kernel.py SITE UID      # started by tools/grade.py inside the sandbox, where this file is kernel.py
+    python -I kernel.py SITE UID      # started by grade.py inside the sandbox, where this file is kernel.py
 
-The grader (tools/grade.py) never runs a learner's code; it sends this process the notebook's own cells that
+The grader (classroom_kit/grade.py) never runs a learner's code; it sends this process the notebook's own cells that
 the exercise needs (the teacher's copies), then the learner's exercise cell, then requests: "the value of
 ``my_total``", "call ``softmax_any_axis`` with these arrays". Every message, both ways, is one length-prefixed
 ``.npz`` archive (``allow_pickle=False``): a JSON header of plain values plus the arrays it numbers. What this

@@ -1,7 +1,7 @@
 # The container route to grading, for teachers on macOS or Windows (bubblewrap, the sandbox that runs each
 # learner's code, is Linux only). From the series' folder, with the submissions in classroom/submitted/:
 #
-#   docker build -f tools/grading.Dockerfile -t attn-grading .
+#   docker build -f classroom_kit/grading.Dockerfile -t attn-grading .
 #   docker run --rm --network none --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
 #       --security-opt apparmor=unconfined -v "$PWD/classroom:/series/classroom" attn-grading 03
 #
@@ -9,10 +9,10 @@
 # exercise a read-only view, its own empty folder and the course folder hidden (it needs the three
 # --cap-add/--security-opt flags to make its namespaces). Grades, feedback and grades.csv land in classroom/.
 #
-# The hostile batch (a class of submissions that attack the grader, tests/test_grading_hostile.py, with the other
+# The hostile batch (a class of submissions that attack the grader, tests/classroom/test_grading_hostile.py, with the other
 # grading tests) runs in the same image, stage "hostile":
 #
-#   docker build -f tools/grading.Dockerfile --target hostile -t attn-grading-hostile .
+#   docker build -f classroom_kit/grading.Dockerfile --target hostile -t attn-grading-hostile .
 #   docker run --rm --network none --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
 #       --security-opt apparmor=unconfined attn-grading-hostile
 FROM python:3.13-slim AS grading
@@ -22,6 +22,7 @@ WORKDIR /series
 COPY pyproject.toml README.md LICENSE run.py requirements-model.txt ./
 COPY attn_helpers ./attn_helpers
 COPY tools ./tools
+COPY classroom_kit ./classroom_kit
 COPY notebooks ./notebooks
 # The pinned versions of pyproject.toml's notebooks and teacher lists, and setuptools to install the checkers'
 # grading copy without the network (python3 run.py classroom autograde does that in the course folder).
@@ -37,5 +38,5 @@ COPY tests ./tests
 COPY benchmarks ./benchmarks
 RUN pip install --no-cache-dir ".[test]"
 ENV CI=true
-ENTRYPOINT ["python3", "-m", "pytest", "tests/test_grading_hostile.py", "tests/test_grading_sandbox.py", \
-            "tests/test_grade_cases.py", "tests/test_classroom.py", "tests/test_feedback.py"]
+ENTRYPOINT ["python3", "-m", "pytest", "tests/classroom/test_grading_hostile.py", "tests/classroom/test_grading_sandbox.py", \
+            "tests/classroom/test_grade_cases.py", "tests/classroom/test_classroom.py", "tests/classroom/test_feedback.py"]

@@ -1,7 +1,7 @@
 """What a teacher hands back and how learners hand in: feedback named per exercise, and the LMS workflow.
 
-Each autograder test cell of the course folder (tools/classroom.py) names its exercise on its first line, as
-the notebook numbers it, and the feedback page's summary shows that name (tools/feedback.py; the page
+Each autograder test cell of the course folder (classroom_kit/classroom.py) names its exercise on its first line, as
+the notebook numbers it, and the feedback page's summary shows that name (classroom_kit/feedback.py; the page
 itself, offline and WCAG 2.1 AA, is checked in Chromium by tests/browser/test_feedback_a11y.py). The slow
 test runs the guide's workflow with the real nbgrader: a roster imported from CSV, submissions collected
 from an LMS's "download all" archive (``nbgrader zip_collect``), and a release, fetch, submit and collect
@@ -307,7 +307,7 @@ def hostile_notebook():
 
 
 def feedback_page(nb) -> str:
-    """``nb``'s feedback page, as ``nbgrader generate_feedback`` writes it with tools/feedback.py."""
+    """``nb``'s feedback page, as ``nbgrader generate_feedback`` writes it with classroom_kit/feedback.py."""
     import nbgrader
     from traitlets.config import Config
 

@@ -1,4 +1,4 @@
-"""The grader's side of the sandbox boundary (tools/grade.py), played against by a hostile sandbox.
+"""The grader's side of the sandbox boundary (classroom_kit/grade.py), played against by a hostile sandbox.
 
 Whatever the learner's process sends (forged class, module and function names, the names of a submission's
 files, missing keys, wrong types, huge or object arrays, pickles, deep nesting, a slow trickle, truncated frames,

@@ -1,4 +1,4 @@
-"""The collection boundary of the classroom kit (tools/submissions.py, tools/classroom.py): only the assignment's
+"""The collection boundary of the classroom kit (classroom_kit/submissions.py, classroom_kit/classroom.py): only the assignment's
 notebook is taken from a submission, never followed through a link, and a notebook nbgrader cannot grade costs only
 its learner.
 
@@ -294,7 +294,7 @@ def kit_files(*folders: Path):
 
 
 def bob_attack(classroom_module, base: Path, alice: str, bob: str, in_submitted: bool = True) -> dict:
-    """Bob's attack, played with ``classroom_module`` (today's or an older tools/classroom.py): links and a FIFO in
+    """Bob's attack, played with ``classroom_module`` (today's or an older classroom_kit/classroom.py): links and a FIFO in
     his own inbound folder, then links, a hard link and a device placed in submitted/; collect, the kit's autograde,
     release_feedback, fetch_feedback as bob (``in_submitted=False``: the inbound links only). Returns what
     happened: ``grades`` (student -> (score, reason)), the kit's files that are no notebook nor page, those with

@@ -1,4 +1,4 @@
-"""The pieces of sandboxed grading (tools/grade.py, tools/grade_worker.py) and its container route.
+"""The pieces of sandboxed grading (classroom_kit/grade.py, classroom_kit/grade_worker.py) and its container route.
 
 The plain-data format round-trips what checkers pass and learners return, and never loads a pickle; the
 tampering rules catch the hostile cells and none of the course's own cells; an exercise gets only the cells
@@ -194,7 +194,7 @@ def test_a_loop_is_stopped_at_the_time_limit_and_costs_only_its_call(learner):
 
 
 def test_the_container_route_in_the_guide_is_the_dockerfile_one():
-    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "classroom_kit" / "grading.Dockerfile").read_text(encoding="utf-8")
     guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
     assert re.search(r"^FROM python:3\.1[0-3]", dockerfile, re.MULTILINE)
     assert "bubblewrap" in re.search(r"^RUN apt-get[^\n]*\n[^\n]*", dockerfile, re.MULTILINE).group(0)

@@ -1,4 +1,4 @@
-"""Honest learners keep their marks in sandboxed grading (tools/grade.py).
+"""Honest learners keep their marks in sandboxed grading (classroom_kit/grade.py).
 
 Every notebook of the series, handed in with its registered solutions (the teacher's own cells untouched), gets
 every mark; a raise left in one exercise cell costs that exercise only, since an exercise's process gets the

@@ -1,10 +1,10 @@
 """Grading cases a learner cannot see: fresh inputs, drawn for each student, beside the notebook's own.
 
-    python tools/grade_cases.py EXERCISE SEED      # the new cases a mark was decided on (e.g. softmax_any_axis
+    python classroom_kit/grade_cases.py EXERCISE SEED      # the new cases a mark was decided on (e.g. softmax_any_axis
                                                    # "ada/03_softmax"), as the feedback names them
 
 A checker's cases are visible in the learner's own notebook, so a function that looks its answers up in a table
-of them would pass it. When grading (tools/grade.py), the notebook's checker runs first and keeps every hint it
+of them would pass it. When grading (classroom_kit/grade.py), the notebook's checker runs first and keeps every hint it
 gives; when it passes, the learner's function is also called on new cases and compared with the registered
 solution, within the checker's own tolerance. The new cases are the visible ones redrawn (:func:`redrawn`):
 the checker is run once on the solution to see which inputs it passes, and each is drawn again with the same
@@ -14,7 +14,7 @@ The random generator is seeded by HMAC-SHA256 of the course's secret (:func:`cou
 the course folder, mode 600, made once; never released, never in feedback) over the student, the assignment and
 the exercise: a student who knows all three cannot recompute the cases. The feedback names the student/assignment
 and a short public case id (:func:`case_id`), so the teacher reproduces a mark with
-``python tools/grade_cases.py EXERCISE STUDENT/ASSIGNMENT --course DIR`` (which prints the id too). Exercises
+``python classroom_kit/grade_cases.py EXERCISE STUDENT/ASSIGNMENT --course DIR`` (which prints the id too). Exercises
 that ask for a value (a number, a choice) cannot take new cases (``EXEMPT``).
 """
 
@@ -123,7 +123,7 @@ def _repeats(visible, rng):  # induction_score(weights, period): causal rows of 
     return cases
 
 
-#: How each exercise whose checker takes a function draws its new cases (tests/test_grade_cases.py holds every
+#: How each exercise whose checker takes a function draws its new cases (tests/classroom/test_grade_cases.py holds every
 #: registered solution to this table or to EXEMPT). online_softmax_row and online_attention_row are drills the
 #: teaching guide offers (no notebook asks for them): a teacher who adds one to a notebook gets new cases too.
 FRESH: dict[str, Callable] = {
@@ -399,7 +399,7 @@ def with_hidden_cases(verdict, exercise: str, checker, args, seed_text: str, sec
 def main(argv) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python tools/grade_cases.py", description="The new cases a mark was "
+    parser = argparse.ArgumentParser(prog="python classroom_kit/grade_cases.py", description="The new cases a mark was "
                                      "decided on, as the feedback names them (the teacher's command).")
     parser.add_argument("exercise", choices=sorted(FRESH), metavar="EXERCISE")
     parser.add_argument("seed", metavar="STUDENT/ASSIGNMENT")

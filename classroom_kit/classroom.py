@@ -2,11 +2,11 @@
 """Write an nbgrader course folder from the notebooks: graded assignments a teacher can collect.
 
     python3 run.py classroom                       # the usual way: writes classroom/
-    python tools/classroom.py [--out DIR] [NN ...]
-    python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (tools/grade.py)
+    python classroom_kit/classroom.py [--out DIR] [NN ...]
+    python3 run.py classroom autograde NN          # grades classroom/submitted/*/NN_topic (classroom_kit/grade.py)
 
 Autograde takes from each ``submitted/<student>/NN_topic/`` only the notebook, never through a link, checked and
-repaired against the released notebook (tools/submissions.py), into ``accepted/``, which nbgrader grades; one
+repaired against the released notebook (classroom_kit/submissions.py), into ``accepted/``, which nbgrader grades; one
 notebook nbgrader cannot grade costs only its learner, and the summary counts every row of ``grades.csv``.
 
 For each notebook (or only those numbered ``NN``) it writes ``source/NN_topic/NN_topic.ipynb``,
@@ -24,8 +24,8 @@ and ``nbgrader_config.py`` once. In each source notebook:
 
 Everything else (predictions, demonstrations, figures) stays as it is. Nothing is executed here. It also
 installs the checkers' grading copy (``.grader/``, not editable) that ``nbgrader_config.py`` makes
-``nbgrader autograde`` use: there each exercise runs sandboxed and tools/grade.py decides its marks; and
-``nbgrader generate_feedback`` writes its pages with tools/feedback.py (offline, WCAG 2.1 AA). The config
+``nbgrader autograde`` use: there each exercise runs sandboxed and classroom_kit/grade.py decides its marks; and
+``nbgrader generate_feedback`` writes its pages with classroom_kit/feedback.py (offline, WCAG 2.1 AA). The config
 also keeps nbgrader's exchange inside the folder (``exchange/``, no root needed) and reads an LMS's file
 names for ``nbgrader zip_collect`` (docs/teaching-guide.md).
 """
@@ -47,14 +47,15 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import core_path  # noqa: E402 - the series' notebooks, a sibling script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kit's modules import each other as siblings
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tools"))  # the series' own scripts
+import core_path  # noqa: E402 - the series' notebooks (tools/core_path.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "classroom"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
-CONFIG = '''"""nbgrader configuration of the attention series' course folder (written by tools/classroom.py)."""
+CONFIG = '''"""nbgrader configuration of the attention series' course folder (written by classroom_kit/classroom.py)."""
 
 import os
 import sys
@@ -74,7 +75,7 @@ c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
 # e.g. lovelaceada_1234_5678_03_softmax.ipynb (name, student id, submission id, the file; "_LATE" after the name
 # when late); for another LMS, change the expression (the guide gives Moodle's). The notebook's own name is read
 # whatever a browser or Jupyter made of it ("03_softmax (1)", "03_softmax-Copy1", "03 Softmax", Canvas's "-1"), and a
-# file that is no notebook of the assignment is skipped and named in zip_collect's log (tools/submissions.py).
+# file that is no notebook of the assignment is skipped and named in zip_collect's log (classroom_kit/submissions.py).
 c.FileNameCollectorPlugin.named_regexp = (
     r"(?:.*/)?[^_/]+_(?:LATE_)?(?P<student_id>\\d+)_\\d+_(?P<file_id>\\d\\d[^/]*)\\.ipynb$")
 c.ZipCollectApp.strict = True
@@ -82,7 +83,7 @@ c.ZipCollectApp.strict = True
 os.environ["ATTN_HELPERS_PROGRESS"] = "off"
 
 # Autograde never runs a learner's code in this process: instead of executing the notebook, each exercise runs
-# in a sandbox and the checkers of the grading copy (.grader/, not editable) decide its marks (tools/grade.py).
+# in a sandbox and the checkers of the grading copy (.grader/, not editable) decide its marks (classroom_kit/grade.py).
 GRADER = Path(__file__).resolve().parent / ".grader"
 try:
     sys.path.insert(0, str(GRADER))
@@ -94,7 +95,7 @@ try:
     c.SandboxedGrading.site = str(GRADER)
     c.SandboxedGrading.cell_limit = 30  # seconds for an exercise's cells; the series' cells run in seconds
     # Feedback pages that work offline (equations as MathML, no MathJax), name each test after its exercise and
-    # meet WCAG 2.1 AA (tools/feedback.py).
+    # meet WCAG 2.1 AA (classroom_kit/feedback.py).
     from feedback import CODE_STYLE, FeedbackExporter
 
     c.GenerateFeedback.exporter_class = FeedbackExporter
@@ -103,7 +104,7 @@ try:
     # for a student who handed in nothing and the reason of each refusal or repair (export), the exchange's inbound
     # folder sticky (release_assignment), only each student's own submissions taken from it and of each only the
     # notebook, never through a link (collect), only regular feedback pages released (release_feedback):
-    # tools/submissions.py.
+    # classroom_kit/submissions.py.
     import submissions
 
     c.ZipCollectApp.collector_plugin = submissions.CopyNamesCollector
@@ -329,8 +330,9 @@ def install_grader(out: Path) -> Path:
     target = out / ".grader"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(ROOT / "attn_helpers", target / "attn_helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("grade.py", "grade_worker.py", "grade_cases.py", "submissions.py", "feedback.py", "build_site.py",
-                 "slides.py", "core_path.py"):  # slides: the emoji-to-words helper the feedback uses
+    for name in ("grade.py", "grade_worker.py", "grade_cases.py", "submissions.py", "feedback.py"):
+        shutil.copy(ROOT / "classroom_kit" / name, target / name)
+    for name in ("build_site.py", "slides.py", "core_path.py"):  # the site's renderer, the slides' emoji-to-words
         shutil.copy(ROOT / "tools" / name, target / name)
     return target
 
@@ -364,7 +366,7 @@ ACCEPTED = "accepted"
 
 def _accept(out: Path, assignment: str) -> dict:
     """``{student: entry}`` for every folder of ``out/submitted/``: its submission of ``assignment`` copied, only
-    the notebook, checked and repaired against the released one (tools/submissions.py), to ``out/accepted/``, which
+    the notebook, checked and repaired against the released one (submissions.py), to ``out/accepted/``, which
     is what nbgrader grades; ``entry`` has ``status`` (``graded`` so far, ``refused``, ``missing``), ``reasons``
     (why it is refused, or what was repaired), ``renamed``, ``skipped`` (files that are not the notebook) and
     ``refused_files`` (links, FIFOs, devices: never followed). Recorded in ``refused/<assignment>.json``."""
@@ -437,7 +439,7 @@ def _grade_each(out: Path, assignment: str, found: dict) -> None:
     """``nbgrader autograde`` and ``generate_feedback`` of the accepted submissions, in one batch; if a batch
     fails, student by student, so that one submission nbgrader cannot grade costs only that student (``not
     graded`` and the reason in ``found``). The refused ones are in the gradebook (their row in grades.csv) without
-    a submission; each feedback folder keeps only its pages (tools/submissions.py's ``clean_feedback``)."""
+    a submission; each feedback folder keeps only its pages (classroom_kit/submissions.py's ``clean_feedback``)."""
     import submissions
     from nbgrader.api import Gradebook, MissingEntry
 

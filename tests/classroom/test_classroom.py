@@ -1,11 +1,11 @@
-"""The nbgrader course folder that `run.py classroom` writes (tools/classroom.py).
+"""The nbgrader course folder that `run.py classroom` writes (classroom_kit/classroom.py).
 
 The fast tests read the generated source notebooks: every solution a notebook reveals becomes a solution
 region with an autograder test after it that imports its checker, no notebook keeps a `solution(...)` call,
-and the config makes autograde's step the sandboxed grader (tools/grade.py), never nbgrader's Execute. The slow
+and the config makes autograde's step the sandboxed grader (classroom_kit/grade.py), never nbgrader's Execute. The slow
 test runs the real nbgrader cycle (generate_assignment, autograde, generate_feedback, export) on two
 assignments: the source notebook as a submission gets full marks, an untouched released notebook gets 0
-without an error. Hostile submissions: tests/test_grading_hostile.py.
+without an error. Hostile submissions: tests/classroom/test_grading_hostile.py.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_the_names_browsers_jupyter_and_lmss_give_copies_are_read_as_the_assignm
 def test_the_container_installs_what_run_py_installs_the_model_included():
     """The container route grades every notebook: each requirements file run.py installs (notebook 12's model by
     hash, without its dependencies) is copied into the image and installed with the same options."""
-    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "classroom_kit" / "grading.Dockerfile").read_text(encoding="utf-8")
     run_py = (ROOT / "run.py").read_text(encoding="utf-8")
     model = re.search(r'^MODEL_REQUIREMENTS = "([^"]+)"', run_py, re.MULTILINE).group(1)
     options = re.search(r'pip_install\(python, \[((?:"--[\w-]+", )+)"-r", str\(ROOT / MODEL_REQUIREMENTS\)\]\)',
@@ -189,14 +189,14 @@ def test_the_container_installs_what_run_py_installs_the_model_included():
 
 
 def test_the_hostile_batch_runs_in_the_container_as_the_guide_says():
-    dockerfile = (ROOT / "tools" / "grading.Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "classroom_kit" / "grading.Dockerfile").read_text(encoding="utf-8")
     guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
     stages = re.findall(r"^FROM \S+ AS (\w+)$", dockerfile, re.MULTILINE)
     assert stages == ["grading", "hostile"]
     hostile = dockerfile.split("AS hostile")[1]
     entry = json.loads(re.search(r"^ENTRYPOINT (\[.*?\])$", hostile.replace("\\\n", ""), re.MULTILINE | re.DOTALL)
                        .group(1))
-    assert entry[:3] == ["python3", "-m", "pytest"] and "tests/test_grading_hostile.py" in entry
+    assert entry[:3] == ["python3", "-m", "pytest"] and "tests/classroom/test_grading_hostile.py" in entry
     assert all((ROOT / path).is_file() for path in entry[3:])
     assert all((ROOT / path).exists() for path in re.findall(r"^COPY (\S+)", hostile, re.MULTILINE))
     comments = " ".join(line.lstrip("#").strip() for line in dockerfile.splitlines() if line.startswith("#"))

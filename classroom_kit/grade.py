@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Grades submitted notebooks in a process that never runs a learner's code.
 
-    python3 run.py classroom autograde NN      # the teacher's one command (tools/classroom.py calls autograde())
+    python3 run.py classroom autograde NN      # the teacher's one command (classroom.py calls autograde())
 
 ``nbgrader autograde`` stays the teacher's interface (gradebook, feedback, export); the course folder's
 ``nbgrader_config.py`` replaces its "execute the notebook" step by :class:`SandboxedGrading`, which decides
 each test cell's mark here:
 
-- each exercise (a solution cell) runs in its own child process (tools/grade_worker.py) inside a
+- each exercise (a solution cell) runs in its own child process (classroom_kit/grade_worker.py) inside a
   bubblewrap sandbox: read-only view of the machine, no network, a small private ``/tmp`` (the only place it
   may write), the course folder (gradebook, every submission, the solutions) hidden, an unprivileged user with
   a process limit, a memory limit (:data:`MEMORY`), and at most :data:`CHILDREN` such processes at once, so
@@ -67,7 +67,7 @@ import grade_worker as worker  # noqa: E402 - the child's side; its pack() write
 
 CELL_LIMIT = 30.0  # seconds for an exercise's cells (the notebook's own and the learner's) to run
 BATCH_MEMORY = 3 * 10**9  # bytes a whole batch may hold at once: the grader and the sandboxes it runs
-GRADER_MEMORY = 500 * 2**20  # bytes of the grading process itself (nbgrader's; tests/test_grading_hostile.py)
+GRADER_MEMORY = 500 * 2**20  # bytes of the grading process itself (nbgrader's; tests/classroom/test_grading_hostile.py)
 MEMORY = 1_200_000_000  # bytes of address space for one exercise's process (notebook 15 loads a 0.9 GB model)
 CHILDREN = (BATCH_MEMORY - GRADER_MEMORY) // MEMORY  # exercises that run at once: 2, so a batch stays in 3 GB
 TMP_SIZE = 64 * 2**20  # bytes of the sandbox's /tmp (and /dev/shm), the only folders it may write
@@ -982,7 +982,7 @@ def grade_notebook(submitted, source, site: Path, hidden: list[Path], cell_limit
     with the teacher's solution), then the learner's cell: a raise in one exercise cell costs that exercise
     only. At most ``children`` processes run at once, fewer if they would not fit in ``memory`` bytes with the
     grader (:func:`sandboxes`). ``seed`` ("student/assignment") and the course's ``secret``
-    draw the new cases (tools/grade_cases.py)."""
+    draw the new cases (classroom_kit/grade_cases.py)."""
     from attn_helpers import checks
     from attn_helpers.checks._grader import SOLUTIONS, TIME_LIMIT, TimeLimit
 
@@ -1107,9 +1107,9 @@ def _judge(test: str, learner: Learner, state: dict, wrong: list, checks, code: 
             return False, f"0 points: {learner.violation}" if learner.violation else f"your code {stopped}"
     try:
         verdict = checker(*args)
-        import grade_cases  # the new cases each student's functions are also graded on (tools/grade_cases.py)
+        import grade_cases  # the new cases each student's functions are also graded on (classroom_kit/grade_cases.py)
 
-        exercise, seed_text, secret = (*hidden, b"")[:3]  # the new cases decide (tools/grade_cases.py)
+        exercise, seed_text, secret = (*hidden, b"")[:3]  # the new cases decide (classroom_kit/grade_cases.py)
         verdict = grade_cases.with_hidden_cases(verdict, exercise, checker, args, seed_text, secret)
     except BaseException as err:  # noqa: BLE001 - a checker never raises; if it does, the mark is 0, not a crash
         return False, f"the checker could not grade this answer ({type(err).__name__}: {err})"
