@@ -34,7 +34,7 @@ def top_k_mask(scores, k, mask=None):
     masked = np.where(allowed, scores, -np.inf)  # a key that may not be seen never makes the top k
     if k >= scores.shape[-1]:
         return allowed.copy()
-    kth = np.partition(masked, -k, axis=-1)[..., -k:-k + 1]  # (..., T_q, 1): the k-th largest score of each row
+    kth = np.partition(masked, -k, axis=-1)[..., [-k]]  # (..., T_q, 1): the k-th largest score of each row
     return allowed & (masked >= kth)
 
 

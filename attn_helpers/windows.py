@@ -28,7 +28,8 @@ from .llama import rms_norm
 from .llm_measures import next_token_losses
 
 __all__ = ["band_mask", "rolling_attention", "attention_with_sink", "masked_logits", "masked_losses",
-           "streaming_study", "STREAMING_SETTINGS", "window_cache_bytes"]
+           "streaming_study", "STREAMING_SETTINGS", "window_cache_bytes", "validation_ids", "load_streaming_runs",
+           "STREAMING_FILE", "STREAMING_FULL"]
 
 
 def band_mask(T, window, sinks=0):
@@ -188,3 +189,32 @@ def window_cache_bytes(num_layers, num_kv_heads, head_dim, T, window=None, globa
     window = as_positive_int(window, "window")
     full_layers = 0 if global_every is None else num_layers // as_positive_int(global_every, "global_every")
     return (full_layers * T + (num_layers - full_layers) * min(T, window)) * per_token
+
+
+#: The full-size StreamingLLM run, shipped (``tools/build_streaming_runs.py`` rebuilds it).
+STREAMING_FILE = "nb16_streaming_runs.npz"
+#: Its size: the first 1,024 tokens of notebook 14's validation text, a window of 128 tokens; the loss is
+#: averaged from position 256 on (every query there has lost the first token from its window).
+STREAMING_FULL = {"T": 1024, "window": 128, "from_position": 256}
+
+
+def validation_ids(model, T):
+    """The first ``T`` token ids of notebook 14's *Pride and Prejudice* validation text, SmolLM2's tokenizer."""
+    from .gpt import corpus_split
+
+    T = as_positive_int(T, "T")
+    return np.array(model.encode(corpus_split("val")[:12 * T])[:T])  # (T,): 12 characters a token is plenty
+
+
+def load_streaming_runs() -> dict:
+    """The shipped full-size run: ``names``, ``losses (4, T - 1)`` (nats, per position), ``window``, ``T``,
+    ``from_position``.
+
+    >>> runs = load_streaming_runs()
+    >>> runs["losses"].shape, int(runs["window"])
+    ((4, 1023), 128)
+    """
+    from importlib import resources
+
+    with (resources.files("attn_helpers") / "data" / STREAMING_FILE).open("rb") as handle, np.load(handle) as data:
+        return {key: data[key] for key in data.files}
