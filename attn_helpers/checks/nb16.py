@@ -114,11 +114,11 @@ def check_sink_weights(fn):
 @register_solution("absorbed_query")
 def absorbed_query(query, W_uk):
     """(h, d_h) queries and (h, d_c, d_h) up-projections -> (h, d_c): each head's query in latent space."""
-    return (query[:, None, :] @ np.swapaxes(W_uk, -1, -2))[:, 0, :]  # (h, 1, d_h) @ (h, d_h, d_c) -> (h, 1, d_c)
+    return np.einsum("hcd,hd->hc", W_uk, query)  # per head i: W_uk[i] (d_c, d_h) @ q_i (d_h,) = q_i W_uk[i]^T
 
 
 def _absorbed_reference(query, W_uk):
-    return np.einsum("hd,hcd->hc", query, W_uk)
+    return np.stack([W_uk[i] @ query[i] for i in range(len(query))])  # (d_c, d_h) @ (d_h,) per head
 
 
 def absorbed_cases():
