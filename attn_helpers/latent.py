@@ -109,7 +109,8 @@ def latent_attention(x, W_q, W_down, W_uk, W_uv, W_o, num_heads, mask=None, W_qr
         q_rope, k_rope = _rope_parts(x, W_qr, W_kr, num_heads)
         queries = np.concatenate([queries, q_rope], axis=-1)  # (..., h, T, d_h + d_r)
         keys = np.concatenate([keys, np.broadcast_to(k_rope, (*keys.shape[:-1], k_rope.shape[-1]))], axis=-1)
-    context, weights = scaled_dot_product_attention(queries, keys, values, None if mask is None else mask[..., None, :, :])
+    mask = None if mask is None else mask[..., None, :, :]  # (..., 1, T, T): the same for every head
+    context, weights = scaled_dot_product_attention(queries, keys, values, mask)
     return merge_heads(context) @ W_o, weights  # (..., T, h d_v) @ (h d_v, d_model) -> (..., T, d_model)
 
 
@@ -139,7 +140,8 @@ def absorbed_latent_attention(x, W_q, W_down, W_uk, W_uv, W_o, num_heads, mask=N
     if mask is not None:
         scores = np.where(mask[..., None, :, :], scores, -np.inf)  # True = may attend
     weights = softmax(scores / math.sqrt(width))  # (..., h, T, T): stable, a fully masked row all zero
-    context = (weights @ latent[..., None, :, :]) @ W_uv  # (..., h, T, T) @ (.., 1, T, d_c) @ (h, d_c, d_v) -> (h, T, d_v)
+    mixed = weights @ latent[..., None, :, :]  # (..., h, T, T) @ (..., 1, T, d_c) -> (..., h, T, d_c)
+    context = mixed @ W_uv  # (..., h, T, d_c) @ (h, d_c, d_v) -> (..., h, T, d_v): up-projected once per query
     return merge_heads(context) @ W_o, weights  # (..., T, h d_v) @ (h d_v, d_model) -> (..., T, d_model)
 
 

@@ -37,7 +37,8 @@ def main() -> None:
     late = study["losses"][:, STREAMING_FULL["from_position"]:].mean(axis=1)
     for name, loss in zip(study["names"], late):
         print(f"{name:<18} {loss:.3f} nats (perplexity {np.exp(loss):.1f})")
-    print(f"wrote {PATH.relative_to(ROOT)} ({PATH.stat().st_size / 1024:.0f} KiB) in {time.perf_counter() - start:.0f} s")
+    size = PATH.stat().st_size / 1024
+    print(f"wrote {PATH.relative_to(ROOT)} ({size:.0f} KiB) in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

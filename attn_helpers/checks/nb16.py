@@ -48,10 +48,11 @@ def slot_cases():
 
 @shows_verdict
 def check_rolling_slot(fn):
-    """Grade ``fn(t, window, sinks) -> slot`` against the rolling buffer of :func:`attn_helpers.windows.rolling_attention`."""
+    """Grade ``fn(t, window, sinks) -> slot``: the slot of :func:`attn_helpers.windows.rolling_attention`'s buffer."""
     wrongs = [
-        Wrong(lambda t, w, s: t % w, "t % window forgets the sinks: the first `sinks` slots are theirs for good, so the "
-                                     "others roll through slots sinks .. sinks + window - 1: sinks + (t - sinks) % window"),
+        Wrong(lambda t, w, s: t % w,
+              "t % window forgets the sinks: the first `sinks` slots are theirs for good, so the others roll "
+              "through slots sinks .. sinks + window - 1: sinks + (t - sinks) % window"),
         Wrong(lambda t, w, s: t if t < s else (t - s) % w,
               "the rolling slots start after the sinks' slots: add sinks, or token `sinks` overwrites the first sink"),
         Wrong(lambda t, w, s: t if t < s else s + t % w,
@@ -86,19 +87,19 @@ def sink_cases():
     rng = np.random.default_rng(1602)
     return [Case((rng.standard_normal((3, 4)), 0.5), label="3 queries, 4 keys, sink logit 0.5"),
             Case((rng.standard_normal((2, 5)) * 3, -1.0), label="2 queries, 5 keys, sink logit -1"),
-            Case((np.array([[0.0, 1.0, 2.0]]), 4.0), label="one query whose sink logit is above every score")]
+            Case((np.array([[0.0, 1.0, 2.0]]), 4.0), label="one query whose sink logit is above every score"),
+            Case((rng.standard_normal((2, 3, 4)), 1.0), label="2 heads of 3 queries and 4 keys, sink logit 1")]
 
 
 @shows_verdict
 def check_sink_weights(fn):
-    """Grade ``fn(scores (T_q, T_k), sink_logit) -> weights (T_q, T_k)`` (gpt-oss's sink softmax)."""
+    """Grade ``fn(scores (..., T_q, T_k), sink_logit) -> weights (..., T_q, T_k)`` (gpt-oss's sink softmax)."""
     wrongs = [
-        Wrong(lambda s, b: softmax(s), "these rows sum to 1: the sink logit is missing. Append it as one more column "
+        Wrong(lambda s, b: softmax(s), "these rows sum to 1: the sink logit is missing (adding it to every score "
+                                       "changes nothing: a softmax ignores a shift). Append it as one more column "
                                        "before the softmax, then drop that column"),
         Wrong(lambda s, b: softmax(np.concatenate([s, np.full((*s.shape[:-1], 1), b)], axis=-1)),
               "you kept the sink's column: drop it (weights[..., :-1]); its weight goes to no value"),
-        Wrong(lambda s, b: softmax(s + b), "adding the sink logit to every score changes nothing (softmax ignores a "
-                                           "shift): it is one MORE logit, a column of its own"),
         Wrong(lambda s, b: softmax(np.concatenate([np.full((*s.shape[:-1], 1), b), s], axis=-1))[..., :-1],
               "the sink's column went first, and you dropped the last key instead of it: drop the column you added"),
         Wrong(lambda s, b: np.exp(s) / (np.exp(s).sum(axis=-1, keepdims=True) + b),
@@ -186,7 +187,7 @@ def check_linear_step(fn):
 def top_k_keep(scores, k):
     """Boolean (T_q, T_k): True on the k largest scores of each row."""
     order = np.argsort(scores, axis=-1)  # each row's keys, lowest score first
-    keep = np.zeros(scores.shape, dtype=bool)
+    keep = np.full(scores.shape, False)  # nothing kept yet
     np.put_along_axis(keep, order[..., -k:], True, axis=-1)  # the last k: the largest
     return keep
 
@@ -195,17 +196,19 @@ def top_k_cases():
     rng = np.random.default_rng(1605)
     return [Case((rng.standard_normal((3, 6)), 2), label="3 queries, 6 keys, k = 2"),
             Case((rng.standard_normal((4, 5)), 3), label="4 queries, 5 keys, k = 3"),
-            Case((rng.standard_normal((2, 4)), 1), label="k = 1: each query's best key only")]
+            Case((rng.standard_normal((2, 4)), 1), label="k = 1: each query's best key only"),
+            Case((rng.standard_normal((2, 3, 5)), 2), label="2 heads of 3 queries and 5 keys, k = 2")]
 
 
 @shows_verdict
 def check_top_k_mask(fn):
-    """Grade ``fn(scores (T_q, T_k), k) -> keep (T_q, T_k)`` against :func:`attn_helpers.sparse.top_k_mask`."""
+    """Grade ``fn(scores (..., T_q, T_k), k) -> keep`` against :func:`~attn_helpers.sparse.top_k_mask`."""
     wrongs = [
-        Wrong(lambda s, k: top_k_mask(-s, k), "these are the k SMALLEST scores: argsort sorts upwards, so the largest "
-                                              "are its last k (order[..., -k:])"),
+        Wrong(lambda s, k: top_k_mask(-s, k),
+              "these are the k SMALLEST scores: argsort sorts upwards, so the largest are its last k "
+              "(order[..., -k:])"),
         Wrong(lambda s, k: top_k_mask(s, k + 1), "one key too many: keep exactly k per row"),
-        Wrong(lambda s, k: top_k_mask(s.T, k).T,
+        Wrong(lambda s, k: np.swapaxes(top_k_mask(np.swapaxes(s, -1, -2), k), -1, -2),
               "you chose along the queries (axis 0): each QUERY picks its keys, so sort along the last axis"),
         Wrong(lambda s, k: top_k_mask(s, k - 1),
               "one key too few: keep exactly k per row"),
