@@ -29,6 +29,7 @@ from .llm_measures import next_token_losses
 
 __all__ = ["band_mask", "rolling_attention", "attention_with_sink", "masked_logits", "masked_losses",
            "streaming_study", "STREAMING_SETTINGS", "window_cache_bytes", "validation_ids", "load_streaming_runs",
+           "WINDOW_GRID", "window_grid_losses",
            "STREAMING_FILE", "STREAMING_FULL"]
 
 
@@ -198,6 +199,23 @@ STREAMING_FILE = "nb16_streaming_runs.npz"
 STREAMING_FULL = {"T": 1024, "window": 128, "from_position": 256}
 
 
+#: The explorer's grid, shipped with the full-size run: every window and number of sinks over the first 256 tokens.
+WINDOW_GRID = {"T": 256, "windows": tuple(range(8, 129, 8)), "sinks": (0, 1, 2, 3, 4)}
+
+
+def window_grid_losses(model, batch=4):
+    """Losses ``(len(windows), len(sinks), T - 1)`` of SmolLM2 over :data:`WINDOW_GRID`'s text for every window and
+    number of sinks, and full attention's ``(T - 1,)``: ``(grid, full)``, ``batch`` masks per pass."""
+    T, windows, sinks = WINDOW_GRID["T"], WINDOW_GRID["windows"], WINDOW_GRID["sinks"]
+    ids = validation_ids(model, T)
+    settings = [(w, s) for w in windows for s in sinks]
+    losses = []
+    for start in range(0, len(settings), batch):
+        losses.extend(masked_losses(model, ids, [band_mask(T, w, s) for w, s in settings[start:start + batch]]))
+    full = masked_losses(model, ids, [np.tri(T, dtype=bool)])[0]
+    return np.array(losses).reshape(len(windows), len(sinks), T - 1), full
+
+
 def validation_ids(model, T):
     """The first ``T`` token ids of notebook 14's *Pride and Prejudice* validation text, SmolLM2's tokenizer."""
     from .gpt import corpus_split
@@ -208,7 +226,8 @@ def validation_ids(model, T):
 
 def load_streaming_runs() -> dict:
     """The shipped full-size run: ``names``, ``losses (4, T - 1)`` (nats, per position), ``window``, ``T``,
-    ``from_position``.
+    ``from_position``; and the explorer's grid (:data:`WINDOW_GRID`): ``grid_losses (windows, sinks, 255)``,
+    ``grid_full (255,)``, ``grid_windows``, ``grid_sinks``.
 
     >>> runs = load_streaming_runs()
     >>> runs["losses"].shape, int(runs["window"])

@@ -124,9 +124,10 @@ def _absorbed_reference(query, W_uk):
 
 def absorbed_cases():
     rng = np.random.default_rng(1603)
-    return [Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 5, 3))), label="2 heads, d_h = 3, d_c = 5"),
-            Case((rng.standard_normal((3, 4)), rng.standard_normal((3, 2, 4))), label="3 heads, d_h = 4, d_c = 2"),
-            Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 3))), label="2 heads, d_h = d_c = 3")]
+    square = Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 3))), label="2 heads, d_h = d_c = 3")
+    return [square,
+            Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 5, 3))), label="2 heads, d_h = 3, d_c = 5"),
+            Case((rng.standard_normal((3, 4)), rng.standard_normal((3, 2, 4))), label="3 heads, d_h = 4, d_c = 2")]
 
 
 @shows_verdict
@@ -156,10 +157,10 @@ def linear_step(state, key, value):
 
 def step_cases():
     rng = np.random.default_rng(1604)
-    return [Case((rng.standard_normal((3, 2)), rng.standard_normal(3), rng.standard_normal(2)),
-                 label="d_k = 3, d_v = 2"),
-            Case((rng.standard_normal((2, 2)), rng.standard_normal(2), rng.standard_normal(2)),
+    return [Case((rng.standard_normal((2, 2)), rng.standard_normal(2), rng.standard_normal(2)),
                  label="d_k = d_v = 2"),
+            Case((rng.standard_normal((3, 2)), rng.standard_normal(3), rng.standard_normal(2)),
+                 label="d_k = 3, d_v = 2"),
             Case((np.zeros((2, 4)), np.array([1.0, 0.0]), np.arange(4.0)), label="an empty state, key e_0")]
 
 

@@ -3,65 +3,67 @@ diagrams of the mechanisms with their shapes."""
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import lru_cache
 
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from ..llm import load_smollm2
 from ..plotting import SERIES_COLOURS
-from ..windows import band_mask, masked_losses, validation_ids
+from ..windows import WINDOW_GRID, load_streaming_runs
 from . import Explorer, slider
 
 __all__ = ["window_view", "draw_window", "window_explorer", "draw_mechanism", "MECHANISMS", "EXPLORERS"]
 
-#: The explorer's text: the first T tokens of the validation text (a pass over them takes about a second).
-EXPLORER_T = 256
 #: Losses are smoothed over this many positions before they are drawn.
 SMOOTH = 16
 
 
-@lru_cache(maxsize=32)
-def _losses(model, T, window, sinks):
-    ids = validation_ids(model, T)
-    mask = np.tri(T, dtype=bool) if window is None else band_mask(T, window, sinks)
-    return masked_losses(model, ids, [mask])[0]  # (T - 1,)
+@lru_cache(maxsize=1)
+def _grid():
+    runs = load_streaming_runs()
+    windows = {int(w): n for n, w in enumerate(runs["grid_windows"])}
+    sinks = {int(s): n for n, s in enumerate(runs["grid_sinks"])}
+    return windows, sinks, runs["grid_losses"], runs["grid_full"]
 
 
-def window_view(model, window, sinks, T=EXPLORER_T):
-    """The figure's numbers: ``full`` and ``windowed`` losses ``(T - 1,)`` by position, their means after the
-    first ``window`` positions (``full_mean``, ``windowed_mean``), smoothed curves ``(T - SMOOTH,)``."""
-    full, windowed = _losses(model, T, None, 0), _losses(model, T, int(window), int(sinks))
+def window_view(window, sinks):
+    """The figure's numbers, from the shipped grid (:data:`~attn_helpers.windows.WINDOW_GRID`, rebuilt by
+    ``tools/build_streaming_runs.py``): ``full`` and ``windowed`` losses ``(255,)`` by position over the first 256
+    tokens, their means from position ``window`` on (``full_mean``, ``windowed_mean``), smoothed curves."""
+    windows, sink_counts, grid, full = _grid()
+    windowed = grid[windows[int(window)], sink_counts[int(sinks)]]
     kernel = np.ones(SMOOTH) / SMOOTH
-    late = slice(min(int(window), T - 2), None)
+    late = slice(int(window), None)
     return {"full": full, "windowed": windowed, "full_mean": float(full[late].mean()),
             "windowed_mean": float(windowed[late].mean()), "full_smooth": np.convolve(full, kernel, "valid"),
             "windowed_smooth": np.convolve(windowed, kernel, "valid")}
 
 
-def draw_window(fig, model, window, sinks):
+def draw_window(fig, window, sinks):
     """The loss by position with full attention and with the window (and sinks); the means under the figure."""
-    view = window_view(model, window, sinks)
+    view = window_view(window, sinks)
     ax = fig.add_subplot()
     x = np.arange(len(view["full_smooth"])) + SMOOTH // 2
     ax.plot(x, view["full_smooth"], color=SERIES_COLOURS[0], linewidth=2, label="full attention")
     ax.plot(x, view["windowed_smooth"], color=SERIES_COLOURS[1], linewidth=2, linestyle="--",
             label=f"window {window}" + (f" + {sinks} sink{'s' * (sinks != 1)}" if sinks else ""))
     ax.axvline(window, color="black", linewidth=1, linestyle=":")
-    ax.text(window + 2, ax.get_ylim()[1] * 0.95, "first token leaves the window", fontsize=9, va="top")
+    ax.set_ylim(2.0, 8.0)
+    ax.text(window + 2, 7.8, "the first token leaves the window", fontsize=9, va="top")
     ax.set(xlabel="position in the text (query)", ylabel=f"next-token loss, nats (mean of {SMOOTH})",
-           title="SmolLM2 with a sliding window: loss by position")
+           title="SmolLM2 with a sliding window: loss by position, first 256 tokens")
     ax.legend(loc="upper right")
-    return (f"mean loss after position {window}: full attention <b>{view['full_mean']:.2f}</b> nats, "
+    return (f"mean loss from position {window} on: full attention <b>{view['full_mean']:.2f}</b> nats, "
             f"window <b>{view['windowed_mean']:.2f}</b> nats")
 
 
-def window_explorer(model=None):
-    """Move the window and the number of sinks: SmolLM2's loss by position, against full attention."""
-    model = load_smollm2() if model is None else model
-    controls = {"window": slider("window (tokens)", 32, 8, 128, 8, integer=True),
-                "sinks": slider("sinks (first tokens kept)", 0, 0, 4, 1, integer=True)}
-    return Explorer(partial(draw_window, model=model), controls, figsize=(9, 4.2))
+def window_explorer():
+    """Move the window and the number of sinks: SmolLM2's loss by position, against full attention (the shipped
+    grid: a slider move only draws)."""
+    controls = {"window": slider("window (tokens)", 32, WINDOW_GRID["windows"][0], WINDOW_GRID["windows"][-1],
+                                 WINDOW_GRID["windows"][1] - WINDOW_GRID["windows"][0], integer=True),
+                "sinks": slider("sinks (first tokens kept)", 0, 0, WINDOW_GRID["sinks"][-1], 1, integer=True)}
+    return Explorer(draw_window, controls, figsize=(9, 4.2))
 
 
 def _box(ax, x, y, width, height, label, colour):
