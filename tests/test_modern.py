@@ -206,3 +206,35 @@ def test_top_k_mask_against_sorting():
 def test_bad_inputs_name_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_the_shipped_grid_equals_a_fresh_run_and_shows_the_same_shape():
+    from attn_helpers.llm import load_smollm2
+    from attn_helpers.windows import WINDOW_GRID, masked_losses, validation_ids
+
+    runs = load_streaming_runs()
+    grid, full = runs["grid_losses"], runs["grid_full"]
+    assert grid.shape == (len(WINDOW_GRID["windows"]), len(WINDOW_GRID["sinks"]), WINDOW_GRID["T"] - 1)
+    model = load_smollm2()
+    ids = validation_ids(model, WINDOW_GRID["T"])
+    w, s = WINDOW_GRID["windows"].index(32), WINDOW_GRID["sinks"].index(1)
+    fresh = masked_losses(model, ids, [band_mask(WINDOW_GRID["T"], 32, 1)])[0]
+    np.testing.assert_allclose(grid[w, s], fresh, atol=1e-3)
+    late = grid[:, :, 128:].mean(axis=-1)  # (windows, sinks) for the windows 8 .. 128: every query has lost token 0
+    assert (late[:, 0] > late[:, 1]).all()  # for every window, one sink helps
+    assert late[:, 0].max() > full[128:].mean() + 0.5
+
+
+def test_the_window_explorer_draws_every_setting_of_its_sliders():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from attn_helpers.widgets.nb16 import draw_window, window_explorer, window_view
+
+    assert window_view(12, 0)["window"] in (8, 16)
+    for window in (8, 64, 128):
+        for sinks in range(5):
+            assert "nats" in draw_window(Figure(), window, sinks)
+    assert window_explorer().values == {"window": 32, "sinks": 0}

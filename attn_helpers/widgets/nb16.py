@@ -29,19 +29,22 @@ def _grid():
 def window_view(window, sinks):
     """The figure's numbers, from the shipped grid (:data:`~attn_helpers.windows.WINDOW_GRID`, rebuilt by
     ``tools/build_streaming_runs.py``): ``full`` and ``windowed`` losses ``(255,)`` by position over the first 256
-    tokens, their means from position ``window`` on (``full_mean``, ``windowed_mean``), smoothed curves."""
+    tokens, their means from position ``window`` on (``full_mean``, ``windowed_mean``), smoothed curves; ``window``:
+    the grid's window nearest the one asked for."""
     windows, sink_counts, grid, full = _grid()
-    windowed = grid[windows[int(window)], sink_counts[int(sinks)]]
+    window = min(windows, key=lambda w: abs(w - window))  # the grid's nearest window (a slider snaps to them)
+    windowed = grid[windows[window], sink_counts[min(sink_counts, key=lambda s: abs(s - sinks))]]
     kernel = np.ones(SMOOTH) / SMOOTH
     late = slice(int(window), None)
     return {"full": full, "windowed": windowed, "full_mean": float(full[late].mean()),
             "windowed_mean": float(windowed[late].mean()), "full_smooth": np.convolve(full, kernel, "valid"),
-            "windowed_smooth": np.convolve(windowed, kernel, "valid")}
+            "windowed_smooth": np.convolve(windowed, kernel, "valid"), "window": window}
 
 
 def draw_window(fig, window, sinks):
     """The loss by position with full attention and with the window (and sinks); the means under the figure."""
     view = window_view(window, sinks)
+    window = view["window"]
     ax = fig.add_subplot()
     x = np.arange(len(view["full_smooth"])) + SMOOTH // 2
     ax.plot(x, view["full_smooth"], color=SERIES_COLOURS[0], linewidth=2, label="full attention")
