@@ -236,7 +236,7 @@ def session(*rows, before=(), after=(), flex=(), when="session"):
 TRACKS = {
     "The attention core (00-08)": ["core 1", "core 2", "core 3"],
     "The transformer (09-11)": ["transformer 1", "transformer 2", "transformer 3"],
-    "Language models (12-15)": ["models 1", "models 2", "models 3", "models 4"],
+    "Language models (12-15)": ["models 1", "models 2", "models 3", "models 4", "models 5"],
     "Two days of 3 hours": ["day 1", "day 2"],
 }
 PLANS = {
@@ -291,6 +291,11 @@ PLANS = {
                      "series' one block; chat; predict the sink, the induction layers and the cache; ablate the "
                      "induction heads."),
         BREAK),
+    "models 5": session(
+        ("16", None, "Windows and the sink that must stay (predict the window's loss); the sink logit; latent "
+                     "attention and absorption (predict DeepSeek-V3's cache); linear attention and what a fixed "
+                     "state cannot recall; top-k sparse attention."),
+        BREAK),
     "day 1": session(
         ("02", None, "A loop of dot products, then `X @ X.T`; predict the largest score of \"journey\"."),
         ("03", None, "Why dividing by the sum fails; the overflow demo; the temperature slider; **which axis**; "
@@ -305,7 +310,7 @@ PLANS = {
         BREAK,
         ("10 §1-7", None, "The block: residual stream, layer norm, the feed-forward network, pre- vs post-norm, "
                           "stacking, GPT-2's parameter count."),
-        after=["10 §1-7", "11", "12", "13", "14", "15"], flex=["08"], when="day"),
+        after=["10 §1-7", "11", "12", "13", "14", "15", "16"], flex=["08"], when="day"),
 }
 
 
