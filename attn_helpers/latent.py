@@ -149,6 +149,11 @@ def gqa_as_latent(block):
     """A grouped-query block's attention as latent attention: ``W_down = [W_k | W_v]`` (``d_c = 2 h_kv d_h``) and
     ``W_uk``, ``W_uv`` that pick, for each query head, the columns of its key/value head. Returns the keyword
     arguments of :func:`latent_attention` (with the block's ``rotate``)."""
+    from .block import BlockParams
+
+    if not isinstance(block, BlockParams):
+        raise TypeError(f"block must be a block's parameters (BlockParams, GroupedQueryParams, model.blocks[n]); got "
+                        f"{type(block).__name__}")
     h, h_kv = block.num_heads, getattr(block, "num_kv_heads", block.num_heads)
     d_h = block.W_q.shape[1] // h
     W_down = np.concatenate([block.W_k, block.W_v], axis=1)  # (d_model, 2 h_kv d_h): keys' then values' columns
@@ -178,6 +183,12 @@ def latent_cache_table(config):
 
     ``config``: ``num_heads``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``, ``kv_lora_rank``.
     """
-    h, key, value = config["num_heads"], config["qk_nope_head_dim"] + config["qk_rope_head_dim"], config["v_head_dim"]
+    needed = ("num_heads", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank")
+    missing = [key for key in needed if key not in getattr(config, "keys", lambda: ())()]
+    if missing:
+        raise ValueError(f"config lacks {', '.join(missing)}: give an MLA configuration such as "
+                         "ATTENTION_VARIANTS['DeepSeek-V3'] (attn_helpers.published)")
+    h, key, value = (as_positive_int(config[k], k) for k in ("num_heads", "qk_nope_head_dim", "v_head_dim"))
+    key += as_positive_int(config["qk_rope_head_dim"], "qk_rope_head_dim")
     return {"MHA": h * (key + value), "GQA (h_kv = 8)": 8 * (key + value),
             "MLA": config["kv_lora_rank"] + config["qk_rope_head_dim"]}

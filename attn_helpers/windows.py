@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._validate import as_float_array, as_positive_int, as_token_ids, check_mask, checked
+from ._validate import as_float_array, as_positive_int, as_positive_number, as_token_ids, check_mask, checked
 from .block import transformer_block
 from .config import one_core
 from .core import scaled_dot_product_attention, softmax
@@ -184,6 +184,8 @@ def window_cache_bytes(num_layers, num_kv_heads, head_dim, T, window=None, globa
     num_layers, num_kv_heads, head_dim = (as_positive_int(n, name) for name, n in (
         ("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim)))
     T = as_positive_int(T, "T", allow_zero=True)
+    bytes_per_number = as_positive_number(bytes_per_number, "bytes_per_number", " (0.5 for a 4-bit cache)")
+    bytes_per_number = int(bytes_per_number) if bytes_per_number.is_integer() else bytes_per_number  # whole bytes
     per_token = 2 * num_kv_heads * head_dim * bytes_per_number  # keys and values of one layer, one token
     if window is None:
         return num_layers * T * per_token

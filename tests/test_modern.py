@@ -238,3 +238,14 @@ def test_the_window_explorer_draws_every_setting_of_its_sliders():
         for sinks in range(5):
             assert "nats" in draw_window(Figure(), window, sinks)
     assert window_explorer().values == {"window": 32, "sinks": 0}
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: window_cache_bytes(32, 8, 128, 10, bytes_per_number=0), ValueError, "bytes_per_number"),
+    (lambda: gqa_as_latent("block"), TypeError, "block"),
+    (lambda: __import__("attn_helpers.latent", fromlist=["x"]).latent_cache_table({"num_heads": 8}), ValueError,
+     "kv_lora_rank"),
+])
+def test_more_bad_inputs_name_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
