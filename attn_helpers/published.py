@@ -8,7 +8,7 @@ parameters (:data:`~attn_helpers.llama.LLAMA2_7B`).
 8
 """
 
-__all__ = ["CONFIG_COLUMNS", "PUBLISHED_CONFIGS"]
+__all__ = ["CONFIG_COLUMNS", "PUBLISHED_CONFIGS", "ATTENTION_VARIANTS"]
 
 CONFIG_COLUMNS = ("num_layers", "num_heads", "num_kv_heads", "head_dim", "context_length")
 _CONFIG_ROWS = {  # layers, query heads h, key/value heads h_kv, head width d_h, context length (tokens)
@@ -56,3 +56,39 @@ _SIZES = {  # widths and vocabulary where a lesson counts parameters (notebooks 
 #: for Llama 2 7B its widths and vocabulary), and where the numbers are from (``source``).
 PUBLISHED_CONFIGS = {name: {**dict(zip(CONFIG_COLUMNS, row)), **_SIZES.get(name, {}), "source": _CONFIG_SOURCES[name]}
                      for name, row in _CONFIG_ROWS.items()}
+
+#: How today's models attend (notebook 16): window sizes, interleaving, latent widths, hybrid ratios, sparse top-k,
+#: each with the configuration or paper it is from (``source``). Kept apart from :data:`PUBLISHED_CONFIGS`, whose
+#: rows notebook 13's cache table lists.
+ATTENTION_VARIANTS = {
+    "Mistral 7B": {"num_layers": 32, "num_kv_heads": 8, "head_dim": 128, "window": 4096, "global_every": None,
+                   "source": "Jiang et al. 2023, Mistral 7B, Table 1: n_layers 32, head_dim 128, n_kv_heads 8, "
+                             "window_size 4096; section 2: a rolling buffer cache of W = 4096 positions"},
+    "Gemma 3 27B": {"num_layers": 62, "num_kv_heads": 16, "head_dim": 128, "window": 1024, "global_every": 6,
+                    "source": "Gemma Team 2025, Gemma 3 technical report, section 2 (5 local layers for 1 global, "
+                              "local span 1024 tokens); google/gemma-3-27b-pt config.json text_config: "
+                              "num_hidden_layers 62, num_key_value_heads 16, head_dim 128, sliding_window 1024, "
+                              "sliding_window_pattern 6"},
+    "gpt-oss-20b": {"num_layers": 24, "num_kv_heads": 8, "head_dim": 64, "window": 128, "global_every": 2,
+                    "source": "OpenAI 2025, gpt-oss-120b & gpt-oss-20b model card, section 2.2 (alternating banded "
+                              "window of 128 tokens and dense layers, a learned sink logit per head); "
+                              "openai/gpt-oss-20b config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim "
+                              "64, sliding_window 128, layer_types sliding/full alternating"},
+    "DeepSeek-V3": {"num_layers": 61, "num_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                    "qk_nope_head_dim": 128, "v_head_dim": 128,
+                    "source": "DeepSeek-AI 2024, DeepSeek-V3 technical report, section 2.1.1 (MLA, d_c = 512, "
+                              "d_h^R = 64); deepseek-ai/DeepSeek-V3 config.json: num_hidden_layers 61, "
+                              "num_attention_heads 128, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, "
+                              "v_head_dim 128"},
+    "DeepSeek-V3.2-Exp": {"index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,
+                          "source": "DeepSeek-AI 2025, DeepSeek-V3.2-Exp report (DeepSeek Sparse Attention: a "
+                                    "lightning indexer picks 2048 keys per query); deepseek-ai/DeepSeek-V3.2-Exp "
+                                    "config.json: index_topk 2048, index_n_heads 64, index_head_dim 128"},
+    "Qwen3-Next-80B-A3B": {"linear_per_full": 3,
+                           "source": "Qwen team 2025, Qwen3-Next blog and Qwen/Qwen3-Next-80B-A3B-Instruct "
+                                     "config.json: full_attention_interval 4 (3 Gated DeltaNet layers, then 1 "
+                                     "gated full-attention layer)"},
+    "Kimi Linear 48B": {"linear_per_full": 3,
+                        "source": "Kimi Team 2025, Kimi Linear technical report, section 1 and 5: a 3:1 ratio of "
+                                  "Kimi Delta Attention layers to full (MLA) layers"},
+}

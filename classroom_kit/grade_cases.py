@@ -123,6 +123,14 @@ def _repeats(visible, rng):  # induction_score(weights, period): causal rows of 
     return cases
 
 
+def _slots(visible, rng):  # rolling_slot(t, window, sinks): tokens before, at and past the buffer's wrap
+    cases = []
+    for _ in range(8):
+        window, sinks = int(rng.integers(1, 9)), int(rng.integers(0, 5))
+        cases.append(Case((int(rng.integers(0, sinks + 4 * window + 1)), window, sinks)))
+    return cases
+
+
 #: How each exercise whose checker takes a function draws its new cases (tests/classroom/test_grade_cases.py holds every
 #: registered solution to this table or to EXEMPT). online_softmax_row and online_attention_row are drills the
 #: teaching guide offers (no notebook asks for them): a teacher who adds one to a notebook gets new cases too.
@@ -131,7 +139,9 @@ FRESH: dict[str, Callable] = {
                      "context_vectors", "self_attention_qkv", "scaled_scores", "masked_attention", "my_split_heads",
                      "my_merge_heads", "my_layer_norm", "my_pre_norm_block", "softmax_backward",
                      "my_previous_token_weight", "online_softmax_row", "online_attention_row", "merge_pair",
-                     "layer_norm_backward", "top_p_keep"], redrawn),
+                     "layer_norm_backward", "top_p_keep", "sink_weights", "absorbed_query", "linear_step",
+                     "top_k_keep"], redrawn),
+    "rolling_slot": _slots,
     "attention_scale": _head_sizes,
     "build_causal_mask": _lengths,
     "sinusoidal_encoding": _positions,

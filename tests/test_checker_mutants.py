@@ -78,6 +78,7 @@ EQUIVALENT = {
         "constant 0 -> -1: m = block[2:4].view(np.float16).astype(np.float32)[-1]": _ONE_FLOAT16,
         "constant 20 -> 21: codes = block[4:21]": "a block has 20 bytes: a slice to 21 stops at 20 as well",
     },
+    "rolling_slot": {"Lt -> LtE: if t <= sinks:": "at t == sinks both branches give slot sinks: sinks + 0 % window"},
     "share_kv_heads": {"FloorDiv -> Div: group = num_heads / keys.shape[0]":
                        "np.repeat truncates a count given as a float, which for positive numbers is what // does"},
 }
@@ -272,6 +273,8 @@ ACCEPTED_NEAR = {
     "check_cache_prediction": ((0.02, 0), "a size in GiB graded within 2 %: rounded to 1 or 2 decimals it stays "
                                           "inside"),
     "check_cache_size_prediction": ((0.02, 0), "a size in MiB graded within 2 %: 44 or 43.9 for 43.95 is right"),
+    "check_window_loss_prediction": ((0, 0.3), "a prediction of a loss in nats, graded within 0.3: 4.0 or 4.2 for "
+                                               "4.12 is right"),
     "check_late_sink_prediction": ((0, 0.15), "a prediction of a mean weight between 0 and 1, graded within 0.15: "
                                               "0.7 or 0.75 for 0.70 is right"),
 }

@@ -48,8 +48,10 @@ from attn_helpers.llm_measures import induction_study, sink_study
 from attn_helpers.measures import summary_shares
 from attn_helpers.multihead import multi_head_attention
 from attn_helpers.pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm
+from attn_helpers.published import ATTENTION_VARIANTS
 from attn_helpers.scaling import scaling_summary
 from attn_helpers.training import load_runs
+from attn_helpers.windows import load_streaming_runs
 
 MODULES = [importlib.import_module(f"attn_helpers.checks.{m.name}")
            for m in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name) if m.name.startswith("nb")]
@@ -176,12 +178,16 @@ KNOWN_ANSWERS = {
     "check_cache_size_prediction": kv_cache_bytes(*(SMOLLM2_CONFIG[k] for k in ("num_layers", "num_kv_heads",
                                                                                  "head_dim")), 1000, 4) / 2**20,
     "check_dropout_mean": (1 - DROPOUT_P) / (1 - DROPOUT_P),  # the expected value: the kept share times 1 / (1 - p)
+    "check_window_loss_prediction": float(load_streaming_runs()["losses"][1, 256:].mean()),
+    "check_latent_cache_prediction": ATTENTION_VARIANTS["DeepSeek-V3"]["kv_lora_rank"]
+    + ATTENTION_VARIANTS["DeepSeek-V3"]["qk_rope_head_dim"],
+    "check_recall_prediction": "a",  # only the softmax cache keeps every one of 64 pairs in 32 dimensions
 }
 
 # Checkers whose right answer is a choice (a word, a letter), not numbers: the complex probe does not apply.
 CHOICE_CHECKERS = {"check_best_key", "check_cold_choice", "check_doubled_weights", "check_sink_prediction",
                    "check_length_prediction", "check_training_prediction", "check_ablation_prediction",
-                   "check_first_pair", "check_induction_layers_prediction"}
+                   "check_first_pair", "check_induction_layers_prediction", "check_recall_prediction"}
 
 
 def test_every_checker_of_every_module_is_exported_by_name():

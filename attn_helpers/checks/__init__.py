@@ -71,6 +71,16 @@ from .nb15 import (
     check_q4_1_block,
     check_shared_kv_heads,
 )
+from .nb16 import (
+    check_absorbed_query,
+    check_latent_cache_prediction,
+    check_linear_step,
+    check_recall_prediction,
+    check_rolling_slot,
+    check_sink_weights,
+    check_top_k_mask,
+    check_window_loss_prediction,
+)
 
 __all__ = [
     "Case", "Verdict", "Wrong", "grade_function", "grade_value", "register_solution", "solution",  # the machinery
@@ -99,4 +109,7 @@ __all__ = [
     "check_top_p",
     "check_cache_size_prediction", "check_induction_layers_prediction", "check_induction_score",  # 15 A real LLM
     "check_late_sink_prediction", "check_q4_1_block", "check_shared_kv_heads",
+    "check_absorbed_query", "check_latent_cache_prediction", "check_linear_step",  # 16 Today's attention
+    "check_recall_prediction", "check_rolling_slot", "check_sink_weights", "check_top_k_mask",
+    "check_window_loss_prediction",
 ]
