@@ -184,11 +184,20 @@ def _bold_in(text: str, term: Term) -> bool:
     return any(term.pattern.fullmatch(b.strip().strip("`").strip()) for b in BOLD.findall(text))
 
 
+#: Rows whose defining section does not yet show the term in bold (issue 46 counts them; 40 at f6b00f9 and with
+#: this test's first version, 19 now): each needs its section's defining sentence found and its term set in bold
+#: by hand (the term sits in a heading, a table, code or another form there). The list may only shrink.
+NOT_YET_BOLD = {"score matrix", "d_in", "causal mask", "fully masked row", "sinusoidal encoding", "tied embeddings",
+                "finite difference", "ablation", "head view", "[CLS]", "online softmax", "tiled attention",
+                "perplexity", "cosine decay", "greedy decoding", "chat template", "absorption", "linear attention",
+                "sparse attention"}
+
+
 def test_each_row_points_to_the_definition_not_to_a_use():
     """Where a row says a term is defined, the section shows it in bold: the place a learner who looks it up
     lands on is the one that explains it, not a later sentence that uses it."""
     terms, _ = glossary()
-    problems = []
+    problems, fixed = [], set(NOT_YET_BOLD) & {t.name for t in terms}
     for term in terms:
         nb = notebook(term.notebook)
         start = heading_cell(nb, term.where)
@@ -200,5 +209,9 @@ def test_each_row_points_to_the_definition_not_to_a_use():
         end = next((i for i in range(first + 1, len(lines)) if lines[i].startswith("#")
                     and len(lines[i]) - len(lines[i].lstrip("#")) <= level), len(lines))
         if not _bold_in("\n".join(lines[first:end]), term):
+            if term.name in NOT_YET_BOLD:
+                fixed.discard(term.name)
+                continue
             problems.append(f"{term.name}: not in bold in notebook {term.notebook:02d}'s section {term.where!r}")
     assert not problems, "\n".join(problems)
+    assert not fixed, f"now in bold where they are defined: remove them from NOT_YET_BOLD: {sorted(fixed)}"

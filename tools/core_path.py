@@ -64,6 +64,11 @@ ACTIVITIES = [
     ("derivation", "14", "### Layer norm"),
     ("derivation", "14", "### The feed-forward network, attention, the residuals: one block"),
     ("pair work", "05", "## A complete example by hand"),
+    # In pairs, by hand: PE_p . PE_(p+k) for d_model = 4 at two starting positions (one computes, one checks);
+    # the induction circuit traced token by token on "A B C ... A ->"; top-k and top-p sets of one distribution.
+    ("pair work", "09", "### The dot product depends only on the offset"),
+    ("pair work", "11", "## 6. Induction: two heads that compose"),
+    ("pair work", "14", "## 4. Sampling: greedy, temperature, top-k, top-p"),
 ]
 
 #: Who timed what (``WHO``): a learner working alone, or a teacher walking a plan minute by minute.
@@ -388,8 +393,8 @@ PLANS = {
                                            "and values, the scaling, the mask and the heads, before positions "
                                            "change them."),
         ("09", None, "\"Dog bites man\": the same set of context vectors in every order; a learned table and the "
-                     "sinusoidal encoding; predict how many words change; RoPE rotates queries and keys; the length "
-                     "experiment."),
+                     "sinusoidal encoding; in pairs, $PE_p \\cdot PE_{p+k}$ by hand for $d_{model} = 4$ at two "
+                     "positions; predict how many words change; RoPE rotates queries and keys."),
         BREAK,
         exercises("09"),
         title="Session 1: word order.", fill=["exercises 09"]),
@@ -404,7 +409,8 @@ PLANS = {
     "transformer 3": session(
         recap("10", "11 §1"),
         ("11 §2-7", None, "The backward pass of attention; gradient checks; Adam written out; train *copy previous* "
-                          "live; predict the reverse task's pattern; the induction head; the ablations."),
+                          "live; predict the reverse task's pattern; in pairs, the induction circuit traced token by "
+                          "token; the ablations."),
         BREAK,
         exercises("11"),
         title="Session 3: how attention learns.", fill=["exercises 11"]),
@@ -424,8 +430,8 @@ PLANS = {
         ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
         title="Session 2: the cache, and a tiny GPT of your own.", flex=["14 §3a"], unless=[NOTEBOOK_16]),
     "models 3 of 3": session(
-        ("14 §3b on", None, "Sampling, temperature and top-p; generating with the cache; its heads; from GPT-2 to "
-                          "Llama."),
+        ("14 §3b on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
+                          "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
         BREAK,
         ("15", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                      "series' one block; chat; predict the sink, the induction layers and the cache; ablate the "
@@ -451,8 +457,8 @@ PLANS = {
         requires=[NOTEBOOK_16]),
     "models 3 of 4": session(
         ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
-        ("14 §3b on", None, "Sampling, temperature and top-p; generating with the cache; its heads; from GPT-2 to "
-                          "Llama."),
+        ("14 §3b on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
+                          "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
         exercises("14"),
         BREAK,
         ("15 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
