@@ -411,7 +411,7 @@ ALLOWED: dict[str, list[tuple[str, str, str]]] = {
            ("13-055", "(Notebook 11's trained models would write something sensible, but they", DESIGN),
            ("13-055", "X always picks the highest-scoring token (*greedy decoding*)", DEFINITION),
            ("13-028", "The scores (float32) agree to about a millionth, but not always bit fo", PRINTED),
-           ("13-032", "Measured on a larger random decoder (X, 8 heads, 2 blocks, X)", PRINTED),
+           ("13-032b", "Measured on a larger random decoder (X, 8 heads, 2 blocks, X)", PRINTED),
            ("13-051", "Counting multiply-adds instead of timing them says why, and what large", DEFINITION),
            ("13-035", "The recomputation's time can grow faster than its count at the longest", PRINTED),
            ("13-035", "In a real model (X in the thousands, on a GPU) the arithmetic is a far", CITED),
@@ -510,7 +510,8 @@ for _number, _entries in {
     "15": [("answers", "With a scale alone (Q4_0) the 16 levels are centred on zero, X, so a b", DEFINITION),
            ("answers", "*Wrong:* \"the ablation failed because the loss is not back to the firs", MISCONCEPTION),
            ("answers", "Within one layer all heads read the same input, so the two steps need", DESIGN)],
-    "16": [("16-010", "every setting was computed once and ships with the series", DESIGN),
+    "16": [("16-000", "In notebook 15 every query read every earlier key, and the cache kept them all.", DESIGN),
+           ("16-010", "every setting was computed once and ships with the series", DESIGN),
            ("16-021", "adds a small **decoupled RoPE key**, shared by all heads and cached beside X", DESIGN),
            ("16-025", "Gemma 3 has five windowed layers (1,024 tokens) per full one", CITED),
            ("16-025", "MLA shrinks every layer instead.", DESIGN),
@@ -519,9 +520,11 @@ for _number, _entries in {
            ("answers", "expects a window to help by removing distant noise", MISCONCEPTION),
            ("answers", "gives each head its own latent: the latent is shared by all heads", MISCONCEPTION),
            ("answers", "MLA never stores keys or values.", DESIGN),
-           ("answers", "expects the plain sum to separate the pairs: every read-out picks up every other pair", MISCONCEPTION),
+           ("answers", "expects the plain sum to separate the pairs: every read-out picks up every other pair",
+            MISCONCEPTION),
            ("answers", "Most of a row's weight sits on a few keys, and they are not only the nearest ones", PRINTED),
-           ("guide", "DeepSeek-V3 caches 576 numbers per token and layer against 40,960 for multi-head attention", PRINTED)],
+           ("guide", "DeepSeek-V3 caches 576 numbers per token and layer against 40,960 for multi-head attention",
+            PRINTED)],
 }.items():
     ALLOWED.setdefault(_number, []).extend(_entries)
 

@@ -185,6 +185,7 @@ def test_every_split_point_is_a_heading_cell_of_its_notebook_and_the_parts_add_u
     for number, parts in TOOL.SPLITS.items():
         cells = {cell["id"]: cell for cell in json.loads(PRESENT[number].read_text(encoding="utf-8"))["cells"]}
         assert parts[0][1] is None and len(parts) >= 2, number
+        parts = [(label, TOOL.present_id(list(cells), start), *rest) for label, start, *rest in parts]
         for label, start, _, _ in parts[1:]:
             assert start in cells, f"{label}: notebook {number} has no cell {start!r}"
             cell = cells[start]

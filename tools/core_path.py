@@ -65,8 +65,10 @@ ACTIVITIES = [
     ("derivation", "14", "### The feed-forward network, attention, the residuals: one block"),
     ("pair work", "05", "## A complete example by hand"),
     # In pairs, by hand: PE_p . PE_(p+k) for d_model = 4 at two starting positions (one computes, one checks);
+    # a 2-token, 3-feature layer norm per token and (the mistake) per feature;
     # the induction circuit traced token by token on "A B C ... A ->"; top-k and top-p sets of one distribution.
     ("pair work", "09", "### The dot product depends only on the offset"),
+    ("pair work", "10", "### The mistake: normalising per feature over the tokens"),  # a 2 x 3 layer norm both ways
     ("pair work", "11", "## 6. Induction: two heads that compose"),
     ("pair work", "14", "## 4. Sampling: greedy, temperature, top-k, top-p"),
 ]
@@ -161,6 +163,14 @@ def cell_ids(path) -> list:
     return [cell.get("id") for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]]
 
 
+def present_id(ids, cell_id):
+    """A split point's cell id in a notebook whose cells are ``ids``: ``cell_id``, or the first of a tuple of ids
+    that is there (a heading that moved to a new cell keeps the old commits' split, which the calibration reads)."""
+    if isinstance(cell_id, tuple):
+        return next((one for one in cell_id if one in ids), cell_id[0])
+    return cell_id
+
+
 def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
     """Counts of what the core path of the notebook at ``path`` asks of a learner, and the minutes they add up to
     (only the cells from the cell with id ``start`` up to, not including, the cell with id ``stop``, if given: a
@@ -174,6 +184,7 @@ def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
         discussion = discussion_questions(GUIDE.read_text(encoding="utf-8")).get(number, 0)
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
     ids = [cell.get("id") for cell in cells]
+    start, stop = (present_id(ids, cell_id) for cell_id in (start, stop))
     for name, cell_id in (("start", start), ("stop", stop)):
         if cell_id is not None and cell_id not in ids:
             raise KeyError(f"{Path(path).name} has no cell with id {cell_id!r} ({name})")
@@ -296,7 +307,7 @@ SPLITS = {
            ("13 §4a", "13-026", "the KV cache", 1),
            ("13 §4b-5", "13-032", "the cost per generated token, grouped-query attention, the exercises", None)],
     "14": [("14 §1-2", None, "byte-pair encoding, the whole backward pass checked", 2),
-           ("14 §3a", "14-026", "training on real text", 2),
+           ("14 §3a", ("14-026b", "14-026"), "training on real text", 2),
            ("14 §3b on", "14-037", "the next-token distribution, sampling, its heads, from GPT-2 to Llama", None)],
     "15": [("15 §1-3", None, "the GGUF file, one 4-bit block by hand, the model is yours", 3),
            ("15 §4 on", "15-026", "its heads measured, the exercises", None)],
@@ -400,7 +411,8 @@ PLANS = {
         title="Session 1: word order.", fill=["exercises 09"]),
     "transformer 2": session(
         recap("09"),
-        ("10", None, "The residual stream, layer norm per token, the feed-forward network, pre- vs post-norm, "
+        ("10", None, "The residual stream, layer norm per token (in pairs, a 2 x 3 example normalised both ways), "
+                     "the feed-forward network, pre- vs post-norm, "
                      "stacking; GPT-2's parameter count from its configuration."),
         exercises("10"),
         BREAK,
