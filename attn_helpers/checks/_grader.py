@@ -17,6 +17,7 @@ import html
 import inspect
 import signal
 import sys
+import sysconfig
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -152,8 +153,13 @@ def _on_alarm(signum, frame):
     raise TimeLimit
 
 
+#: Frames of installed packages (a test runner's garbage-collector callback, say) that may run while the learner's
+#: code is being stopped: a TimeLimit raised there would surface as an "exception ignored", not as the verdict.
+_INSTALLED = tuple({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+
+
 def _stop_at_each_line(frame, event, arg):
-    if frame.f_code in _OWN_CODE:
+    if frame.f_code in _OWN_CODE or frame.f_code.co_filename.startswith(_INSTALLED):
         return None
     if event == "line":
         raise TimeLimit

@@ -18,6 +18,7 @@ from test_a11y import WCAG_AA, violation_report
 from test_site_in_browser import offline_page  # noqa: F401 - the static site test's offline Chromium page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "classroom"))
 from test_grading_hostile import sandbox_or_skip  # noqa: E402
 from tool_loader import load_tool  # noqa: E402
 

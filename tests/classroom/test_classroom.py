@@ -89,8 +89,9 @@ def read_config(out, monkeypatch, tools: bool) -> list[str]:
     """The names of the autograde steps that ``out/nbgrader_config.py`` sets, read as nbgrader reads it."""
     from traitlets.config import Config
 
-    path = [p for p in sys.path if Path(p).resolve() != ROOT / "tools" and Path(p).name != ".grader"]
-    monkeypatch.setattr(sys, "path", [str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
+    kit = ROOT / "classroom_kit"
+    path = [p for p in sys.path if Path(p).resolve() not in (ROOT / "tools", kit) and Path(p).name != ".grader"]
+    monkeypatch.setattr(sys, "path", [str(kit), str(ROOT / "tools")] * tools + path)  # the config adds .grader/ too
     monkeypatch.delitem(sys.modules, "grade", raising=False)
     monkeypatch.setenv("ATTN_HELPERS_PROGRESS", "off")  # which the config sets
     config = {"get_config": Config, "__file__": str(out / "nbgrader_config.py")}

@@ -172,7 +172,9 @@ SECRET = b"SECRET-6f1d2c: the teacher's gradebook and /etc/shadow"
 NAMES = st.sampled_from([f"{ASSIGNMENT}.ipynb", f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-Copy1.ipynb",
                          "02_Dot_Product_Scores.IPYNB", "timestamp.txt", "submission_secret.txt", "gb", "shadow",
                          ".ipynb_checkpoints", "..x", "-rf", "notes\nwith newline.txt", "ünïcödé.ipynb", " ",
-                         "x" * 200]) | st.text(st.characters(blacklist_characters="/\x00"), min_size=1, max_size=12)
+                         "x" * 200]) | st.text(st.characters(blacklist_characters="/\x00",  # no surrogates: a
+                                                             blacklist_categories=("Cs",)),  # file name is UTF-8
+                                               min_size=1, max_size=12)
 KINDS = ["notebook", "file", "link_secret", "link_shadow", "link_parent", "link_dangling", "link_loop", "link_dir",
          "fifo", "device", "hardlink_secret", "huge", "folder"]
 TREES = st.recursive(st.dictionaries(NAMES, st.sampled_from(KINDS), max_size=6),

@@ -316,7 +316,7 @@ def test_a_hostile_sandbox_costs_its_exercise_and_nothing_else(tmp_path, monkeyp
     payload = frame(header) if header is not None else b"\x00garbage" * 10
     (tmp_path / "payload").write_bytes(payload)
     monkeypatch.setattr(grade, "sandbox_command", lambda site, hidden, uid: [
-        sys.executable, "-c", FAKE, str(ROOT / "tools"), mode, str(tmp_path / "payload")])
+        sys.executable, "-c", FAKE, str(ROOT / "classroom_kit"), mode, str(tmp_path / "payload")])
     monkeypatch.setattr(grade, "_limits", lambda *_: None)
     from attn_helpers.checks import _grader
 

@@ -88,7 +88,7 @@ def lookup_table(student: str) -> str:
     from the solution."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "classroom_kit"))
     import grade_cases
 
     from attn_helpers import checks
