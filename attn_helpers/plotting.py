@@ -471,7 +471,6 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
             raise ValueError(f"two nodes share the key {node.key!r}: give one a key=")
         by_key[node.key] = node
     (x0, x1), (y0, y1) = _limits(nodes, cell)
-    own = False
     if ax is None:
         width = DIAGRAM_MAX_WIDTH if figsize is None else figsize[0]
         if width > DIAGRAM_MAX_WIDTH:
@@ -479,7 +478,6 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
                              "projector")
         height = min(width * (y1 - y0) / (x1 - x0), 7.0) + (0.4 if title else 0.0) if figsize is None else figsize[1]
         fig = plt.figure(figsize=(width, height))
-        own = True
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0 - (0.4 / height if title else 0.0)))
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
@@ -506,7 +504,9 @@ def flow_diagram(nodes, edges, *, ax=None, title=None, figsize=None, cell=_CELL)
             mid = ((x0 + x1) / 2 + bend * (y1 - y0) / 2, (y0 + y1) / 2 - bend * (x1 - x0) / 2)
             ax.text(*mid, label, ha="center", va="center", fontsize=DIAGRAM_FONT_SIZE, color=_INK, bbox=LABEL_BOX,
                     zorder=3)
-    _fit(ax, renderer, title_space=(0.4 if title else 0.0) if own and figsize is None else None)
+    # The figure keeps the size its boxes give it (not its text's rendered extents, which differ a little between
+    # matplotlib releases and would change the stored "<Figure size ...>" line): the limits make room for the text.
+    _fit(ax, renderer)
     if title:
         ax.set_title(title, fontsize=DIAGRAM_FONT_SIZE + 2)
     return ax

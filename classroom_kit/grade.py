@@ -125,8 +125,11 @@ def sandbox_command(site: Path, hidden: list[Path], uid: int) -> list[str]:
                 "--die-with-parent", "--new-session"]
     seen = [Path(folder).resolve() for folder in SYSTEM if os.path.isdir(folder)]
     python = sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    # Python where it is, except under /tmp (a checkout or venv there): at /run/python/N, so that the private /tmp
+    # stays empty wherever the course lives.
+    where = {p: Path("/run/python", str(n)) if Path("/tmp") in p.parents else p for n, p in enumerate(python)}
     package, checks = sandbox_site(site)
-    mounts = [*((p, p) for p in python), (package, Path(SITE) / "attn_helpers"),
+    mounts = [*where.items(), (package, Path(SITE) / "attn_helpers"),
               (checks, Path(SITE) / "attn_helpers" / "checks"), (WORKER, Path(KERNEL))]
     for path, there in mounts:
         for folder in reversed(there.parents[:-1]):  # readable by the learner's user where nothing else is
@@ -136,8 +139,19 @@ def sandbox_command(site: Path, hidden: list[Path], uid: int) -> list[str]:
     for path in [*hidden, *_other_copies(python)]:  # what lies inside them: blank
         path = Path(path).resolve()
         if path.exists() and any(path == root or root in path.parents for root in [*seen, *python]):
-            command += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-    return [*command, "--chdir", "/tmp", sys.executable, "-I", KERNEL, SITE, str(uid)]
+            inside = _moved(path, where)
+            command += ["--tmpfs", str(inside)] if path.is_dir() else ["--ro-bind", "/dev/null", str(inside)]
+    return [*command, "--chdir", "/tmp", str(_moved(Path(sys.executable), where)), "-I", KERNEL, SITE, str(uid)]
+
+
+def _moved(path: Path, where: dict) -> Path:
+    """Where ``path`` (inside one of Python's folders, or not) is seen in the sandbox (``where``: folder -> its
+    place there)."""
+    for folder, there in where.items():
+        for form in (path, path.resolve()):
+            if form == folder or folder in form.parents:
+                return there / form.relative_to(folder)
+    return path
 
 
 def _other_copies(roots) -> list[Path]:

@@ -315,8 +315,9 @@ def feedback_page(nb) -> str:
     config = Config()
     config.HTMLExporter.template_name = "feedback"
     config.HTMLExporter.extra_template_basedirs = [str(templates / "templates")]
-    config.HTMLExporter.extra_template_paths = [str(templates / "static" / "node_modules" / "bootstrap" / "dist"
-                                                    / "css")]
+    # where this nbgrader release keeps bootstrap's stylesheet (0.9.5 and 0.9.6 differ)
+    bootstrap = next(iter(sorted(Path(nbgrader.__file__).parent.rglob("bootstrap.min.css"))), None)
+    config.HTMLExporter.extra_template_paths = [str(bootstrap.parent)] if bootstrap else []
     resources = {"nbgrader": {"notebook": "03_softmax", "score": 1.0, "max_score": 2.0, "late_penalty": 0}}
     page, _ = feedback.FeedbackExporter(config=config).from_notebook_node(nb, resources)
     return page
