@@ -30,7 +30,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.filterwarnings("ignore::ResourceW
 WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
            "resultTypes": ["violations"]}
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-PAGES = ["site/index.html", *(f"{kind}/{nb.stem}.html" for kind in ("site", "slides") for nb in NOTEBOOKS)]
+PAGES = ["site/index.html", "site/glossary.html",
+         *(f"{kind}/{nb.stem}.html" for kind in ("site", "slides") for nb in NOTEBOOKS)]
 ZOOMED = {"width": 640, "height": 800}  # a 1280 x 1600 screen at 200 %
 
 # At the current width: the page's sideways overflow, text its box cuts off, and lines of text that overlap.

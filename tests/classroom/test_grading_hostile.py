@@ -346,7 +346,9 @@ def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch
 
 
 def descendants_rss(root: int) -> int:
-    """The summed resident size (bytes) of ``root``'s descendant processes, read from /proc."""
+    """The summed resident size (bytes) of ``root``'s descendant sandboxes (bubblewrap and the worker it runs),
+    read from /proc: other descendants of a test worker (a JupyterLab of the browser tests, its kernels) are not
+    the batch's."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -364,6 +366,9 @@ def descendants_rss(root: int) -> int:
     total = 0
     for pid in family:
         try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if not any(word in handle.read() for word in (b"bwrap", b"kernel.py")):
+                    continue
             with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
                 total += next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:")), 0)
         except OSError:
