@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 import importlib
-import sys
 
 import numpy as np
 import pytest
+from raising import replace_everywhere
 
 import attn_helpers.gpt as gpt
 from attn_helpers.decoder import decoder_mask, generate_tokens
@@ -169,11 +169,7 @@ def test_making_a_shared_piece_raise_breaks_both_models(monkeypatch, smollm2, mi
     def broken(*args, **kwargs):
         raise RuntimeError(f"{name} was called")
 
-    for mod_name, mod in list(sys.modules.items()):
-        if mod_name.startswith("attn_helpers"):
-            for attribute, value in list(vars(mod).items()):
-                if value is original:
-                    monkeypatch.setattr(mod, attribute, broken)
+    replace_everywhere(monkeypatch, original, broken)
     for what in ONE_HOME[module, name]:
         with pytest.raises(RuntimeError, match=f"{name} was called"):
             paths[what]()

@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from raising import replace_everywhere
 
 from attn_helpers.backprop import (
     attention_layer_backward,
@@ -171,17 +172,6 @@ def test_a_training_step_validates_its_inputs_once():
     assert 1 <= count <= 10, count
 
 
-def _replace_everywhere(monkeypatch, original, replacement):
-    """Put ``replacement`` wherever a module of the package holds ``original`` (its own module and importers)."""
-    import sys
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith("attn_helpers"):
-            for attribute, value in list(vars(module).items()):
-                if value is original:
-                    monkeypatch.setattr(module, attribute, replacement)
-
-
 def _paths():
     """The paths that must all run through notebook 08's attention and notebook 10's block."""
     decoder = init_tiny_gpt(30, d_model=16, num_heads=2, num_layers=2)
@@ -212,7 +202,7 @@ def test_every_path_runs_through_the_one_attention_and_the_one_block(monkeypatch
         raise RuntimeError(f"{name} was called")
 
     broken.unchecked = broken
-    _replace_everywhere(monkeypatch, getattr(importlib.import_module(f"attn_helpers.{module}"), name), broken)
+    replace_everywhere(monkeypatch, getattr(importlib.import_module(f"attn_helpers.{module}"), name), broken)
     # Inference runs notebook 10's block; training its training forward (the same steps, with dropout and a
     # record for the backward pass); grouped-query attention alone has no block.
     skip = {"transformer_block": {"grouped-query attention", "one training step"},

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from raising import replace_everywhere
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "attn_helpers"
@@ -232,11 +233,7 @@ def test_making_a_primitive_raise_breaks_every_lesson_built_on_it(monkeypatch, m
     def broken(*args, **kwargs):
         raise RuntimeError(f"{name} was called")
 
-    for mod_name, mod in list(sys.modules.items()):
-        if mod_name.startswith("attn_helpers"):
-            for attribute, value in list(vars(mod).items()):
-                if value is original:
-                    monkeypatch.setattr(mod, attribute, broken)
+    replace_everywhere(monkeypatch, original, broken)
     for what in ONE_IMPLEMENTATION[module, name]:
         if what in paths:
             with pytest.raises(RuntimeError, match=f"{name} was called"):
