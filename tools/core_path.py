@@ -26,7 +26,9 @@ with git, so that the estimate compares like with like however the notebooks gre
 worked alone through some notebooks cell by cell (one new to the maths, one an engineer with one ML
 course): they differ by half again, so the self-paced estimate must fall within 30 % of each, and a
 notebook that a learner took longer on than the estimate gets the learner's minutes in the guide
-(``timed_alone``). In class, a teacher of 30 walked a plan minute by minute (an estimate, not a class
+(``timed_alone``): the learner's pace on the notebook as it was then (timed minutes over the estimate of that
+commit's notebook), applied to today's estimate, so a notebook that was cut since keeps that learner's pace, not
+the minutes of the longer text. In class, a teacher of 30 walked a plan minute by minute (an estimate, not a class
 timed): the estimate must fall within 10 % of it (``calibration()`` gives them all, the guide shows them;
 a test keeps it so).
 
@@ -40,6 +42,7 @@ measured against estimated minutes; ``plan NAME``: a lesson plan of ``PLANS`` be
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import subprocess
@@ -198,7 +201,7 @@ def core_path(path, start=None, stop=None, discussion=None, timed=True) -> dict:
     self_paced, walk = _exact(counts)
     walkthrough = walk + discussion * RATES["discussion"]
     estimate = round(self_paced)
-    alone = timed_alone(number) if timed and start is None and stop is None else 0
+    alone = timed_alone(number, self_paced) if timed and start is None and stop is None else 0
     return {**counts, "discussion": discussion, "walkthrough_minutes": round(walkthrough),
             "self_paced_minutes": max(estimate, alone), "estimated_self_paced_minutes": estimate,
             "walkthrough_exact": walkthrough, "self_paced_exact": self_paced}
@@ -237,10 +240,17 @@ def part_minutes(path, discussion=None, timed=True, as_walked=False) -> dict:
             for label, part, walk, alone, estimate in zip(labels, parts, walks, selfs, estimates)}
 
 
-def timed_alone(number: str) -> int:
-    """The longest a learner working alone was timed on notebook ``number`` (0 if nobody was)."""
-    return max([low for numbers, kind, low, _, who, _ in MEASURED
-                if numbers == (number,) and kind == "self" and who != "room walk"], default=0)
+#: A notebook whose content had another number when it was timed: today's number -> the number it had then.
+TIMED_AS: dict = {}
+
+
+def timed_alone(number: str, estimate: float) -> int:
+    """The minutes of the slowest learner timed alone on notebook ``number`` (0 if nobody was), at their pace:
+    ``estimate`` (today's unrounded self-paced estimate) times their timed minutes over the estimate of the notebook
+    they worked through (as at that row's commit)."""
+    then = TIMED_AS.get(number, number)
+    return max([round(estimate * low / estimated) for numbers, kind, low, _, who, _, estimated in calibration()
+                if numbers == (then,) and kind == "self" and who != "room walk" and estimated], default=0)
 
 
 def series_minutes(guide_text: str, root=ROOT, timed=True, as_walked=False) -> dict:
@@ -276,6 +286,7 @@ def measured_minutes(commit: str, root=ROOT) -> dict | None:
         return series_minutes(guide, Path(folder), timed=False, as_walked=True)
 
 
+@functools.lru_cache(maxsize=None)
 def calibration(root=ROOT) -> list:
     """``(notebooks, kind, measured low, measured high, who, commit, estimated)`` for every row of ``MEASURED``, the
     estimate made on the notebooks of that row's commit (on today's notebooks when the clone lacks it)."""
