@@ -241,7 +241,7 @@ def train_bpe(text, vocab_size, *, history=False):
     return (tokenizer, lengths) if history else tokenizer
 
 
-# --- A published byte-level BPE (notebook 15): GPT-2's byte alphabet, its cutting rule, a model's vocabulary ---
+# --- A published byte-level BPE (notebook 16): GPT-2's byte alphabet, its cutting rule, a model's vocabulary ---
 
 @functools.cache
 def byte_to_char():

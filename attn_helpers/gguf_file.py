@@ -1,4 +1,4 @@
-r"""Reading a GGUF file (notebook 15): llama.cpp's one-file format for a model, its tokenizer and its weights.
+r"""Reading a GGUF file (notebook 16): llama.cpp's one-file format for a model, its tokenizer and its weights.
 
 A GGUF file is a header (``b"GGUF"``, the version, how many tensors and metadata entries), the metadata
 (key, type, value: the configuration, the tokenizer's tokens and merges, the chat template), one line per

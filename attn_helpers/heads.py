@@ -1,4 +1,4 @@
-r"""One head of a block, on its own (notebooks 12 and 15): the rows of ``W_o`` it writes through, its values, the
+r"""One head of a block, on its own (notebooks 12 and 16): the rows of ``W_o`` it writes through, its values, the
 block without it.
 
 Multi-head attention concatenates the heads' context vectors and multiplies by ``W_o``: head ``h``'s ``d_h``

@@ -1,4 +1,4 @@
-r"""Multi-head latent attention (MLA, DeepSeek-V2 and V3; notebook 16): cache one small **latent** per token instead
+r"""Multi-head latent attention (MLA, DeepSeek-V2 and V3; notebook 17): cache one small **latent** per token instead
 of every head's keys and values.
 
 Each token is squeezed into a latent :math:`c = x W_{down}` of width ``d_c``; each head up-projects it into its key

@@ -1,4 +1,4 @@
-r"""Linear attention and the delta rule (notebook 16): attention without the softmax is a running sum, so a fixed
+r"""Linear attention and the delta rule (notebook 17): attention without the softmax is a running sum, so a fixed
 **state** replaces the growing KV cache.
 
 Drop the softmax and causal attention becomes :math:`o_t = q_t \sum_{j \le t} k_j^\top v_j = q_t S_t`: the state

@@ -1,4 +1,4 @@
-r"""A real small language model run by the series' own numpy (notebook 15): SmolLM2-135M-Instruct.
+r"""A real small language model run by the series' own numpy (notebook 16): SmolLM2-135M-Instruct.
 
 SmolLM2-135M-Instruct (Hugging Face, Allal et al. 2025; Apache-2.0) is a Llama: 30 blocks of notebook 10's
 :func:`~attn_helpers.block.transformer_block` with RMSNorm, SwiGLU (notebook 14), rotary positions (notebook 09's

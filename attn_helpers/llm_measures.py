@@ -1,4 +1,4 @@
-r"""What SmolLM2's heads do, measured (notebook 15): attention sinks, induction heads, previous-token heads.
+r"""What SmolLM2's heads do, measured (notebook 16): attention sinks, induction heads, previous-token heads.
 
 Each measure is a plain function of attention weights ``(..., T, T)`` (tested on hand-made patterns) and a
 ``*_study`` function that runs the model over many inputs and keeps the numbers (cached: the notebook's checkers
@@ -23,9 +23,9 @@ __all__ = ["SINK_PROMPTS", "first_token_weight", "previous_token_score", "induct
            "first_token_parking", "smollm2_parking", "tiny_gpt_parking", "sink_head_shares", "induction_checks",
            "parking_over_prompts", "INDUCTION_CHECKS_PATH", "stored_induction_checks"]
 
-#: :func:`induction_checks` on SmolLM2, stored by ``tools/build_induction_checks.py`` (8 s to recompute: notebook 15
+#: :func:`induction_checks` on SmolLM2, stored by ``tools/build_induction_checks.py`` (8 s to recompute: notebook 16
 #: reads it; tests/test_claims.py recomputes it).
-INDUCTION_CHECKS_PATH = Path(__file__).resolve().parent / "data" / "nb15_induction_checks.json"
+INDUCTION_CHECKS_PATH = Path(__file__).resolve().parent / "data" / "nb16_induction_checks.json"
 
 #: Prompts of several kinds over which the first token's weight is measured (chat, prose, code, lists, numbers).
 SINK_PROMPTS = (

@@ -57,7 +57,7 @@ _SIZES = {  # widths and vocabulary where a lesson counts parameters (notebooks 
 PUBLISHED_CONFIGS = {name: {**dict(zip(CONFIG_COLUMNS, row)), **_SIZES.get(name, {}), "source": _CONFIG_SOURCES[name]}
                      for name, row in _CONFIG_ROWS.items()}
 
-#: How today's models attend (notebook 16): window sizes, interleaving, latent widths, hybrid ratios, sparse top-k,
+#: How today's models attend (notebook 17): window sizes, interleaving, latent widths, hybrid ratios, sparse top-k,
 #: each with the configuration or paper it is from (``source``). Kept apart from :data:`PUBLISHED_CONFIGS`, whose
 #: rows notebook 13's cache table lists.
 ATTENTION_VARIANTS = {

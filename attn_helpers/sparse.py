@@ -1,4 +1,4 @@
-r"""Sparse attention (notebook 16): each query reads only ``k`` keys, chosen by their scores (an oracle), by a cheap
+r"""Sparse attention (notebook 17): each query reads only ``k`` keys, chosen by their scores (an oracle), by a cheap
 low-dimensional **indexer** (DeepSeek-V3.2's lightning indexer, in miniature), or by position (a window).
 
 .. math:: \mathrm{keep}_{ij} = \big[s_{ij} \text{ is among the } k \text{ largest of row } i\big]

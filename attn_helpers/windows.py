@@ -1,4 +1,4 @@
-r"""Sliding windows and attention sinks (notebook 16): a banded causal mask, the rolling-buffer KV cache that keeps
+r"""Sliding windows and attention sinks (notebook 17): a banded causal mask, the rolling-buffer KV cache that keeps
 only the window, a per-head sink logit (gpt-oss), and SmolLM2 run with any mask.
 
 A **sliding window** of ``window`` tokens lets query ``i`` see keys ``i - window + 1 .. i``; ``sinks`` first tokens
@@ -195,7 +195,7 @@ def window_cache_bytes(num_layers, num_kv_heads, head_dim, T, window=None, globa
 
 
 #: The full-size StreamingLLM run, shipped (``tools/build_streaming_runs.py`` rebuilds it).
-STREAMING_FILE = "nb16_streaming_runs.npz"
+STREAMING_FILE = "nb17_streaming_runs.npz"
 #: Its size: the first 1,024 tokens of notebook 14's validation text, a window of 128 tokens; the loss is
 #: averaged from position 256 on (every query there has lost the first token from its window).
 STREAMING_FULL = {"T": 1024, "window": 128, "from_position": 256}

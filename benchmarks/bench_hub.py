@@ -165,8 +165,8 @@ def main(argv: list[str]) -> int:
         write_guide(json.loads(RECORD.read_text()))
         return 0
     have = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    notebooks = [n for n in ("00", "12", "14", "15") if n in have]
-    print(f"notebooks measured: {', '.join(notebooks)}" + ("" if "15" in have else " (there is no notebook 15)"))
+    notebooks = [n for n in ("00", "12", "14", "16") if n in have]
+    print(f"notebooks measured: {', '.join(notebooks)}" + ("" if "16" in have else " (there is no notebook 16)"))
     record = measure(args.students, notebooks, args.parallel)
     RECORD.write_text(json.dumps(record, indent=1) + "\n")
     print(table(record))

@@ -68,7 +68,7 @@ import grade_worker as worker  # noqa: E402 - the child's side; its pack() write
 CELL_LIMIT = 30.0  # seconds for an exercise's cells (the notebook's own and the learner's) to run
 BATCH_MEMORY = 3 * 10**9  # bytes a whole batch may hold at once: the grader and the sandboxes it runs
 GRADER_MEMORY = 500 * 2**20  # bytes of the grading process itself (nbgrader's; tests/classroom/test_grading_hostile.py)
-MEMORY = 1_200_000_000  # bytes of address space for one exercise's process (notebook 15 loads a 0.9 GB model)
+MEMORY = 1_200_000_000  # bytes of address space for one exercise's process (notebook 16 loads a 0.9 GB model)
 CHILDREN = (BATCH_MEMORY - GRADER_MEMORY) // MEMORY  # exercises that run at once: 2, so a batch stays in 3 GB
 TMP_SIZE = 64 * 2**20  # bytes of the sandbox's /tmp (and /dev/shm), the only folders it may write
 FILE_SIZE = 16 * 2**20  # bytes of any one file the sandbox writes (what it prints included)

@@ -75,7 +75,7 @@ def printed_number(notebook, cell_id, pattern):
     return float(found.group(1))
 
 
-# ---------------------------------------------------------------- notebook 15: SmolLM2's heads
+# ---------------------------------------------------------------- notebook 16: SmolLM2's heads
 @functools.lru_cache(maxsize=1)
 def smollm2():
     from attn_helpers.llm import load_smollm2
@@ -95,7 +95,7 @@ def induction():
 EVEN_SPREAD = 0.15  # what an even spread gives the first token on SINK_PROMPTS, recomputed by even_spread_is_015
 
 
-@claim("15", "15-028", "an even spread would give 0.15")
+@claim("16", "16-028", "an even spread would give 0.15")
 def even_spread_is_015():
     from attn_helpers.llm_measures import SINK_PROMPTS
     even = np.mean([np.mean(1 / np.arange(2, len(smollm2().encode(p)) + 1)) for p in SINK_PROMPTS])
@@ -107,12 +107,12 @@ def sink_shares():
     return sink_head_shares(sinks())  # (prompts, layers): the share of the 9 heads above 0.5
 
 
-@claim("15", "15-029", "From layer 3 on, the heads send on average more than half of their weight to the first token",
+@claim("16", "16-029", "From layer 3 on, the heads send on average more than half of their weight to the first token",
        "Layers 10 and 11 park little: their means (0.21 and 0.06) are near or below an even spread, and layer 16 is "
        "just under one half (0.47)")
-@claim("15", "15-054", "from layer 3 on, the heads park on average more than half of their weight on the first "
+@claim("16", "16-054", "from layer 3 on, the heads park on average more than half of their weight on the first "
        "position", "except in layers 10 and 11 (far below) and 16 (0.47)")
-@claim("15", "guide", "but layers 10 and 11 park little (0.21 and 0.06)")
+@claim("16", "guide", "but layers 10 and 11 park little (0.21 and 0.06)")
 def sink_from_layer_3_on_except_10_11_16():
     layer_mean = sinks().mean(axis=(0, 2))
     below = [layer for layer in range(3, len(layer_mean)) if layer_mean[layer] <= 0.5]
@@ -122,16 +122,16 @@ def sink_from_layer_3_on_except_10_11_16():
     assert layer_mean[16] > 0.45
 
 
-@claim("15", "15-029", "Prompt by prompt the rule is weaker: more than half of a layer's heads exceed 0.5 on all 12 "
+@claim("16", "16-029", "Prompt by prompt the rule is weaker: more than half of a layer's heads exceed 0.5 on all 12 "
        "prompts only in layers 14, 15, 17-19 and 21-29")
-@claim("15", "15-054", "most heads of a layer park on all 12 prompts only from layer 14 on, with gaps")
-@claim("15", "guide", "more than half of a layer's heads park on all 12 prompts only in layers 14, 15, 17-19 and 21-29")
+@claim("16", "16-054", "most heads of a layer park on all 12 prompts only from layer 14 on, with gaps")
+@claim("16", "guide", "more than half of a layer's heads park on all 12 prompts only in layers 14, 15, 17-19 and 21-29")
 def most_heads_on_every_prompt_only_in_listed_layers():
     every_prompt = [layer for layer in range(3, 30) if (sink_shares()[:, layer] > 0.5).all()]
     assert every_prompt == [14, 15, 17, 18, 19, *range(21, 30)], every_prompt
 
 
-@claim("15", "15-029", "The list of numbers parks least (0.47 over layers 3-29)")
+@claim("16", "16-029", "The list of numbers parks least (0.47 over layers 3-29)")
 def numbers_prompt_parks_least():
     from attn_helpers.llm_measures import SINK_PROMPTS
     by_prompt = sinks()[:, 3:].mean(axis=(1, 2))
@@ -139,20 +139,20 @@ def numbers_prompt_parks_least():
     assert abs(by_prompt.min() - 0.47) < 0.006, by_prompt.min()
 
 
-@claim("15", "15-028", "12 prompts; layers 15-29, first-token weight: mean 0.70, lowest prompt 0.61, highest 0.75")
-@claim("15", "answers", "the model parks most of the weight on one position")
-@claim("15", "guide", "the first token gets 0.70 of the weight in layers 15-29 (an even spread: 0.15)")
+@claim("16", "16-028", "12 prompts; layers 15-29, first-token weight: mean 0.70, lowest prompt 0.61, highest 0.75")
+@claim("16", "answers", "the model parks most of the weight on one position")
+@claim("16", "guide", "the first token gets 0.70 of the weight in layers 15-29 (an even spread: 0.15)")
 def late_layers_pooled():
     late = sinks()[:, 15:].mean(axis=(1, 2))
     np.testing.assert_allclose([sinks()[:, 15:].mean(), late.min(), late.max()], [0.70, 0.61, 0.75], atol=0.006)
 
 
-@claim("15", "15-031", "On every one of the 12 prompts, in SmolLM2's layers 3 to 29 the first token's values are about "
+@claim("16", "16-031", "On every one of the 12 prompts, in SmolLM2's layers 3 to 29 the first token's values are about "
        "a third of the length of the others' (right column: 0.28 to 0.36)")
-@claim("15", "15-054", "whose values are about a third as long")
-@claim("15", "answers", "in layers 3 to 29 the first token's values are about a third of the others' length on every "
+@claim("16", "16-054", "whose values are about a third as long")
+@claim("16", "answers", "in layers 3 to 29 the first token's values are about a third of the others' length on every "
        "one of the 12 prompts (0.28 to 0.36)")
-@claim("15", "guide", "the first token's values are about a third as long as the others' on every one of the 12 "
+@claim("16", "guide", "the first token's values are about a third as long as the others' on every one of the 12 "
        "prompts "
        "(0.28 to 0.36)")
 def first_token_values_a_third_on_every_prompt():
@@ -162,7 +162,7 @@ def first_token_values_a_third_on_every_prompt():
     np.testing.assert_allclose([ratio.min(), ratio.max()], [0.28, 0.36], atol=0.006)
 
 
-@claim("15", "15-031", "when the first word is removed, whatever token comes first becomes the sink, at about the same "
+@claim("16", "16-031", "when the first word is removed, whatever token comes first becomes the sink, at about the same "
        "weight")
 def sink_moves_with_the_position():
     from attn_helpers.llm_measures import SINK_PROMPTS, sink_study
@@ -170,12 +170,12 @@ def sink_moves_with_the_position():
     assert abs(shifted[:, 15:].mean() - sinks()[:, 15:].mean()) < 0.05
 
 
-@claim("15", "15-031t", "The tiny GPT has none of it: its heads give the first token *less* than an even spread would, "
+@claim("16", "16-031t", "The tiny GPT has none of it: its heads give the first token *less* than an even spread would, "
        "and the first token's values are as long as any other's")
 def tiny_gpt_parks_nothing():
-    weight = printed_number("15", "15-030", r"tiny GPT \(14\), 8 windows\s+([\d.]+)")
-    even = printed_number("15", "15-030", r"an even spread over 64 tokens gives the first one ([\d.]+)")
-    ratio = printed_number("15", "15-030", r"tiny GPT \(14\), 8 windows\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
+    weight = printed_number("16", "16-030", r"tiny GPT \(14\), 8 windows\s+([\d.]+)")
+    even = printed_number("16", "16-030", r"an even spread over 64 tokens gives the first one ([\d.]+)")
+    ratio = printed_number("16", "16-030", r"tiny GPT \(14\), 8 windows\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
     assert weight < even and ratio > 0.9, (weight, even, ratio)
 
 
@@ -183,14 +183,14 @@ def notebook_12_top(habit):
     return printed_number("12", "341a6722", rf"most weight on {habit}\s+\(layer, head\): \(\d+, \d+\): ([\d.]+)")
 
 
-@claim("15", "15-031t", "Notebook 12's encoder parked on `[CLS]`, its first token, and not on `[SEP]`: no head gave "
+@claim("16", "16-031t", "Notebook 12's encoder parked on `[CLS]`, its first token, and not on `[SEP]`: no head gave "
        "`[SEP]` more than 0.15 of its weight on average",
        stored="notebook 12's printed fingerprints (nbval recomputes)")
 def encoder_parked_on_cls_not_sep():
     assert notebook_12_top(r"\[CLS\]") > 0.5 and notebook_12_top(r"\[SEP\]") <= 0.15
 
 
-@claim("15", "15-034", "On the second copy it falls to 2.85 nats per token, far from zero (a perplexity of 17",
+@claim("16", "16-034", "On the second copy it falls to 2.85 nats per token, far from zero (a perplexity of 17",
        "the loss stays high for the first tokens of the repeat")
 def second_copy_loss_not_zero():
     from attn_helpers.llm_measures import next_token_losses, repeated_random_tokens
@@ -201,7 +201,7 @@ def second_copy_loss_not_zero():
     assert (losses[39:41] > 10).all() and losses[45:].mean() < 5, losses[39:45]
 
 
-@claim("15", "15-034", "The heads that do it sit together in a few layers past the middle of the model")
+@claim("16", "16-034", "The heads that do it sit together in a few layers past the middle of the model")
 def induction_heads_past_the_middle():
     layers = sorted({layer for layer, _ in induction()["top"]})
     assert all(15 <= layer < 25 for layer in layers) and len(layers) <= 4, layers
@@ -212,19 +212,19 @@ def stored_checks():
     return stored_induction_checks()
 
 
-@claim("15", "15-036", "Six heads out of 270 carry most of the copying: without them the second copy is again "
+@claim("16", "16-036", "Six heads out of 270 carry most of the copying: without them the second copy is again "
        "nearly as "
-       "hard as the first", stored="attn_helpers/data/nb15_induction_checks.json (test_stored_induction_checks)")
+       "hard as the first", stored="attn_helpers/data/nb16_induction_checks.json (test_stored_induction_checks)")
 def six_heads_carry_most():
     study = induction()
     gap = study["loss_first"] - study["loss_second"]
     assert study["ablated_second"] - study["loss_second"] > 0.5 * gap, study
 
 
-@claim("15", "15-036", "Removing six other heads of the same layers changes the loss by less than a nat in each of the "
+@claim("16", "16-036", "Removing six other heads of the same layers changes the loss by less than a nat in each of the "
        "five draws, and neither changes the first copy much")
-@claim("15", "answers", "six other heads of the same layers: 2.74 to 3.73 nats in five draws")
-@claim("15", "guide", "2.74 to 3.73 without 6 other heads of the same layers, in five draws")
+@claim("16", "answers", "six other heads of the same layers: 2.74 to 3.73 nats in five draws")
+@claim("16", "guide", "2.74 to 3.73 without 6 other heads of the same layers, in five draws")
 def control_draws_change_little():
     study, checks = induction(), stored_checks()
     assert len(checks["control_second"]) == 5 and checks["control_second"][0] == round(study["control_second"], 4)
@@ -233,25 +233,25 @@ def control_draws_change_little():
                                                                            study["loss_first"]) < 0.5
 
 
-@claim("15", "15-036", "On the three new sequences the six heads matter as much: without them every second copy costs "
+@claim("16", "16-036", "On the three new sequences the six heads matter as much: without them every second copy costs "
        "more than 10 nats per token")
-@claim("15", "15-054", "removing the 6 strongest brings back most of the loss, on new sequences too, removing 6 others "
+@claim("16", "16-054", "removing the 6 strongest brings back most of the loss, on new sequences too, removing 6 others "
        "(five draws) does not")
-@claim("15", "answers", "on three sequences the heads were not chosen on the loss without them is 10.68 to 11.21")
-@claim("15", "guide", "on three sequences the heads were not chosen on, 10.68 to 11.21 without the six")
+@claim("16", "answers", "on three sequences the heads were not chosen on the loss without them is 10.68 to 11.21")
+@claim("16", "guide", "on three sequences the heads were not chosen on, 10.68 to 11.21 without the six")
 def held_out_sequences():
     checks = stored_checks()
     assert len(checks["held_ablated"]) == 3 and (checks["held_ablated"] > 10).all(), checks
     assert (checks["held_intact"] < 4).all(), checks
 
 
-@claim("15", "15-038", "The strongest previous-token head sits in layer 16, just before the layers of the strongest "
+@claim("16", "16-038", "The strongest previous-token head sits in layer 16, just before the layers of the strongest "
        "induction heads (17 and 18)", "Other previous-token heads are spread from layer 1 to 22")
-@claim("15", "15-054", "**Previous-token heads** are spread from layer 1 to 22; the strongest sits just before the "
+@claim("16", "16-054", "**Previous-token heads** are spread from layer 1 to 22; the strongest sits just before the "
        "induction heads")
-@claim("15", "answers", "the other previous-token heads are spread from layer 1 to 22, so the order alone proves "
+@claim("16", "answers", "the other previous-token heads are spread from layer 1 to 22, so the order alone proves "
        "little")
-@claim("15", "guide", "the strongest previous-token head is in layer 16, the others spread from layer 1 to 22")
+@claim("16", "guide", "the strongest previous-token head is in layer 16, the others spread from layer 1 to 22")
 def previous_token_heads_spread():
     previous, top = induction()["previous"], induction()["top"]
     strongest = np.unravel_index(np.argmax(previous), previous.shape)[0]
@@ -260,10 +260,10 @@ def previous_token_heads_spread():
     assert layers[0] == 1 and layers[-1] == 22 and len(layers) > 3, layers
 
 
-@claim("15", "15-038b", "as the answer says *red*, *blue* and *green* again, the head looks at the token that followed "
+@claim("16", "16-038b", "as the answer says *red*, *blue* and *green* again, the head looks at the token that followed "
        "each word in the message, *fox*, *owl*, *frog*", "It copies the list right")
 def explorer_head_induces_in_the_window():
-    from attn_helpers.widgets.nb15 import chat_view
+    from attn_helpers.widgets.nb16 import chat_view
     view = chat_view(smollm2(), "Repeat: red fox, blue owl, green frog.", layer=18, head=6)
     assert "red fox, blue owl, green frog" in view["answer"], view["answer"]
     labels = view["labels"]
@@ -273,7 +273,7 @@ def explorer_head_induces_in_the_window():
         assert first < view["answer_start"] and labels[first + 1] == after and view["weights"][n, first + 1] > 0.9
 
 
-@claim("15", "15-038b", "asked \"My cat is called Tom. What is my cat called?\", it writes a story about a cat named "
+@claim("16", "16-038b", "asked \"My cat is called Tom. What is my cat called?\", it writes a story about a cat named "
        "Luna")
 def wrong_answer_about_tom():
     assert "Luna" in smollm2().chat("My cat is called Tom. What is my cat called?", max_new_tokens=12)
@@ -507,16 +507,16 @@ for _number, _entries in {
            ("guide", "**Where next:** Karpathy's nanoGPT and his lecture *Let's build GPT* (", HEADING)],
     "01": [("01-010", "Deep-learning libraries do not build it either: their embedding layers index", PRINTED)],
     "05": [("09c4c179", "*creature* puts almost all its weight on *fluffy* and *blue*", PRINTED)],
-    "15": [("answers", "With a scale alone (Q4_0) the 16 levels are centred on zero, X, so a b", DEFINITION),
+    "16": [("answers", "With a scale alone (Q4_0) the 16 levels are centred on zero, X, so a b", DEFINITION),
            ("answers", "*Wrong:* \"the ablation failed because the loss is not back to the firs", MISCONCEPTION),
            ("answers", "Within one layer all heads read the same input, so the two steps need", DESIGN)],
-    "16": [("16-000", "In notebook 15 every query read every earlier key, and the cache kept them all.", DESIGN),
-           ("16-010", "every setting was computed once and ships with the series", DESIGN),
-           ("16-021", "adds a small **decoupled RoPE key**, shared by all heads and cached beside X", DESIGN),
-           ("16-025", "Gemma 3 has five windowed layers (1,024 tokens) per full one", CITED),
-           ("16-025", "MLA shrinks every layer instead.", DESIGN),
-           ("16-027", "model window full every cache, all full with windows saved", HEADING),
-           ("16-028", "MLA is small on every layer.", DESIGN),
+    "17": [("17-000", "In notebook 16 every query read every earlier key, and the cache kept them all.", DESIGN),
+           ("17-010", "every setting was computed once and ships with the series", DESIGN),
+           ("17-021", "adds a small **decoupled RoPE key**, shared by all heads and cached beside X", DESIGN),
+           ("17-025", "Gemma 3 has five windowed layers (1,024 tokens) per full one", CITED),
+           ("17-025", "MLA shrinks every layer instead.", DESIGN),
+           ("17-027", "model window full every cache, all full with windows saved", HEADING),
+           ("17-028", "MLA is small on every layer.", DESIGN),
            ("answers", "expects a window to help by removing distant noise", MISCONCEPTION),
            ("answers", "gives each head its own latent: the latent is shared by all heads", MISCONCEPTION),
            ("answers", "MLA never stores keys or values.", DESIGN),
@@ -658,8 +658,8 @@ def _cells_of(notebook):
     return [c["id"] for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
 
 
-# ---------------------------------------------------------------- notebook 15: the vocabulary
-@claim("15", "15-012", "this vocabulary has no token that joins a space and a digit")
+# ---------------------------------------------------------------- notebook 16: the vocabulary
+@claim("16", "16-012", "this vocabulary has no token that joins a space and a digit")
 def no_space_digit_token():
     tokenizer = smollm2().tokenizer
     pieces = [smollm2().decode([i]) for i in range(tokenizer.vocab_size)]
@@ -687,7 +687,7 @@ def journey_wins_most_rows():
     assert np.mean(weights.argmax(axis=-1) == journey) > 0.5
 
 
-@claim("15", "answers", "the early layers do hold strong previous-token heads ((2, 1) at 0.74, (1, 2) at 0.69)",
+@claim("16", "answers", "the early layers do hold strong previous-token heads ((2, 1) at 0.74, (1, 2) at 0.69)",
        "the measurement does: no head of layers 0-9 scores above 0.3")
 def early_previous_token_heads_no_early_induction():
     study = induction()
@@ -695,8 +695,8 @@ def early_previous_token_heads_no_early_induction():
     assert (study["scores"][:10] <= 0.3).all()
 
 
-@claim("15", "answers", "expects every head to be idle: the heads still read other tokens")
-@claim("15", "answers", "in layers 15 to 29 most heads park more than half of their weight, on the mean over the 12 "
+@claim("16", "answers", "expects every head to be idle: the heads still read other tokens")
+@claim("16", "answers", "in layers 15 to 29 most heads park more than half of their weight, on the mean over the 12 "
        "prompts")
 def late_heads_park_but_not_all():
     late = sinks()[:, 15:]  # (prompts, 15, heads)

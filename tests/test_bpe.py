@@ -136,7 +136,7 @@ def test_the_shipped_merges_are_rebuilt_from_the_training_text_in_seconds():
     assert seconds < 10, f"training the tokenizer took {seconds:.1f} s of CPU"
 
 
-# --- a published vocabulary (notebook 15) ---------------------------------------------------------------
+# --- a published vocabulary (notebook 16) ---------------------------------------------------------------
 
 def test_gpt2_pattern_cuts_like_gpt2():
     from attn_helpers.bpe import gpt2_pattern

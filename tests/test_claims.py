@@ -40,7 +40,7 @@ def test_no_unbacked_general_claim(path):
 
 
 def test_stored_induction_checks_are_what_induction_checks_computes():
-    """Notebook 15 reads its 5 control draws and 3 held-out sequences from attn_helpers/data (8 s to recompute)."""
+    """Notebook 16 reads its 5 control draws and 3 held-out sequences from attn_helpers/data (8 s to recompute)."""
     from attn_helpers.llm_measures import induction_checks, stored_induction_checks
 
     stored, fresh = stored_induction_checks(), induction_checks(claims.smollm2())

@@ -1,4 +1,4 @@
-"""Notebook 16's helpers against independent references: windows and sinks, latent attention, linear attention
+"""Notebook 17's helpers against independent references: windows and sinks, latent attention, linear attention
 and the delta rule, sparse attention; and the shipped StreamingLLM run shows the shape the lesson states."""
 
 import numpy as np
@@ -47,7 +47,7 @@ def test_rolling_buffer_equals_the_band_mask_token_by_token(window, sinks):
 
 
 def test_the_rolling_buffer_never_holds_more_than_its_slots():
-    from attn_helpers.checks.nb16 import rolling_slot
+    from attn_helpers.checks.nb17 import rolling_slot
 
     for window, sinks in ((4, 0), (3, 2)):
         slots = [rolling_slot(t, window, sinks) for t in range(40)]
@@ -231,7 +231,7 @@ def test_the_window_explorer_draws_every_setting_of_its_sliders():
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from attn_helpers.widgets.nb16 import draw_window, window_explorer, window_view
+    from attn_helpers.widgets.nb17 import draw_window, window_explorer, window_view
 
     assert window_view(12, 0)["window"] in (8, 16)
     for window in (8, 64, 128):

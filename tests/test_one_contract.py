@@ -77,7 +77,7 @@ def test_the_hooks_of_multi_head_attention_match_a_loop(hooks):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RotaryGroupedParams(GroupedQueryParams):
-    """A grouped-query block whose attention turns queries and keys (a Llama-style block, notebook 15)."""
+    """A grouped-query block whose attention turns queries and keys (a Llama-style block, notebook 16)."""
 
     def rotate(self, heads, positions):
         return rope(heads, positions, base=500.0)

@@ -344,7 +344,7 @@ def test_weighted_value_norms_is_weight_times_value_length(model):
     assert moved.shape == (12, T, T)
 
 
-def test_requirements_model_is_one_hash_pinned_line():  # per model: notebook 15's SmolLM2 has the other line
+def test_requirements_model_is_one_hash_pinned_line():  # per model: notebook 16's SmolLM2 has the other line
     lines = [line for line in (FIXTURES.parents[1] / "requirements-model.txt").read_text().splitlines() if line]
     names = []
     for line in lines:

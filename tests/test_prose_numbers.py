@@ -27,7 +27,7 @@ TYPED = {
     ("11", "0.01"): "the usual range of AdamW's weight decay, from the literature",
     ("14", "0.45"): "a constant of the cosine learning-rate schedule's formula",
     ("14", "0.95"): "the top-p that Holtzman et al. used, from their paper",
-    ("15", "2.0"): "the name of SmolLM2's licence, Apache-2.0",
+    ("16", "2.0"): "the name of SmolLM2's licence, Apache-2.0",
 }
 
 

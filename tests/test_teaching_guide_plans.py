@@ -206,7 +206,7 @@ def test_every_split_point_is_a_heading_cell_of_its_notebook_and_the_parts_add_u
 
 
 def test_a_plan_for_a_notebook_being_written_appears_when_the_notebook_does(tmp_path):
-    """Track 3 has a session for notebook 16 once ``notebooks/16_*.ipynb`` exists, and its other version until
+    """Track 3 has a session for notebook 17 once ``notebooks/16_*.ipynb`` exists, and its other version until
     then; the guide shows only the plans of the notebooks there (the real plans are checked above, on the
     notebooks of this checkout)."""
     waiting = {name for name, plan in TOOL.PLANS.items() if plan["requires"]}

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Maintainer tool: store notebook 15's two checks of its induction ablation (more control draws, held-out sequences).
+"""Maintainer tool: store notebook 16's two checks of its induction ablation (more control draws, held-out sequences).
 
-    python tools/build_induction_checks.py      # writes attn_helpers/data/nb15_induction_checks.json (about 10 s)
+    python tools/build_induction_checks.py      # writes attn_helpers/data/nb16_induction_checks.json (about 10 s)
 
-Notebook 15 reads the numbers (they take 8 s, and the notebook has 30 s); tests/test_claims.py recomputes them with
+Notebook 16 reads the numbers (they take 8 s, and the notebook has 30 s); tests/test_claims.py recomputes them with
 ``induction_checks`` and compares within a tolerance.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Maintainer tool: run notebook 16's StreamingLLM experiment at full size, and save the losses.
+"""Maintainer tool: run notebook 17's StreamingLLM experiment at full size, and save the losses.
 
-    nice python tools/build_streaming_runs.py     # writes attn_helpers/data/nb16_streaming_runs.npz
+    nice python tools/build_streaming_runs.py     # writes attn_helpers/data/nb17_streaming_runs.npz
 
 SmolLM2-135M over the first 1,024 tokens of notebook 14's validation text, four times in one batched pass (full
 attention, a 128-token window, the window plus the first token, plus the first four: ``windows.streaming_study``),

@@ -320,8 +320,8 @@ SPLITS = {
     "14": [("14 §1-2", None, "byte-pair encoding, the whole backward pass checked", 2),
            ("14 §3a", ("14-026b", "14-026"), "training on real text", 2),
            ("14 §3b on", "14-037", "the next-token distribution, sampling, its heads, from GPT-2 to Llama", None)],
-    "15": [("15 §1-3", None, "the GGUF file, one 4-bit block by hand, the model is yours", 3),
-           ("15 §4 on", "15-026", "its heads measured, the exercises", None)],
+    "16": [("16 §1-3", None, "the GGUF file, one 4-bit block by hand, the model is yours", 3),
+           ("16 §4 on", "16-026", "its heads measured, the exercises", None)],
 }
 #: label -> (notebook, id of its first cell or None, id of the first cell after it or None, what it holds)
 PARTS = {label: (number, start, parts[k + 1][1] if k + 1 < len(parts) else None, what)
@@ -384,7 +384,7 @@ TRACKS = {
                                 "models 1 of 4", "models 2 of 4", "models 3 of 4", "models 4 of 4"],
     "Two days of 3 hours": ["day 1", "day 2"],
 }
-NOTEBOOK_16 = "16"  # attention in today's models: its track 3 session appears once the notebook is in the series
+NOTEBOOK_16 = "17"  # attention in today's models: its track 3 session appears once the notebook is in the series
 PLANS = {
     "core 1": session(
         recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
@@ -456,10 +456,10 @@ PLANS = {
         ("14 §3b on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
                           "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
         BREAK,
-        ("15", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
+        ("16", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                      "series' one block; chat; predict the sink, the induction layers and the cache; ablate the "
                      "induction heads."),
-        title="Session 3: a real language model, run by your own code. It needs the model file of notebook 15: "
+        title="Session 3: a real language model, run by your own code. It needs the model file of notebook 16: "
               "check before class that `load_smollm2()` runs on the machines you use (see section 15).",
         unless=[NOTEBOOK_16]),
     "models 1 of 4": session(
@@ -484,18 +484,18 @@ PLANS = {
                           "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
         exercises("14"),
         BREAK,
-        ("15 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
+        ("16 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                           "series' one block."),
         title="Session 3: the tiny GPT trained, and a real language model opened. It needs the model file of "
-              "notebook 15: check before class that `load_smollm2()` runs on the machines you use (see section 15).",
+              "notebook 16: check before class that `load_smollm2()` runs on the machines you use (see section 15).",
         fill=["exercises 14"], requires=[NOTEBOOK_16]),
     "models 4 of 4": session(
-        ("15 §4 on", None, "Chat; predict the sink, the induction layers and the cache; ablate the induction heads."),
+        ("16 §4 on", None, "Chat; predict the sink, the induction layers and the cache; ablate the induction heads."),
         BREAK,
         (NOTEBOOK_16, None, "Attention in today's models: sliding windows and sinks, latent attention, linear "
                             "attention, sparse attention; what each keeps of the cache, and what it gives up."),
-        exercises("15"),
-        title="Session 4: attention in today's models.", fill=["exercises 15"], flex=["15 §4 on"],
+        exercises("16"),
+        title="Session 4: attention in today's models.", fill=["exercises 15"], flex=["16 §4 on"],
         requires=[NOTEBOOK_16]),
     "day 1": session(
         recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
@@ -518,7 +518,7 @@ PLANS = {
                      "is the whole of a decoder's attention."),
         exercises("07", "Masked attention (07.2) in pairs, while you can help."),
         title="Day 2: queries, keys and values, and the causal mask.",
-        after=["06", "08", "09", "10", "11", "12", "13", "14", "15", NOTEBOOK_16], fill=["exercises 07"],
+        after=["06", "08", "09", "10", "11", "12", "13", "14", "16", NOTEBOOK_16], fill=["exercises 07"],
         when="workshop"),
 }
 

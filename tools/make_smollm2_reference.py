@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Maintainer tool: the reference numbers that notebook 15's numpy SmolLM2-135M-Instruct is tested against.
+"""Maintainer tool: the reference numbers that notebook 16's numpy SmolLM2-135M-Instruct is tested against.
 
 PyTorch is not a dependency of the series. This script loads the same GGUF file with Hugging Face ``transformers``
 (``LlamaForCausalLM``, which dequantizes it with ``gguf`` and undoes llama.cpp's order of the query and key rows)

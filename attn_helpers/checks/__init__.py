@@ -63,7 +63,7 @@ from .nb14 import (
     check_previous_token_heads,
     check_top_p,
 )
-from .nb15 import (
+from .nb16 import (
     check_cache_size_prediction,
     check_induction_layers_prediction,
     check_induction_score,
@@ -71,7 +71,7 @@ from .nb15 import (
     check_q4_1_block,
     check_shared_kv_heads,
 )
-from .nb16 import (
+from .nb17 import (
     check_absorbed_query,
     check_latent_cache_prediction,
     check_linear_step,

@@ -1,14 +1,14 @@
-"""Checkers for notebook 16 (attention in today's models: a rolling buffer's slot, the sink softmax, absorbing W_uk,
-one step of linear attention, a top-k mask, and the predictions before each measurement)."""
+"""Checkers for notebook 16 (a real small LLM: one Q4_1 block, shared key/value heads, an induction score, and the
+predictions before each measurement)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core import softmax
-from ..linear_attention import RECALL_METHODS, recall_accuracy
-from ..published import ATTENTION_VARIANTS
-from ..sparse import top_k_mask
+from ..gguf_file import dequantize_q4_1
+from ..kv_cache import kv_cache_bytes, repeat_kv_heads
+from ..llm import SMOLLM2_CONFIG
+from ..llm_measures import induction_score
 from ._grader import (
     Case,
     Wrong,
@@ -21,256 +21,227 @@ from ._grader import (
 )
 from ._predict import read_choice
 
-__all__ = ["check_rolling_slot", "check_sink_weights", "check_absorbed_query", "check_linear_step",
-           "check_top_k_mask", "check_window_loss_prediction", "check_latent_cache_prediction",
-           "check_recall_prediction", "RECALL_CHOICES"]
+__all__ = ["check_q4_1_block", "check_shared_kv_heads", "check_induction_score", "check_late_sink_prediction",
+           "check_induction_layers_prediction", "check_cache_size_prediction", "q4_1_cases"]
 
 
-# Exercise 16.1: where a rolling buffer writes token t
-@register_solution("rolling_slot")
-def rolling_slot(t, window, sinks):
-    """The slot of token t in a cache of sinks + window slots: a sink keeps its own, the others roll."""
-    if t < sinks:
-        return t
-    return sinks + (t - sinks) % window
+# Exercise 16.1: one Q4_1 block by hand
+@register_solution("q4_1_block")
+def q4_1_block(block):
+    """The 32 numbers of one Q4_1 block of 20 bytes (uint8): w = d * q + m."""
+    d = block[0:2].view(np.float16).astype(np.float32)[0]  # the scale: 2 bytes, a float16
+    m = block[2:4].view(np.float16).astype(np.float32)[0]  # the minimum: 2 bytes, a float16
+    codes = block[4:20]  # 16 bytes, two 4-bit codes each
+    q = np.concatenate([codes & 0x0F, codes >> 4])  # numbers 0..15: the low halves; 16..31: the high halves
+    return d * q + m
 
 
-def _slot_reference(t, window, sinks):
-    return t if t < sinks else sinks + (t - sinks) % window
+def _q4_1_variant(order="halves", plus_m=True, swap=False, offset=0, as_int=False, high="shifted", low="masked"):
+    def variant(block):
+        block = np.asarray(block, dtype=np.uint8)
+        d, m = (block[0:2].view(np.uint16) if as_int else block[0:2].view(np.float16)).astype(np.float32)[0], \
+            block[2:4].view(np.float16).astype(np.float32)[0]
+        if swap:
+            d, m = m, d
+        codes = block[4:20]
+        lows = codes & 0x0F if low == "masked" else codes  # "whole": the byte, high bits and all
+        highs = codes >> 4 if high == "shifted" else codes & 0xF0  # "masked": the high bits kept where they are
+        if order == "halves":
+            q = np.concatenate([lows, highs])
+        elif order == "high_first":
+            q = np.concatenate([highs, lows])
+        else:  # interleaved: low, high of byte 0, then of byte 1...
+            q = np.stack([lows, highs], axis=1).reshape(-1)
+        return d * (q.astype(np.float32) - offset) + (m if plus_m else 0)
+    return variant
 
 
-def slot_cases():
-    """Tokens before, at and after the buffer wraps, with no sink, one, and four."""
-    return [Case((t, window, sinks), label=f"token {t}, window {window}, {sinks} sink{'s' * (sinks != 1)}")
-            for window, sinks in ((4, 0), (3, 1), (5, 4)) for t in (0, 1, sinks, window - 1, window, sinks + window,
-                                                                    sinks + window + 2, 3 * window + sinks + 1)]
-
-
-@shows_verdict
-def check_rolling_slot(fn):
-    """Grade ``fn(t, window, sinks) -> slot``: the slot of :func:`attn_helpers.windows.rolling_attention`'s buffer."""
-    wrongs = [
-        Wrong(lambda t, w, s: t % w,
-              "t % window forgets the sinks: the first `sinks` slots are theirs for good, so the others roll "
-              "through slots sinks .. sinks + window - 1: sinks + (t - sinks) % window"),
-        Wrong(lambda t, w, s: t if t < s else (t - s) % w,
-              "the rolling slots start after the sinks' slots: add sinks, or token `sinks` overwrites the first sink"),
-        Wrong(lambda t, w, s: t if t < s else s + t % w,
-              "count the rolling tokens from the first one after the sinks: (t - sinks) % window, then + sinks"),
-        Wrong(lambda t, w, s: t if t < s else s + (t - s) % (w + s),
-              "the rolling part has `window` slots, not window + sinks: % window"),
-        Wrong(lambda t, w, s: t if t < s else s + (t - s) % (w - 1),
-              "the rolling part has `window` slots (the query's own key is one of them): % window, not window - 1"),
-    ]
-    return grade_function(fn, _slot_reference, slot_cases(), what="rolling_slot", wrongs=wrongs, rtol=0, atol=0,
-                          shape_hint="return one whole number, the slot",
-                          success="a sink keeps its slot; every other token overwrites the oldest of the window's "
-                                  "slots: the cache never grows past sinks + window.")
-
-
-# Exercise 16.2: the sink softmax
-@register_solution("sink_weights")
-def sink_weights(scores, sink_logit):
-    """Softmax over the keys and one extra logit, the sink; the sink's weight is dropped."""
-    column = np.full((*scores.shape[:-1], 1), sink_logit)  # (T_q, 1): the same logit for every query
-    weights = softmax(np.concatenate([scores, column], axis=-1))  # (T_q, T_k + 1)
-    return weights[..., :-1]  # the keys' weights: each row sums to less than 1
-
-
-def _sink_reference(scores, sink_logit):
-    exps = np.exp(scores - np.maximum(scores.max(axis=-1, keepdims=True), sink_logit))
-    return exps / (exps.sum(axis=-1, keepdims=True) + np.exp(sink_logit - np.maximum(
-        scores.max(axis=-1, keepdims=True), sink_logit)))
-
-
-def sink_cases():
-    rng = np.random.default_rng(1602)
-    return [Case((rng.standard_normal((3, 4)), 0.5), label="3 queries, 4 keys, sink logit 0.5"),
-            Case((rng.standard_normal((2, 5)) * 3, -1.0), label="2 queries, 5 keys, sink logit -1"),
-            Case((np.array([[0.0, 1.0, 2.0]]), 4.0), label="one query whose sink logit is above every score"),
-            Case((rng.standard_normal((2, 3, 4)), 1.0), label="2 heads of 3 queries and 4 keys, sink logit 1")]
+def q4_1_cases():
+    """Three blocks: two from random bytes with chosen scales and minima, one with codes 0..15 in order."""
+    rng = np.random.default_rng(1501)
+    blocks = []
+    for d, m in ((0.25, -1.5), (0.0123, 0.05)):
+        block = rng.integers(0, 256, 20, dtype=np.uint8)
+        block[0:4] = np.array([d, m], dtype=np.float16).view(np.uint8)
+        blocks.append(block)
+    ordered = np.concatenate([np.array([0.5, -2.0], dtype=np.float16).view(np.uint8),
+                              (np.arange(16) + 16 * (15 - np.arange(16))).astype(np.uint8)])
+    return [*blocks, ordered]
 
 
 @shows_verdict
-def check_sink_weights(fn):
-    """Grade ``fn(scores (..., T_q, T_k), sink_logit) -> weights (..., T_q, T_k)`` (gpt-oss's sink softmax)."""
+def check_q4_1_block(fn):
+    """Grade ``fn(block) -> (32,)`` on 20-byte Q4_1 blocks, against :func:`attn_helpers.gguf_file.dequantize_q4_1`."""
+    blocks = q4_1_cases()
+    cases = [Case((blocks[0],), label="a block with d = 0.25, m = -1.5"),
+             Case((blocks[1],), label="a block with d = 0.0123, m = 0.05"),
+             Case((blocks[2],), label="a block whose low halves count 0..15 and high halves 15..0")]
     wrongs = [
-        Wrong(lambda s, b: softmax(s), "these rows sum to 1: the sink logit is missing (adding it to every score "
-                                       "changes nothing: a softmax ignores a shift). Append it as one more column "
-                                       "before the softmax, then drop that column"),
-        Wrong(lambda s, b: softmax(np.concatenate([s, np.full((*s.shape[:-1], 1), b)], axis=-1)),
-              "you kept the sink's column: drop it (weights[..., :-1]); its weight goes to no value"),
-        Wrong(lambda s, b: softmax(np.concatenate([np.full((*s.shape[:-1], 1), b), s], axis=-1))[..., :-1],
-              "the sink's column went first, and you dropped the last key instead of it: drop the column you added"),
-        Wrong(lambda s, b: np.exp(s) / (np.exp(s).sum(axis=-1, keepdims=True) + b),
-              "the sink adds exp(sink_logit) to the denominator, not sink_logit itself"),
+        Wrong(_q4_1_variant(order="interleaved"),
+              "your codes are interleaved (low half, high half of byte 0, then of byte 1...): Q4_1 puts the 16 LOW "
+              "halves first (numbers 0..15), then the 16 HIGH halves (numbers 16..31)"),
+        Wrong(_q4_1_variant(order="high_first"),
+              "the halves are the wrong way round: numbers 0..15 are the LOW four bits (byte & 0x0F), numbers 16..31 "
+              "the HIGH four bits (byte >> 4)"),
+        Wrong(_q4_1_variant(plus_m=False), "the minimum m is missing: each number is d * q + m"),
+        Wrong(_q4_1_variant(swap=True),
+              "d and m are swapped: the first two bytes are the scale d, the next two the minimum m"),
+        Wrong(_q4_1_variant(offset=8, plus_m=False),
+              "d * (q - 8) is Q4_0, the format without a minimum; Q4_1 stores m and computes d * q + m"),
+        Wrong(_q4_1_variant(as_int=True),
+              "d was read as a 16-bit whole number: its two bytes are a float16, block[0:2].view(np.float16)"),
+        Wrong(_q4_1_variant(high="masked"),
+              "your high halves are masked but not shifted: byte & 0xF0 keeps the four high bits where they are, "
+              "16 times their value (0, 16, ..., 240); shift them down to 0..15 with byte >> 4"),
+        Wrong(_q4_1_variant(low="whole"),
+              "your low halves are the whole byte: byte & 0x0F keeps only the four low bits (0..15)"),
     ]
-    return grade_function(fn, _sink_reference, sink_cases(), what="sink_weights", wrongs=wrongs, rtol=1e-6,
-                          atol=1e-9, shape_hint="return the keys' weights only: the shape of scores",
-                          success="one more logit in the softmax, its weight thrown away: a head may now give "
-                                  "its keys less than 1 in total, and the first token need not be its parking place.")
+    return grade_function(fn, dequantize_q4_1, cases, what="q4_1_block", wrongs=wrongs, rtol=1e-5, atol=1e-6,
+                          shape_hint="one block of 20 bytes holds 32 numbers: return an array of shape (32,)",
+                          success="scale, minimum and 32 codes of 4 bits, low halves first: exactly what the "
+                                  "loader does for every block of the file.")
 
 
-# Exercise 16.3: absorb W_uk into the query
-@register_solution("absorbed_query")
-def absorbed_query(query, W_uk):
-    """(h, d_h) queries and (h, d_c, d_h) up-projections -> (h, d_c): each head's query in latent space."""
-    return np.einsum("hcd,hd->hc", W_uk, query)  # per head i: W_uk[i] (d_c, d_h) @ q_i (d_h,) = q_i W_uk[i]^T
-
-
-def _absorbed_reference(query, W_uk):
-    return np.stack([W_uk[i] @ query[i] for i in range(len(query))])  # (d_c, d_h) @ (d_h,) per head
-
-
-def absorbed_cases():
-    rng = np.random.default_rng(1603)
-    square = Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 3))), label="2 heads, d_h = d_c = 3")
-    return [square,
-            Case((rng.standard_normal((2, 3)), rng.standard_normal((2, 5, 3))), label="2 heads, d_h = 3, d_c = 5"),
-            Case((rng.standard_normal((3, 4)), rng.standard_normal((3, 2, 4))), label="3 heads, d_h = 4, d_c = 2")]
+# Exercise 16.2: 3 key/value heads shared by 9 query heads
+@register_solution("share_kv_heads")
+def share_kv_heads(keys, num_heads):
+    """(h_kv, T, d_h) -> (h, T, d_h): query head i uses key/value head i // (h / h_kv)."""
+    group = num_heads // keys.shape[0]  # query heads per key/value head
+    return np.repeat(keys, group, axis=0)  # each key/value head copied group times, in place
 
 
 @shows_verdict
-def check_absorbed_query(fn):
-    """Grade ``fn(query (h, d_h), W_uk (h, d_c, d_h)) -> (h, d_c)``: q W_uk^T per head."""
+def check_shared_kv_heads(fn):
+    """Grade ``fn(keys (h_kv, T, d_h), num_heads) -> (num_heads, T, d_h)`` against notebook 13's repeat_kv_heads."""
+    rng = np.random.default_rng(1502)
+    cases = [Case((rng.standard_normal((3, 4, 2)), 9), label="3 key/value heads, 9 query heads (SmolLM2's groups)"),
+             Case((rng.standard_normal((2, 3, 5)), 4), label="2 key/value heads, 4 query heads"),
+             Case((rng.standard_normal((2, 1, 3)), 2), label="as many key/value heads as query heads")]
     wrongs = [
-        Wrong(lambda q, W: np.einsum("hd,hdc->hc", q, W),
-              "W_uk is (h, d_c, d_h): multiply by its TRANSPOSE, q @ W_uk[i].T, since k = c @ W_uk[i] and q . (c "
-              "W_uk) = (q W_uk^T) . c"),
-        Wrong(lambda q, W: np.einsum("hd,gcd->hc", q, W),
-              "each head has its own up-projection: head i's query meets W_uk[i] only, not the sum over heads"),
-        Wrong(lambda q, W: np.einsum("hd,hcd->hc", q, W) / np.sqrt(q.shape[-1]),
-              "the 1/sqrt(d_h) belongs to the scores, once, after the dot product with the latent: leave it out here"),
+        Wrong(lambda keys, h: np.tile(keys, (h // keys.shape[0], 1, 1)),
+              "np.tile repeats the whole stack (heads 0, 1, 2, 0, 1, 2, ...): query head i must use key/value head "
+              "i // 3, so its neighbours share one head (0, 0, 0, 1, 1, 1, ...). Use np.repeat(..., axis=0)"),
+        Wrong(lambda keys, h: np.repeat(keys, h // keys.shape[0], axis=1),
+              "you repeated along the positions (axis 1): the copies belong on the heads' axis, axis 0"),
+        Wrong(lambda keys, h: np.repeat(keys, h, axis=0),
+              "each key/value head is repeated num_heads times: it serves num_heads / h_kv query heads"),
     ]
-    return grade_function(fn, _absorbed_reference, absorbed_cases(), what="absorbed_query", wrongs=wrongs,
-                          shape_hint="one vector of width d_c per head: shape (h, d_c)",
-                          success="(q W_uk^T) . c = q . (c W_uk): the query meets the cached latent directly, and "
-                                  "no key is ever built.")
+    return grade_function(fn, repeat_kv_heads, cases, what="share_kv_heads", wrongs=wrongs,
+                          shape_hint="return one (T, d_h) array per QUERY head: shape (num_heads, T, d_h)",
+                          success="each key/value head serves the query heads of its group: what "
+                                  "grouped_query_attention does before it attends.")
 
 
-# Exercise 16.4: one step of linear attention
-@register_solution("linear_step")
-def linear_step(state, key, value):
-    """S_t = S_{t-1} + k_t^T v_t: (d_k, d_v) state, (d_k,) key, (d_v,) value."""
-    return state + np.outer(key, value)  # (d_k, 1) (1, d_v) -> (d_k, d_v)
+# Exercise 16.3: an induction score
+@register_solution("induction_score")
+def my_induction_score(weights, period):
+    """Mean weight of the queries period .. 2 period - 1 on the key just after the earlier copy of their token."""
+    scores = [weights[i, i - period + 1] for i in range(period, 2 * period)]
+    return np.mean(scores)
 
 
-def step_cases():
-    rng = np.random.default_rng(1604)
-    return [Case((rng.standard_normal((2, 2)), rng.standard_normal(2), rng.standard_normal(2)),
-                 label="d_k = d_v = 2"),
-            Case((rng.standard_normal((3, 2)), rng.standard_normal(3), rng.standard_normal(2)),
-                 label="d_k = 3, d_v = 2"),
-            Case((np.zeros((2, 4)), np.array([1.0, 0.0]), np.arange(4.0)), label="an empty state, key e_0")]
+def _score_variant(offset=1, rows="repeat", transposed=False):
+    """The score with one slip: the key ``i - period + offset`` (``offset=None``: the previous token, ``i - 1``), over
+    the queries of the repeat (``rows``: ``"all"`` every query that has such a key; ``"one more"``, ``"one late"``:
+    the repeat's range off by one at its end or its start), read as ``weights[j, i]`` if ``transposed``."""
+    def variant(weights, period):
+        queries = {"repeat": range(period, 2 * period), "all": range(len(weights)),
+                   "one more": range(period, min(2 * period + 1, len(weights))),
+                   "one late": range(period + 1, 2 * period)}[rows]
+        keys = [i - 1 if offset is None else i - period + offset for i in queries]
+        read = (lambda i, j: weights[j, i]) if transposed else (lambda i, j: weights[i, j])
+        return np.mean([read(i, j) for i, j in zip(queries, keys) if 0 <= j <= i])
+    return variant
 
 
 @shows_verdict
-def check_linear_step(fn):
-    """Grade ``fn(state (d_k, d_v), key (d_k,), value (d_v,)) -> new state (d_k, d_v)``."""
+def check_induction_score(fn):
+    """Grade ``fn(weights (T, T), period) -> score`` against :func:`attn_helpers.llm_measures.induction_score`."""
+    rng = np.random.default_rng(1503)
+    cases = []
+    for T, period in ((8, 4), (11, 5)):  # the second has one token after the repeat
+        raw = np.tril(rng.random((T, T)) + 0.05)
+        cases.append(Case((raw / raw.sum(axis=1, keepdims=True), period),
+                          label=f"random causal weights, T = {T}, period {period}"))
     wrongs = [
-        Wrong(lambda S, k, v: S + np.outer(v, k),
-              "np.outer(value, key) is v^T k, the transpose: the state's rows belong to the key's features, "
-              "np.outer(key, value)"),
-        Wrong(lambda S, k, v: np.outer(k, v), "the new pair replaced the state: ADD it, S + k^T v (linear attention "
-                                              "keeps the sum of every pair so far)"),
-        Wrong(lambda S, k, v: S + np.outer(k, v - k @ S),
-              "that is the delta rule (it writes only the error v - k S): plain linear attention adds the whole "
-              "k^T v"),
+        Wrong(_score_variant(offset=0), "that is the weight on the earlier copy of the SAME token (a duplicate-token "
+                                        "head); an induction head looks at the token AFTER it, key i - period + 1"),
+        Wrong(_score_variant(offset=None), "that is the weight on the previous token, key i - 1 (a previous-token "
+                                           "head); an induction head looks at key i - period + 1"),
+        Wrong(_score_variant(offset=2), "one key too far: the token after the earlier copy is i - period + 1"),
+        Wrong(_score_variant(rows="all"),
+              "you averaged over every query; only the repeat (queries period .. 2 period - 1) has an earlier copy"),
+        Wrong(lambda w, p: np.sum([w[i, i - p + 1] for i in range(p, 2 * p)]),
+              "that is the sum over the queries: divide by their number (period) for the mean"),
+        Wrong(_score_variant(transposed=True),
+              "you read weights[j, i], the transpose: row i holds what QUERY i gives each key, so the weight of query "
+              "i on key j is weights[i, j] (above the diagonal a causal row is 0)"),
+        Wrong(_score_variant(rows="one more"),
+              "one query too many: the repeat is queries period .. 2 period - 1, which range(period, 2 * period) "
+              "gives (its end is left out)"),
+        Wrong(_score_variant(rows="one late"),
+              "your queries start one too late: the repeat's first query is position period (its earlier copy is "
+              "position 0), so range(period, 2 * period)"),
     ]
-    return grade_function(fn, linear_step, step_cases(), what="linear_step", wrongs=wrongs,
-                          shape_hint="the state keeps its shape (d_k, d_v)",
-                          success="one outer product added per token: the state is (d_k, d_v) after 10 tokens or "
-                                  "10 million, and q_t S_t reads the output.")
-
-
-# Exercise 16.5: a top-k mask
-@register_solution("top_k_keep")
-def top_k_keep(scores, k):
-    """Boolean (T_q, T_k): True on the k largest scores of each row."""
-    order = np.argsort(scores, axis=-1)  # each row's keys, lowest score first
-    keep = np.full(scores.shape, False)  # nothing kept yet
-    np.put_along_axis(keep, order[..., -k:], True, axis=-1)  # the last k: the largest
-    return keep
-
-
-def top_k_cases():
-    rng = np.random.default_rng(1605)
-    return [Case((rng.standard_normal((3, 6)), 2), label="3 queries, 6 keys, k = 2"),
-            Case((rng.standard_normal((4, 5)), 3), label="4 queries, 5 keys, k = 3"),
-            Case((rng.standard_normal((2, 4)), 1), label="k = 1: each query's best key only"),
-            Case((rng.standard_normal((2, 3, 5)), 2), label="2 heads of 3 queries and 5 keys, k = 2")]
-
-
-@shows_verdict
-def check_top_k_mask(fn):
-    """Grade ``fn(scores (..., T_q, T_k), k) -> keep`` against :func:`~attn_helpers.sparse.top_k_mask`."""
-    wrongs = [
-        Wrong(lambda s, k: top_k_mask(-s, k),
-              "these are the k SMALLEST scores: argsort sorts upwards, so the largest are its last k "
-              "(order[..., -k:])"),
-        Wrong(lambda s, k: top_k_mask(s, k + 1), "one key too many: keep exactly k per row"),
-        Wrong(lambda s, k: np.swapaxes(top_k_mask(np.swapaxes(s, -1, -2), k), -1, -2),
-              "you chose along the queries (axis 0): each QUERY picks its keys, so sort along the last axis"),
-        Wrong(lambda s, k: top_k_mask(s, k - 1),
-              "one key too few: keep exactly k per row"),
-    ]
-    return grade_function(fn, lambda s, k: top_k_mask(s, k), top_k_cases(), what="top_k_keep", wrongs=wrongs,
-                          shape_hint="one True/False per score: the shape of scores",
-                          success="k keys per query: the attention then runs on those alone, k per row instead of T.")
+    return grade_function(fn, induction_score, cases, what="induction score", wrongs=wrongs,
+                          shape_hint="return one number, the mean weight",
+                          success="the mean weight on the token that followed the earlier copy: the score the "
+                                  "notebook computed for all 270 heads.")
 
 
 # Predict, then run
-@never_raises("could not grade this prediction", "give a number of nats, for example my_window_loss = 3.5")
-def check_window_loss_prediction(prediction):
-    """Grade a prediction (within 0.3 nats) of the 128-token window's loss over positions 256-1,023 (shipped run)."""
-    from ..windows import load_streaming_runs
+@never_raises("could not grade this prediction", "give a number between 0 and 1, for example my_late_sink = 0.3")
+def check_late_sink_prediction(prediction):
+    """Grade a prediction (within 0.15) of the mean weight the heads of layers 15..29 put on the first token."""
+    from ..llm import load_smollm2
+    from ..llm_measures import sink_study
 
-    runs = load_streaming_runs()
-    losses = runs["losses"][:, int(runs["from_position"]):].mean(axis=1)  # (4,): one mean per run
-    truth, full = float(losses[1]), float(losses[0])
+    with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner set (cached after once)
+        truth = float(sink_study(load_smollm2())[:, 15:].mean())  # (prompts, layers 15..29, heads) -> one number
     guess = float(prediction) if isinstance(prediction, (int, float, np.floating, np.integer)) else truth
-    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.3, success=(
-        f"measured {truth:.2f} nats against {full:.2f} with full attention: perplexity {np.exp(truth):.0f} instead "
-        f"of {np.exp(full):.0f}. The window still holds the last 128 tokens, yet the model is lost."), hint=(
-        f"the measurement is {'higher' if guess < truth else 'lower'}. Full attention gives {full:.2f}; "
-        "the 128 tokens the window keeps are most of what a next word depends on, but not what the heads park on"))
+    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.15, success=(
+        f"measured {truth:.2f}: in the second half of the model, the typical head puts most of its weight on the "
+        "first token, whatever the prompt."), hint=(
+        f"the measurement is {'higher' if guess < truth else 'lower'}. For scale: a head that spread its weight "
+        "evenly would give the first token 1/(i+1) at query i; the next cells show it layer by layer"))
 
 
-@never_raises("could not grade this prediction", "give a whole number, for example my_latent_numbers = 1000")
-def check_latent_cache_prediction(prediction):
-    """Grade a prediction of DeepSeek-V3's cache per token and layer, in numbers: d_c + the decoupled RoPE key."""
-    c = ATTENTION_VARIANTS["DeepSeek-V3"]
-    truth = c["kv_lora_rank"] + c["qk_rope_head_dim"]
-    heads = c["num_heads"] * (c["qk_nope_head_dim"] + c["qk_rope_head_dim"] + c["v_head_dim"])
-    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.5, success=(
-        f"{c['kv_lora_rank']} latent numbers + {c['qk_rope_head_dim']} of the shared RoPE key = {truth} per token "
-        f"and layer, against {heads:,} for 128 heads' keys and values: {heads / truth:.0f} times less."), wrongs=[
-        (c["kv_lora_rank"], "the latent alone: the decoupled RoPE key (64 numbers, shared by the heads) is cached too"),
-        (2 * truth, "keys and values are not cached apart: the one latent c serves both"),
-        (truth * c["num_heads"], "the latent is shared by the 128 heads: one per token, not one per head"),
-        (truth * c["num_layers"], "that is all 61 layers: the question asks for one layer"),
-        (heads, "that is what multi-head attention would cache: MLA keeps only the latent and the RoPE key"),
+_THIRDS = {"a": "the first third (layers 0-9)", "b": "the middle third (layers 10-19)",
+           "c": "the last third (layers 20-29)"}
+
+
+@never_raises("could not grade this prediction", 'answer one letter in quotes: "a", "b" or "c"')
+def check_induction_layers_prediction(prediction):
+    """Grade a prediction of which third of the 30 layers holds the strongest induction head."""
+    from ..llm import load_smollm2
+    from ..llm_measures import induction_study
+
+    with np.errstate(all="ignore"):
+        layer = induction_study(load_smollm2())["top"][0][0]
+    truth = "abc"[min(layer // 10, 2)]
+    if isinstance(prediction, str):  # "(b)", "B.", or the choice's text
+        prediction = read_choice(prediction, _THIRDS) or prediction
+    early = ("an induction head needs to know, at each earlier position, which token came BEFORE it: an earlier "
+             "layer's previous-token head writes that first. It cannot sit in the very first layers")
+    return grade_choice(prediction, truth, list(_THIRDS), wrongs={"a": early}, hint=(
+        "run the test and look at the map of scores: the strongest heads share a few layers"), success=(
+        f"the strongest induction head is in layer {layer}, {_THIRDS[truth]}: after the previous-token heads that it "
+        "reads."))
+
+
+@never_raises("could not grade this prediction", "give a number of MiB, for example my_cache_mib = 100")
+def check_cache_size_prediction(prediction_mib, T=1000):
+    """Grade a prediction, in MiB, of SmolLM2's KV cache for ``T`` tokens in float32 (as the series stores it)."""
+    c = SMOLLM2_CONFIG
+    size = kv_cache_bytes(c["num_layers"], c["num_kv_heads"], c["head_dim"], T, 4)
+    mib = size / 2**20
+    return grade_value(prediction_mib, mib, name="prediction", rtol=0.02, atol=0.0, success=(
+        f"{c['num_layers']} layers x 2 (keys and values) x {c['num_kv_heads']} key/value heads x {c['head_dim']} x "
+        f"{T} tokens x 4 bytes = {mib:.1f} MiB."), wrongs=[
+        (mib * 3, "that counts 9 heads: only the 3 key/value heads are cached, each shared by 3 query heads"),
+        (mib / 2, "half of it: the cache keeps the keys AND the values, 4 bytes each (float32; float16 would halve "
+                  "it)"),
+        (mib / c["num_layers"], "that is one layer; each of the 30 blocks keeps its own cache"),
+        (size / 1e6, "that is in MB (10^6 bytes); a MiB is 2^20 bytes"),
+        (float(size), "that is in bytes: divide by 2**20 for MiB"),
     ])
-
-
-#: The choices of the recall prediction.
-RECALL_CHOICES = {"a": "the softmax cache (every key kept)", "b": "the linear state (the sum of k^T v)",
-                  "c": "the best fixed state (least squares)", "d": "none of them"}
-
-
-@never_raises("could not grade this prediction", 'answer one letter in quotes: "a", "b", "c" or "d"')
-def check_recall_prediction(prediction):
-    """Grade a prediction of which memory still recalls every one of 64 pairs stored in 32 dimensions."""
-    accuracy = {m: recall_accuracy(64, 32, m) for m in RECALL_METHODS}
-    perfect = [m for m in ("softmax cache", "linear state", "best fixed state") if accuracy[m] == 1.0]
-    truth = {"softmax cache": "a", "linear state": "b", "best fixed state": "c"}[perfect[0]] if perfect else "d"
-    if isinstance(prediction, str):
-        prediction = read_choice(prediction, RECALL_CHOICES) or prediction
-    return grade_choice(prediction, truth, list(RECALL_CHOICES), wrongs={
-        "c": "a state of 32 x 32 numbers can map at most 32 independent keys exactly: with 64 pairs, least squares "
-             "spreads the error over all of them",
-        "b": "the plain sum already blurs pairs at 8: every key's read-out picks up every other pair's value",
-        "d": "one memory grows with the pairs: it keeps every key and value, and its softmax picks the one that "
-             "matches"}, success=(
-        f"recall at 64 pairs: softmax cache {accuracy['softmax cache']:.0%}, best fixed state "
-        f"{accuracy['best fixed state']:.0%}, linear state {accuracy['linear state']:.0%}."))

@@ -71,7 +71,7 @@ SCREENSHOTS = BUILD / "screenshots"
 LATENCY_TARGET_MS = 300.0
 #: What fails the test: ten times the target, a widget that stopped being interactive (a 10x regression). A busy
 #: machine moves the median by a third or more (CI read 286-374 ms for the same code; with a load average of 5,
-#: notebooks 14 and 15 failed a 300 ms assertion): the target itself is a benchmark, benchmarks/widget_latency.py.
+#: notebooks 14 and 16 failed a 300 ms assertion): the target itself is a benchmark, benchmarks/widget_latency.py.
 LATENCY_LIMIT_MS = 10 * LATENCY_TARGET_MS
 LATENCY_STEPS = 5
 SERVER_START_S = 90
