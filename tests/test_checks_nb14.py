@@ -1,4 +1,5 @@
-"""Notebook 14: the merge-step, layer_norm_backward and top-p checkers, their hints, and the widget module."""
+"""Notebooks 14 and 15 (the tiny GPT, parts 1 and 2): the merge-step, layer_norm_backward and top-p checkers, their
+hints, and the widget modules."""
 
 import matplotlib
 
@@ -10,11 +11,13 @@ from learner_inputs import wrong_answers  # noqa: E402
 
 from attn_helpers.checks import check_layer_norm_backward, check_merge_pair, check_top_p, solution  # noqa: E402
 from attn_helpers.checks.nb14 import (  # noqa: E402
-    attention_sentence,
     check_first_pair,
-    check_previous_token_heads,
     layer_norm_backward_solution,
     merge_pair_solution,
+)
+from attn_helpers.checks.nb15 import (  # noqa: E402
+    attention_sentence,
+    check_previous_token_heads,
     previous_token_weights,
     top_p_keep_solution,
 )
@@ -273,16 +276,16 @@ def test_previous_token_heads_one_prediction_passes_the_measured_one():
 @pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
 def test_the_sampling_explorer_draws_every_combination_and_never_raises():
     from attn_helpers.gpt import load_tiny_gpt, next_token_probs
-    from attn_helpers.widgets import nb14
+    from attn_helpers.widgets import nb15
 
     model = load_tiny_gpt()
-    explorer = nb14.EXPLORERS["sampling_explorer"](model)
+    explorer = nb15.EXPLORERS["sampling_explorer"](model)
     assert list(explorer.controls) == ["prompt", "temperature", "top_k", "top_p"]
-    for prompt in nb14.SAMPLE_PROMPTS + ("x" * 500,):
+    for prompt in nb15.SAMPLE_PROMPTS + ("x" * 500,):
         for temperature, top_k, top_p in ((1.0, 0, 1.0), (0.0, 5, 0.5), (2.0, 50, 0.05)):
             assert explorer.render_png(prompt=prompt, temperature=temperature, top_k=top_k,
                                        top_p=top_p).startswith(b"\x89PNG")
-    view = nb14.sampling_view(model, "Elizabeth", temperature=1.0, top_k=3)
+    view = nb15.sampling_view(model, "Elizabeth", temperature=1.0, top_k=3)
     assert (view["shaped"] > 0).sum() == 3 == view["kept"]
     logits = model.logits(model.tokenizer.encode("Elizabeth"))[-1]
     np.testing.assert_allclose(view["raw"], np.sort(next_token_probs(logits))[::-1][:15])
@@ -292,9 +295,9 @@ def test_the_sampling_explorer_draws_every_combination_and_never_raises():
 @pytest.mark.skipif(not WEIGHTS_PATH.exists(), reason="the tiny GPT's weights are not built")
 def test_a_slider_move_updates_the_bars_in_place_as_a_fresh_drawing_would():
     from attn_helpers.gpt import load_tiny_gpt
-    from attn_helpers.widgets import nb14
+    from attn_helpers.widgets import nb15
 
-    explorer = nb14.sampling_explorer(load_tiny_gpt())
+    explorer = nb15.sampling_explorer(load_tiny_gpt())
     explorer.render()
     axes = list(explorer._live.axes)
     for settings in ({"temperature": 0.5}, {"top_k": 3}, {"top_p": 0.3}, {"temperature": 0.0}):
@@ -314,12 +317,12 @@ def test_the_sampling_view_draws_removed_tokens_grey_names_punctuation_and_print
 
     from attn_helpers.gpt import load_tiny_gpt
     from attn_helpers.plotting import FAINT_COLOUR
-    from attn_helpers.widgets import nb14
+    from attn_helpers.widgets import nb15
 
     model = load_tiny_gpt()
-    explorer = nb14.sampling_explorer(model, prompt="Mr. Darcy")
+    explorer = nb15.sampling_explorer(model, prompt="Mr. Darcy")
     fig = explorer.figure(temperature=0.8, top_k=0, top_p=0.5)
-    view = nb14.sampling_view(model, "Mr. Darcy", temperature=0.8, top_p=0.5)
+    view = nb15.sampling_view(model, "Mr. Darcy", temperature=0.8, top_p=0.5)
     removed = [bar for bar, p in zip(fig.handles["bars"], view["shaped"]) if p == 0]
     assert removed and all(to_hex(bar.get_facecolor()) == FAINT_COLOUR and bar.get_height() > 0 for bar in removed)
     labels = [label.get_text() for label in fig.handles["ax"].get_xticklabels()]
@@ -329,7 +332,7 @@ def test_the_sampling_view_draws_removed_tokens_grey_names_punctuation_and_print
 
 def test_labels_name_a_lone_punctuation_mark_and_draw_what_the_fonts_lack():
     from attn_helpers.plotting import NO_GLYPH, drawable_labels
-    from attn_helpers.widgets.nb14 import token_label
+    from attn_helpers.widgets.nb15 import token_label
 
     assert [token_label(t) for t in (",", "·\"", "·was", "⏎", "··")] == [", (comma)", "·\" (quotation mark)", "·was",
                                                                          "⏎", "··"]
@@ -376,3 +379,22 @@ def test_the_right_count_of_previous_token_heads_in_any_numeric_form_passes(form
     count = int((previous_token_weights(load_tiny_gpt(), attention_sentence()) > 0.5).sum())
     assert right is not None and check_previous_token_heads(form(count)).passed
     assert not check_previous_token_heads(count + 0.5).passed
+
+
+# ---------------------------------------------------------------- notebook 14's merges explorer
+
+def test_the_merges_explorer_joins_tokens_as_the_tokenizer_does():
+    from attn_helpers.bpe import train_bpe
+    from attn_helpers.widgets import nb14
+
+    text = "the cat sat on the mat; the cat ate the hat"
+    tokenizer = train_bpe(text, vocab_size=262)
+    counts = [len(nb14.merges_view(tokenizer, text, m)["tokens"]) for m in range(0, 7)]
+    assert counts[0] == len(text.encode("utf-8")) and counts[-1] == len(tokenizer.encode(text))
+    assert all(b <= a for a, b in zip(counts, counts[1:]))  # a merge never adds a token
+    explorer = nb14.merges_explorer(tokenizer, text)
+    assert list(explorer.controls) == ["merges"]
+    for merges in (0, 3, 6, -3, 10_000):  # out-of-range values are clipped, never raise
+        assert explorer.render_png(merges=max(0, min(merges, 6))).startswith(b"\x89PNG")
+        assert nb14.merges_view(tokenizer, text, merges)["bytes"] == len(text.encode("utf-8"))
+    assert "tokens for" in explorer.figure(merges=3).note

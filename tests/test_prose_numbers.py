@@ -25,8 +25,8 @@ TYPED = {
     ("09", "2306.15595"): "an arXiv identifier",
     ("10", "0.044715"): "the tanh GELU's published constant", ("14", "0.044715"): "the tanh GELU's published constant",
     ("11", "0.01"): "the usual range of AdamW's weight decay, from the literature",
-    ("14", "0.45"): "a constant of the cosine learning-rate schedule's formula",
-    ("14", "0.95"): "the top-p that Holtzman et al. used, from their paper",
+    ("15", "0.45"): "a constant of the cosine learning-rate schedule's formula",
+    ("15", "0.95"): "the top-p that Holtzman et al. used, from their paper",
     ("16", "2.0"): "the name of SmolLM2's licence, Apache-2.0",
 }
 

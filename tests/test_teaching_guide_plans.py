@@ -210,16 +210,16 @@ def test_a_plan_for_a_notebook_being_written_appears_when_the_notebook_does(tmp_
     then; the guide shows only the plans of the notebooks there (the real plans are checked above, on the
     notebooks of this checkout)."""
     waiting = {name for name, plan in TOOL.PLANS.items() if plan["requires"]}
-    assert waiting and all(TOOL.NOTEBOOK_16 in TOOL.PLANS[name]["requires"] for name in waiting)
-    assert any(row[0] == TOOL.NOTEBOOK_16 for name in waiting for row in TOOL.PLANS[name]["rows"])
+    assert waiting and all(TOOL.NOTEBOOK_17 in TOOL.PLANS[name]["requires"] for name in waiting)
+    assert any(row[0] == TOOL.NOTEBOOK_17 for name in waiting for row in TOOL.PLANS[name]["rows"])
     (tmp_path / "notebooks").mkdir()
     for path in PRESENT.values():
         (tmp_path / "notebooks" / path.name).write_bytes(path.read_bytes())
     with_16 = TOOL.tracks(tmp_path)
-    if TOOL.NOTEBOOK_16 not in PRESENT:
+    if TOOL.NOTEBOOK_17 not in PRESENT:
         assert not waiting & set(ACTIVE)
         fake = next(iter(PRESENT.values())).read_bytes()
-        (tmp_path / "notebooks" / f"{TOOL.NOTEBOOK_16}_written_later.ipynb").write_bytes(fake)
+        (tmp_path / "notebooks" / f"{TOOL.NOTEBOOK_17}_written_later.ipynb").write_bytes(fake)
         with_16 = TOOL.tracks(tmp_path)
     shown = {name for names in with_16.values() for name in names}
     assert waiting <= shown and not any(TOOL.PLANS[name]["unless"] for name in shown)

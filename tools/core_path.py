@@ -73,7 +73,7 @@ ACTIVITIES = [
     ("pair work", "09", "### The dot product depends only on the offset"),
     ("pair work", "10", "### The mistake: normalising per feature over the tokens"),  # a 2 x 3 layer norm both ways
     ("pair work", "11", "## 6. Induction: two heads that compose"),
-    ("pair work", "14", "## 4. Sampling: greedy, temperature, top-k, top-p"),
+    ("pair work", "15", "## 2. Sampling: greedy, temperature, top-k, top-p"),
 ]
 
 #: Who timed what (``WHO``): a learner working alone, or a teacher walking a plan minute by minute.
@@ -241,7 +241,7 @@ def part_minutes(path, discussion=None, timed=True, as_walked=False) -> dict:
 
 
 #: A notebook whose content had another number when it was timed: today's number -> the number it had then.
-TIMED_AS: dict = {}
+TIMED_AS = {"15": "14"}  # the two halves of the tiny GPT were notebook 14
 
 
 def timed_alone(number: str, estimate: float) -> int:
@@ -317,9 +317,8 @@ SPLITS = {
     "13": [("13 §1-3", None, "the cost measured, the online softmax, tiled attention", 3),
            ("13 §4a", "13-026", "the KV cache", 1),
            ("13 §4b-5", "13-032", "the cost per generated token, grouped-query attention, the exercises", None)],
-    "14": [("14 §1-2", None, "byte-pair encoding, the whole backward pass checked", 2),
-           ("14 §3a", ("14-026b", "14-026"), "training on real text", 2),
-           ("14 §3b on", "14-037", "the next-token distribution, sampling, its heads, from GPT-2 to Llama", None)],
+    "15": [("15 §1", None, "training on real text", 2),
+           ("15 §2 on", "15-035b", "the next-token distribution, sampling, its heads, from GPT-2 to Llama", None)],
     "16": [("16 §1-3", None, "the GGUF file, one 4-bit block by hand, the model is yours", 3),
            ("16 §4 on", "16-026", "its heads measured, the exercises", None)],
 }
@@ -384,7 +383,7 @@ TRACKS = {
                                 "models 1 of 4", "models 2 of 4", "models 3 of 4", "models 4 of 4"],
     "Two days of 3 hours": ["day 1", "day 2"],
 }
-NOTEBOOK_16 = "17"  # attention in today's models: its track 3 session appears once the notebook is in the series
+NOTEBOOK_17 = "17"  # attention in today's models: its track 3 session appears once the notebook is in the series
 PLANS = {
     "core 1": session(
         recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
@@ -445,23 +444,23 @@ PLANS = {
         ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
         title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
               "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
-        flex=["13 §4a"], unless=[NOTEBOOK_16]),
+        flex=["13 §4a"], unless=[NOTEBOOK_17]),
     "models 2 of 3": session(
         ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
-        ("14 §1-2", None, "Byte-pair encoding; the whole backward pass, checked."),
+        ("14", None, "Byte-pair encoding, merge by merge; the whole backward pass, checked."),
         BREAK,
-        ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
-        title="Session 2: the cache, and a tiny GPT of your own.", flex=["14 §3a"], unless=[NOTEBOOK_16]),
+        ("15 §1", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
+        title="Session 2: the cache, and a tiny GPT of your own.", flex=["15 §1"], unless=[NOTEBOOK_17]),
     "models 3 of 3": session(
-        ("14 §3b on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
-                          "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
+        ("15 §2 on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
+                         "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
         BREAK,
         ("16", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                      "series' one block; chat; predict the sink, the induction layers and the cache; ablate the "
                      "induction heads."),
         title="Session 3: a real language model, run by your own code. It needs the model file of notebook 16: "
               "check before class that `load_smollm2()` runs on the machines you use (see section 15).",
-        unless=[NOTEBOOK_16]),
+        unless=[NOTEBOOK_17]),
     "models 1 of 4": session(
         ("12", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; weight is "
                      "not influence; removing a head."),
@@ -469,34 +468,37 @@ PLANS = {
         ("13 §1-3", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention."),
         title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
               "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
-        requires=[NOTEBOOK_16]),
+        requires=[NOTEBOOK_17]),
     "models 2 of 4": session(
         ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
         ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
         exercises("13"),
         BREAK,
-        ("14 §1-2", None, "Byte-pair encoding; the whole backward pass, checked."),
-        title="Session 2: the KV cache, and a tiny GPT of your own.", fill=["exercises 13"],
-        requires=[NOTEBOOK_16]),
-    "models 3 of 4": session(
-        ("14 §3a", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram."),
-        ("14 §3b on", None, "Sampling, temperature and top-p (in pairs, the top-k and top-p sets of one distribution "
-                          "by hand); generating with the cache; its heads; from GPT-2 to Llama."),
+        ("14", None, "Byte-pair encoding, merge by merge; the whole backward pass, checked."),
         exercises("14"),
+        title="Session 2: the KV cache, and a tiny GPT of your own.", fill=["exercises 13", "exercises 14"],
+        requires=[NOTEBOOK_17]),
+    "models 3 of 4": session(
+        recap("14", what="One question on last session's notebook, put to the room as a prediction: which pair does "
+                         "the first merge join, or why does the key bias get no gradient?"),
+        ("15", None, "Training on *Pride and Prejudice*: the loss against the unigram and the bigram; sampling, "
+                     "temperature and top-p (in pairs, the top-k and top-p sets of one distribution by hand); "
+                     "generating with the cache; its heads; from GPT-2 to Llama."),
+        exercises("15"),
         BREAK,
         ("16 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
                           "series' one block."),
         title="Session 3: the tiny GPT trained, and a real language model opened. It needs the model file of "
               "notebook 16: check before class that `load_smollm2()` runs on the machines you use (see section 15).",
-        fill=["exercises 14"], requires=[NOTEBOOK_16]),
+        fill=["exercises 15"], requires=[NOTEBOOK_17]),
     "models 4 of 4": session(
         ("16 §4 on", None, "Chat; predict the sink, the induction layers and the cache; ablate the induction heads."),
         BREAK,
-        (NOTEBOOK_16, None, "Attention in today's models: sliding windows and sinks, latent attention, linear "
+        (NOTEBOOK_17, None, "Attention in today's models: sliding windows and sinks, latent attention, linear "
                             "attention, sparse attention; what each keeps of the cache, and what it gives up."),
         exercises("16"),
-        title="Session 4: attention in today's models.", fill=["exercises 15"], flex=["16 §4 on"],
-        requires=[NOTEBOOK_16]),
+        title="Session 4: attention in today's models.", fill=["exercises 16"], flex=["16 §4 on"],
+        requires=[NOTEBOOK_17]),
     "day 1": session(
         recap("00", "01", what="What the homework set up: the notation table of 00, and one question on 01's "
                                "embeddings (which two words are closest, and why)."),
@@ -518,7 +520,7 @@ PLANS = {
                      "is the whole of a decoder's attention."),
         exercises("07", "Masked attention (07.2) in pairs, while you can help."),
         title="Day 2: queries, keys and values, and the causal mask.",
-        after=["06", "08", "09", "10", "11", "12", "13", "14", "16", NOTEBOOK_16], fill=["exercises 07"],
+        after=["06", "08", "09", "10", "11", "12", "13", "14", "15", "16", NOTEBOOK_17], fill=["exercises 07"],
         when="workshop"),
 }
 

@@ -60,6 +60,8 @@ from .nb14 import (
     check_first_pair,
     check_layer_norm_backward,
     check_merge_pair,
+)
+from .nb15 import (
     check_previous_token_heads,
     check_top_p,
 )
@@ -105,11 +107,11 @@ __all__ = [
     "check_sink_prediction", "check_two_back_head",
     "check_cache_prediction", "check_online_attention", "check_online_softmax", "check_skipped_tiles",  # 13 Cost
     "check_attention_by_splits", "check_merge_softmax_states",
-    "check_first_pair", "check_layer_norm_backward", "check_merge_pair", "check_previous_token_heads",  # 14 GPT
-    "check_top_p",
-    "check_cache_size_prediction", "check_induction_layers_prediction", "check_induction_score",  # 15 A real LLM
+    "check_first_pair", "check_layer_norm_backward", "check_merge_pair",  # 14 GPT, part 1
+    "check_previous_token_heads", "check_top_p",  # 15 GPT, part 2
+    "check_cache_size_prediction", "check_induction_layers_prediction", "check_induction_score",  # 16 A real LLM
     "check_late_sink_prediction", "check_q4_1_block", "check_shared_kv_heads",
-    "check_absorbed_query", "check_latent_cache_prediction", "check_linear_step",  # 16 Today's attention
+    "check_absorbed_query", "check_latent_cache_prediction", "check_linear_step",  # 17 Today's attention
     "check_recall_prediction", "check_rolling_slot", "check_sink_weights", "check_top_k_mask",
     "check_window_loss_prediction",
 ]
