@@ -286,7 +286,7 @@ def measured_minutes(commit: str, root=ROOT) -> dict | None:
         return series_minutes(guide, Path(folder), timed=False, as_walked=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calibration(root=ROOT) -> list:
     """``(notebooks, kind, measured low, measured high, who, commit, estimated)`` for every row of ``MEASURED``, the
     estimate made on the notebooks of that row's commit (on today's notebooks when the clone lacks it)."""
