@@ -471,7 +471,7 @@ for _number, _entries in {
            ("answers", "Layer 1 uses positions 9 to 11 only as *queries* (they need their own", PRINTED),
            ("answers", "A second head can attend to a second useful position (say the previous", DESIGN),
            ("answers", "In one layer every head reads only the original embeddings, so no numb", DESIGN),
-           ("guide", "**Optional cells:** the X source, the gradient checks of the linear, e", HEADING),
+           ("guide", "**Optional cells:** the X source, the table of the linear, embedding a", HEADING),
            ("guide", "The reverse task without positions trains in a second or two; the slow", HEADING),
            ("guide", "Every number of §6 and §7 comes from runs shipped in X, built by X wit", GUARANTEE),
            ("answers", "forgets notebook 06: unscaled scores spread about X times wider, and a one-hot", DEFINITION)],

@@ -14,7 +14,7 @@ does on the core path, at rates stated here so that anyone can disagree with the
   each live widget: 2 min to move its controls;
 - each predict-then-run question: 2 min alone, 5 min in class (30 people think, write, and some say why);
 - each fill-in exercise: 6 min (a first attempt, one hint, a second attempt), self-paced only;
-- each hard derivation (``ACTIVITIES``: the softmax's Jacobian, attention's backward pass, Adam,
+- each hard derivation (``ACTIVITIES``: the softmax's Jacobian, attention's backward pass,
   RoPE's algebra, layer norm's backward pass, a block's backward pass): 7 min more alone, 13 in class;
 - in class only: 4 min per discussion question of the teaching guide (its "Discussion" item of the
   notebook's section, one question per question mark), 15 min per pair-work activity (05's example by
@@ -63,16 +63,17 @@ ACTIVITIES = [
     ("derivation", "09", "## Relative positions: RoPE"),
     ("derivation", "11", "## 1. The softmax's backward pass"),
     ("derivation", "11", "## 2. Backwards through attention"),
-    ("derivation", "11", "## 4. Train it: Adam, written out"),
     ("derivation", "14", "### Layer norm"),
     ("derivation", "14", "### The feed-forward network, attention, the residuals: one block"),
     ("pair work", "05", "## A complete example by hand"),
     # In pairs, by hand: PE_p . PE_(p+k) for d_model = 4 at two starting positions (one computes, one checks);
     # a 2-token, 3-feature layer norm per token and (the mistake) per feature;
-    # the induction circuit traced token by token on "A B C ... A ->"; top-k and top-p sets of one distribution.
+    # the induction circuit traced token by token on "A B C ... A ->"; top-k and top-p sets of one distribution;
+    # the four entries of dL/dA for notebook 11's 2 x 2 product (one computes an entry, one checks it in the cell).
     ("pair work", "09", "### The dot product depends only on the offset"),
     ("pair work", "10", "### The mistake: normalising per feature over the tokens"),  # a 2 x 3 layer norm both ways
     ("pair work", "11", "## 6. Induction: two heads that compose"),
+    ("pair work", "11", "### One matrix product backwards, by hand"),
     ("pair work", "15", "## 2. Sampling: greedy, temperature, top-k, top-p"),
 ]
 
@@ -311,7 +312,7 @@ SPLITS = {
     "10": [("10 §1-7", None, "the residual stream, layer norm, the feed-forward network, stacking", 5),
            ("10 §8-9", "10-049", "the bridge to PyTorch, dropout and the exercises", None)],
     "11": [("11 §1", None, "the softmax's backward pass", 0),
-           ("11 §2-7", "11-011", "backwards through attention, Adam, training live, induction, the ablations", None)],
+           ("11 §2-7", "11-011", "backwards through attention, training live, induction", None)],
     "12": [("12 §1-6", None, "the model, its tokens, the head view and fingerprints", 3),
            ("12 §7-9", "12-ab-1", "removing a head, *apple* in two sentences, exercise 12.3", None)],
     "13": [("13 §1-3", None, "the cost measured, the online softmax, tiled attention", 3),
@@ -430,9 +431,10 @@ PLANS = {
         title="Session 2: the block, and the first backward pass.", fill=["exercises 10"]),
     "transformer 3": session(
         recap("10", "11 §1"),
-        ("11 §2-7", None, "The backward pass of attention; gradient checks; Adam written out; train *copy previous* "
-                          "live; predict the reverse task's pattern; in pairs, the induction circuit traced token by "
-                          "token; the ablations."),
+        ("11 §2-7", None, "In pairs, one matrix product backwards by hand (2 x 2); the backward pass of "
+                          "attention; gradient checks; train *copy previous* live; predict the reverse task's pattern; "
+                          "in pairs, the induction circuit traced token by token; the ablations of the optional "
+                          "section 7 shown and discussed."),
         BREAK,
         exercises("11"),
         title="Session 3: how attention learns.", fill=["exercises 11"]),
