@@ -400,9 +400,10 @@ PLANS = {
     "core 2": session(
         ("05", None, "The hand-worked example in pairs (one computes, one checks with code); predict which rows "
                      "change; spot the slip; the creature grid."),
+        exercises("05", "Spot the slip, exercise 05.1 and the keys of *roamed* (05.3) in pairs, while you can help."),
         BREAK,
         ("06", None, "Why $\\sqrt{d_k}$: the variance argument, the saturated softmax, the vanishing gradient."),
-        title="Session 2: queries, keys and values, and why $\\sqrt{d_k}$.", flex=["06"]),
+        title="Session 2: queries, keys and values, and why $\\sqrt{d_k}$.", flex=["06"], fill=["exercises 05"]),
     "core 3": session(
         ("07", None, "No peeking: the mask before the softmax; padding and the fully masked row."),
         exercises("07", "Exercise 07.1 and masked attention (07.2) in pairs, while you can help."),
