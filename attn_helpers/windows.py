@@ -1,5 +1,6 @@
 r"""Sliding windows and attention sinks (notebook 17): a banded causal mask, the rolling-buffer KV cache that keeps
-only the window, a per-head sink logit (gpt-oss), and SmolLM2 run with any mask.
+only the window, a per-head sink logit (gpt-oss), and SmolLM2 run with any mask, or with its sinks moved to just
+before the window, as StreamingLLM numbers its cache.
 
 A **sliding window** of ``window`` tokens lets query ``i`` see keys ``i - window + 1 .. i``; ``sinks`` first tokens
 stay visible whatever the distance (StreamingLLM, Xiao et al. 2023):
@@ -26,9 +27,11 @@ from .config import one_core
 from .core import scaled_dot_product_attention, softmax
 from .llama import rms_norm
 from .llm_measures import next_token_losses
+from .multihead import attend_heads, attention_heads, project_heads, repeat_kv_heads
 
 __all__ = ["band_mask", "rolling_attention", "attention_with_sink", "masked_logits", "masked_losses",
-           "streaming_study", "STREAMING_SETTINGS", "window_cache_bytes", "validation_ids", "load_streaming_runs",
+           "sink_positions", "moved_sink_attention", "streaming_study", "STREAMING_SETTINGS", "window_cache_bytes",
+           "validation_ids", "load_streaming_runs",
            "WINDOW_GRID", "window_grid_losses",
            "STREAMING_FILE", "STREAMING_FULL"]
 
@@ -153,25 +156,106 @@ def masked_logits(model, ids, mask, attention=None):
     return final @ model.embeddings.T  # (..., T, d_model) @ (d_model, vocab) -> (..., T, vocab): tied output
 
 
-def masked_losses(model, ids, masks):
+def masked_losses(model, ids, masks, attention=None):
     """Next-token losses ``(len(masks), T - 1)`` in nats of ``ids (T,)`` under each mask of ``masks`` (a dict or a
-    list of ``(T, T)`` masks), all in one batched pass."""
+    list of ``(T, T)`` masks), all in one batched pass; ``attention``: as :func:`masked_logits` takes it."""
     masks = list(masks.values()) if isinstance(masks, dict) else list(masks)
     ids = np.asarray(ids)
-    logits = masked_logits(model, np.tile(ids, (len(masks), 1)), np.stack(masks))  # (runs, T, vocab)
+    logits = masked_logits(model, np.tile(ids, (len(masks), 1)), np.stack(masks), attention)  # (runs, T, vocab)
     return np.stack([next_token_losses(run, ids) for run in logits])  # (runs, T - 1)
 
 
-#: The runs of the StreamingLLM experiment: name -> (window, sinks); ``None``: full causal attention.
-STREAMING_SETTINGS = {"full attention": None, "window": (0,), "window + 1 sink": (1,), "window + 4 sinks": (4,)}
+def sink_positions(T, window, sinks):
+    """Where each query of ``T`` sees the ``sinks`` when a cache is numbered as StreamingLLM numbers it: ``(T, s)``.
+
+    Query ``t``'s cache holds the sinks at positions ``0 .. s - 1`` and its window right after them, so once the
+    window is full the query sits at ``s + w - 1``. RoPE sees only distances, so the same scores come from
+    leaving the window's keys at their positions in the text and moving sink ``i`` to ``i + max(0, t - s - w + 1)``:
+    just before the window.
+
+    >>> sink_positions(6, window=3, sinks=1)[:, 0]   # from query 3 on, the sink sits just before the window
+    array([0, 0, 0, 0, 1, 2])
+    """
+    T, window = as_positive_int(T, "T"), as_positive_int(window, "window")
+    sinks = as_positive_int(sinks, "sinks", allow_zero=True)
+    shift = np.maximum(0, np.arange(T) - sinks - window + 1)  # (T,): how far each query's window has moved on
+    return shift[:, None] + np.arange(sinks)  # (T, 1) + (s,) -> (T, s)
+
+
+def moved_sink_attention(block, window, sinks=1):
+    r"""The attention of a RoPE ``block`` (SmolLM2's) whose ``sinks`` first keys are turned, for each query, to the
+    position just before its window (:func:`sink_positions`): StreamingLLM's cache, where the sinks get positions
+    ``0 .. s - 1`` and the window follows them. Pass it to :func:`masked_logits` as ``attention=`` with
+    ``band_mask(T, window, sinks)``: the mask says which keys a query reads, this function where the sinks sit.
+
+    A sink's score now depends on the query, so no single key matrix holds it: its key is turned anew for every
+    query, and its score joins the window's scores as one more column of the same softmax,
+
+    .. math:: s_{t,i} = q_t \cdot R_{p_i(t)}\, k_i \,/\, \sqrt{d_h}, \qquad p_i(t) = i + \max(0,\ t - s - w + 1).
+
+    >>> import dataclasses
+    >>> from attn_helpers.kv_cache import init_grouped_query_params
+    >>> from attn_helpers.llm import LlamaBlockParams
+    >>> p = init_grouped_query_params(d_model=8, num_heads=4, num_kv_heads=2, dtype=np.float64)
+    >>> block = LlamaBlockParams(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)}, W_up=p.W_1)
+    >>> x, mask = np.random.default_rng(0).standard_normal((6, 8)), band_mask(6, window=2, sinks=1)
+    >>> moved = moved_sink_attention(block, window=2, sinks=1)(x, mask)[0]
+    >>> in_place = block.attention(x, mask)[0]     # the sink at its own position, 0
+    >>> [bool(np.allclose(moved[t], in_place[t])) for t in range(6)]   # from query 3 on, the sink sits at t - 2
+    [True, True, True, False, False, False]
+    """
+    window = as_positive_int(window, "window")
+    sinks = as_positive_int(sinks, "sinks", allow_zero=True)
+    if getattr(block, "rotate", None) is None or not hasattr(block, "num_kv_heads"):
+        raise TypeError(f"block must be a RoPE block with num_kv_heads (SmolLM2's LlamaBlockParams); got "
+                        f"{type(block).__name__}: a sink is moved by turning its key, so the block must turn keys")
+    h, h_kv = block.num_heads, block.num_kv_heads
+
+    def attention(x, mask=None, record=None, dropout=0.0, rng=None):
+        T = x.shape[-2]
+        s = min(sinks, T)
+        read = band_mask(T, window, s) if mask is None else mask  # (..., T, T): which keys each query reads
+        # 1-2. Notebook 08's heads, each query and key turned by its position in the text
+        queries, keys, values = attention_heads(x, block.W_q, block.W_k, block.W_v, h, block.biases, None,
+                                                block.rotate)  # (..., h, T, d_h) each
+        # The sinks' keys, not yet turned, then turned once per query: to just before that query's window
+        sink_keys = repeat_kv_heads(project_heads(x[..., :s, :], block.W_k, block.b_k, h_kv), h)  # (..., h, s, d_h)
+        sink_keys = block.rotate(sink_keys[..., None, :, :], sink_positions(T, window, s))  # (..., h, T, s, d_h)
+        sink_scores = (queries[..., None, :] @ np.swapaxes(sink_keys, -1, -2))[..., 0, :] / math.sqrt(
+            queries.shape[-1])  # (..., h, T, 1, d_h) @ (..., h, T, d_h, s) -> (..., h, T, s)
+        # 3-4. One softmax over the window's keys and s more columns: the sinks, whose scores are given as a bias
+        # on a zero key (the sinks' own columns among the window's keys are masked, so each is counted once)
+        keys = np.concatenate([keys, np.zeros_like(keys[..., :s, :])], axis=-2)  # (..., h, T + s, d_h)
+        values = np.concatenate([values, values[..., :s, :]], axis=-2)  # (..., h, T + s, d_h): values never turn
+        bias = np.concatenate([np.zeros((*sink_scores.shape[:-1], T), sink_scores.dtype), sink_scores],
+                              axis=-1)  # (..., h, T, T + s): 0 on the window's keys, the sinks' scores after them
+        window_keys = read & (np.arange(T) >= s)  # (..., T, T): the window's keys, the sinks apart
+        keep = np.concatenate([window_keys, read[..., :s]], axis=-1)  # (..., T, T + s)
+        return attend_heads(queries, keys, values, block.W_o, block.b_o, keep, bias=bias)
+    return attention
+
+
+#: The runs of the StreamingLLM experiment: name -> (sinks, moved); ``None``: full causal attention. ``moved``:
+#: the sinks sit just before the window (:func:`moved_sink_attention`), as StreamingLLM numbers its cache.
+STREAMING_SETTINGS = {"full attention": None, "window": (0, False), "window + 1 sink": (1, False),
+                      "window + 4 sinks": (4, False), "window + 1 sink, moved": (1, True)}
 
 
 def streaming_study(model, ids, window):
-    """StreamingLLM's experiment on SmolLM2: losses ``(4, T - 1)`` of ``ids`` with full attention, a ``window``,
-    the window plus the first token, plus the first four; returns ``{"names", "losses", "window"}``."""
+    """StreamingLLM's experiment on SmolLM2: losses ``(5, T - 1)`` of ``ids`` with full attention, a ``window``,
+    the window plus the first token, plus the first four, and plus the first token moved to just before the window
+    (:data:`STREAMING_SETTINGS`); returns ``{"names", "losses", "window"}``. Two passes: the masks, then the move."""
     T = len(ids)
-    masks = [np.tri(T, dtype=bool) if s is None else band_mask(T, window, s[0]) for s in STREAMING_SETTINGS.values()]
-    return {"names": list(STREAMING_SETTINGS), "losses": masked_losses(model, ids, masks), "window": window}
+    masks = {name: np.tri(T, dtype=bool) if s is None else band_mask(T, window, s[0])
+             for name, s in STREAMING_SETTINGS.items()}
+    moved = {name: s[0] for name, s in STREAMING_SETTINGS.items() if s is not None and s[1]}  # name -> sinks
+    kept = [name for name in masks if name not in moved]
+    losses = dict(zip(kept, masked_losses(model, ids, [masks[name] for name in kept])))  # one batched pass
+    for name, sinks in moved.items():  # one pass more: the sinks' keys turned anew for every query
+        losses[name] = masked_losses(model, ids, [masks[name]],
+                                     lambda block, s=sinks: moved_sink_attention(block, window, s))[0]
+    return {"names": list(STREAMING_SETTINGS), "losses": np.stack([losses[n] for n in STREAMING_SETTINGS]),
+            "window": window}
 
 
 def window_cache_bytes(num_layers, num_kv_heads, head_dim, T, window=None, global_every=None, bytes_per_number=2):
@@ -227,13 +311,13 @@ def validation_ids(model, T):
 
 
 def load_streaming_runs() -> dict:
-    """The shipped full-size run: ``names``, ``losses (4, T - 1)`` (nats, per position), ``window``, ``T``,
+    """The shipped full-size run: ``names``, ``losses (5, T - 1)`` (nats, per position), ``window``, ``T``,
     ``from_position``; and the explorer's grid (:data:`WINDOW_GRID`): ``grid_losses (windows, sinks, 255)``,
     ``grid_full (255,)``, ``grid_windows``, ``grid_sinks``.
 
     >>> runs = load_streaming_runs()
     >>> runs["losses"].shape, int(runs["window"])
-    ((4, 1023), 128)
+    ((5, 1023), 128)
     """
     from importlib import resources
 

@@ -69,16 +69,104 @@ def test_sink_logit_equals_one_extra_key_with_a_zero_value():
     assert (weights.sum(-1) < 1).all() and np.allclose(weights.sum(-1), 1 - softmax(extra)[..., -1])
 
 
+def tiny_smollm2(seed, num_layers=2, vocab=40):
+    """A SmolLM2 of the same kind (RoPE, RMSNorm, SwiGLU, 4 query heads sharing 2 key/value heads), tiny and in
+    float64, so that two forms of the same sums agree to round-off far below any budget."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from attn_helpers.kv_cache import init_grouped_query_params
+    from attn_helpers.llm import LlamaBlockParams, SmolLM2
+
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(num_layers):
+        p = init_grouped_query_params(d_model=16, num_heads=4, num_kv_heads=2, rng=rng, dtype=np.float64)
+        fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+        blocks.append(LlamaBlockParams(**fields, W_up=rng.standard_normal(p.W_1.shape) / 4, rope_base=100.0))
+    return SmolLM2(rng.standard_normal((vocab, 16)), blocks, np.ones(16), SimpleNamespace(vocabulary={"<|im_end|>": 0}),
+                   {})
+
+
+def streaming_reference(model, ids, window, sinks):
+    """StreamingLLM written out: token by token, each layer keeps a cache of the sinks and the last ``window``
+    tokens (what its attention reads: the normalized inputs, from which it makes keys and values), and runs the
+    model's own attention on that cache numbered 0 .. n - 1, n <= sinks + window; the newest row is the query."""
+    from attn_helpers.block import transformer_block
+    from attn_helpers.llama import rms_norm
+
+    caches = [[] for _ in model.blocks]  # per layer: (token, its normalized input), the tokens the cache still holds
+    logits = []
+    for t, token in enumerate(ids):
+        x = model.embeddings[[token]]  # (1, d_model): the newest token alone
+        for block, cache in zip(model.blocks, caches):
+            def attention(normed, mask=None, block=block, cache=cache, t=t):
+                cache.append((t, normed[0]))
+                cache[:] = [(n, row) for n, row in cache if n < sinks or n > t - window]  # evict what left the window
+                rows = np.stack([row for _, row in cache])  # (n, d_model): positions 0 .. n - 1 in the cache
+                assert len(rows) <= sinks + window
+                out, weights = block.attention(rows, np.tri(len(rows), dtype=bool))  # the model's attention
+                return out[-1:], weights
+            x, _ = transformer_block(x, block, None, True, attention)
+        logits.append((rms_norm(x, model.final_norm_gamma, model.blocks[0].eps) @ model.embeddings.T)[0])
+    return np.array(logits)  # (T, vocab)
+
+
+@pytest.mark.parametrize("T, window, sinks", [(24, 5, 1), (20, 4, 2), (12, 3, 0), (8, 10, 1)])
+def test_moved_sinks_equal_a_cache_numbered_from_zero(T, window, sinks):
+    from attn_helpers.windows import masked_logits, moved_sink_attention
+
+    model = tiny_smollm2(T + window + sinks)
+    ids = np.random.default_rng(T).integers(0, model.vocab_size, T)
+    reference = streaming_reference(model, ids, window, sinks)
+    mask = band_mask(T, window, sinks)
+    moved = masked_logits(model, ids, mask, attention=lambda block: moved_sink_attention(block, window, sinks))
+    assert rel(moved, reference) < RTOL
+    kept_in_place = masked_logits(model, ids, mask)  # the band mask alone: the sinks keep their positions
+    full_until = sinks + window  # until then the cache holds every token at its own position: nothing moves
+    assert rel(kept_in_place[:full_until], reference[:full_until]) < RTOL
+    if sinks and T > full_until:  # then the reference sees the sinks moved, and the band mask does not
+        assert rel(kept_in_place[full_until:], reference[full_until:]) > 1e-3
+
+
+def test_sink_positions_sit_just_before_the_window():
+    from attn_helpers.windows import sink_positions
+
+    positions = sink_positions(40, window=8, sinks=3)
+    for t in range(40):
+        first = max(3, t - 8 + 1)  # the window's first key
+        expected = [i for i in range(3)] if t < 3 + 8 else [first - 3 + i for i in range(3)]
+        assert positions[t].tolist() == expected
+
+
 def test_shipped_streaming_run_shows_streamingllm_shape():
     runs = load_streaming_runs()
-    assert runs["losses"].shape == (4, STREAMING_FULL["T"] - 1)
+    assert runs["losses"].shape == (5, STREAMING_FULL["T"] - 1)
     names = [str(n) for n in runs["names"]]
     late = dict(zip(names, runs["losses"][:, STREAMING_FULL["from_position"]:].mean(axis=1)))
     early = dict(zip(names, runs["losses"][:, 1:STREAMING_FULL["window"]].mean(axis=1)))
     assert np.allclose(list(early.values()), early["full attention"], atol=1e-3)  # nothing has left the window yet
     assert late["window"] > late["full attention"] + 0.5  # clearly above once the first token has left
-    for with_sink in ("window + 1 sink", "window + 4 sinks"):
+    for with_sink in ("window + 1 sink", "window + 4 sinks", "window + 1 sink, moved"):
         assert abs(late[with_sink] - late["full attention"]) < 0.25
+    moved = runs["losses"][names.index("window + 1 sink, moved")]
+    in_place = runs["losses"][names.index("window + 1 sink")]
+    start = 1 + STREAMING_FULL["window"]  # from query sinks + window on the sink sits at 1, 2, ... (losses[t]: query t)
+    np.testing.assert_allclose(moved[:start], in_place[:start], atol=1e-4)  # before, the cache is the text itself
+    assert np.abs(moved[start:] - in_place[start:]).max() > 1e-3  # after, the move changes the losses
+
+
+def test_a_fresh_moved_sink_run_equals_the_shipped_one_where_it_overlaps():
+    from attn_helpers.llm import load_smollm2
+    from attn_helpers.windows import masked_losses, moved_sink_attention, validation_ids
+
+    runs = load_streaming_runs()
+    names = [str(n) for n in runs["names"]]
+    model, T, window = load_smollm2(), 160, int(runs["window"])
+    ids = validation_ids(model, T)
+    np.testing.assert_array_equal(ids, runs["ids"][:T])
+    fresh = masked_losses(model, ids, [band_mask(T, window, 1)], lambda b: moved_sink_attention(b, window, 1))[0]
+    np.testing.assert_allclose(fresh, runs["losses"][names.index("window + 1 sink, moved")][:T - 1], atol=1e-3)
 
 
 def test_window_cache_bytes_counts_full_and_windowed_layers():
@@ -202,6 +290,9 @@ def test_top_k_mask_against_sorting():
     (lambda: linear_attention_chunked(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), 0), "chunk"),
     (lambda: delta_rule(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.ones(4)), "beta"),
     (lambda: top_k_mask(np.ones((2, 3)), 0), "k"),
+    (lambda: __import__("attn_helpers.windows", fromlist=["x"]).moved_sink_attention("block", 4), "block"),
+    (lambda: __import__("attn_helpers.windows", fromlist=["x"]).moved_sink_attention(tiny_smollm2(0).blocks[0], 0),
+     "window"),
 ])
 def test_bad_inputs_name_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):

@@ -4,11 +4,13 @@
     nice python tools/build_streaming_runs.py     # writes attn_helpers/data/nb17_streaming_runs.npz
 
 SmolLM2-135M over the first 1,024 tokens of notebook 14's validation text, four times in one batched pass (full
-attention, a 128-token window, the window plus the first token, plus the first four: ``windows.streaming_study``),
-and the explorer's grid (windows 8, 16, ..., 128 with 0 to 4 sinks over the first 256 tokens:
-``windows.window_grid_losses``); a few minutes on two cores. The notebook runs the StreamingLLM experiment at a
-quarter of the size and plots this one. ``tests/test_modern.py`` checks that the shipped numbers show StreamingLLM's
-shape, and that one setting of the grid equals a fresh run, never bit for bit.
+attention, a 128-token window, the window plus the first token, plus the first four), then once more with the
+first token moved to just before the window, as StreamingLLM numbers its cache (``windows.moved_sink_attention``;
+all five: ``windows.streaming_study``), and the explorer's grid (windows 8, 16, ..., 128 with 0 to 4 sinks over
+the first 256 tokens: ``windows.window_grid_losses``); a few minutes on two cores (about 7 on a busy one). The
+notebook runs the StreamingLLM experiment at a quarter of the size and plots this one. ``tests/test_modern.py``
+checks that the shipped numbers show StreamingLLM's shape, and that one setting of the grid and the start of the
+moved-sink run equal a fresh run, never bit for bit.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def main() -> None:
                         grid_sinks=np.array(WINDOW_GRID["sinks"]))
     late = study["losses"][:, STREAMING_FULL["from_position"]:].mean(axis=1)
     for name, loss in zip(study["names"], late):
-        print(f"{name:<18} {loss:.3f} nats (perplexity {np.exp(loss):.1f})")
+        print(f"{name:<24} {loss:.3f} nats (perplexity {np.exp(loss):.1f})")
     size = PATH.stat().st_size / 1024
     print(f"wrote {PATH.relative_to(ROOT)} ({size:.0f} KiB) in {time.perf_counter() - start:.0f} s")
 
