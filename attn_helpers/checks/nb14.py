@@ -21,12 +21,11 @@ from ._grader import (
     call_quietly,
     failed_call,
     grade_function,
-    read_filled,
     register_solution,
     shows_verdict,
     whole_number,
 )
-from ._predict import is_complex
+from ._predict import filled_in, is_complex
 
 __all__ = ["check_first_pair", "check_previous_token_heads", "check_merge_pair", "check_layer_norm_backward",
            "check_top_p"]
@@ -60,12 +59,9 @@ def first_pair():
 
 
 @shows_verdict
+@filled_in("my_first_pair", example='two characters in quotes, e.g. "ab"')
 def check_first_pair(prediction):
     """Grade a prediction of the most frequent pair of neighbouring bytes in the training text (inside chunks)."""
-    prediction, problem = read_filled(prediction, "my_first_pair", example='two characters in quotes, e.g. "ab"',
-                                      numbers=False)
-    if problem is not None:
-        return problem
     pair = _as_pair(prediction)
     if pair is None:
         what = "two characters" if isinstance(prediction, (str, tuple, list)) else "a string"
@@ -111,13 +107,10 @@ def previous_token_heads():
 
 
 @shows_verdict
+@filled_in("my_previous_token_heads", example="a whole number from 0 to 8")
 def check_previous_token_heads(prediction):
     """Grade a prediction of how many of the tiny GPT's heads put more than half of their weight on the previous
     token, on :func:`attention_sentence`."""
-    prediction, problem = read_filled(prediction, "my_previous_token_heads", example="a whole number from 0 to 8",
-                                      numbers=False)
-    if problem is not None:
-        return problem
     if whole_number(prediction) is None:
         kind = "complex" if is_complex(prediction) else type(prediction).__name__
         return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
