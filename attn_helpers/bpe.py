@@ -115,7 +115,7 @@ class BPETokenizer:
         return self.token_bytes
 
     def __repr__(self):
-        return f"BPETokenizer(vocab_size={self.vocab_size})"
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, merges={len(self.merges)})"
 
     def _encode_chunk(self, chunk):
         """The merges replayed on one chunk, earliest merge first, each pair's occurrences left to right.
@@ -346,9 +346,6 @@ class VocabularyBPE(BPETokenizer):
     @property
     def id_bytes(self) -> list:
         return self.model_bytes
-
-    def __repr__(self):
-        return f"VocabularyBPE(vocab_size={self.vocab_size}, merges={len(self.merges)})"
 
     def encode(self, text):
         """The model's token ids of ``text`` (no special tokens added; those typed in the text are kept whole)."""

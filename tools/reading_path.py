@@ -17,6 +17,13 @@ checkers, widgets and figures are not lessons). A function counts its code lines
 the docstring, blank lines and comment-only lines; each function once per path. The *core's path* is the union
 of every notebook's. ``transformer_block??`` counts everything it shows from the ``def`` down.
 
+A learner reads a function once, in the notebook that teaches it. The series is read in order; notebook 10's
+block calls notebook 08's ``multi_head_attention``, which the learner read in 08 and now knows by its name. So
+a notebook's *lines* are those of its path's functions that no earlier notebook's path holds (its *new* lines);
+the walk still goes through the known ones (what they call is on the path too), and the whole path, known
+functions included, is printed beside it. The same rule holds for every notebook: each function counts once,
+in the first notebook (by number) whose path reaches it, so the notebooks' new lines add up to the core's.
+
 The budgets (issue 43) are :data:`BUDGETS`; ``tests/test_reading_path.py`` holds them.
 """
 
@@ -40,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = {f"attn_helpers.{name}" for name in ("core", "multihead", "block", "kv_cache", "positions", "efficient",
                                             "online", "backprop", "training", "gpt", "pretrained", "llama", "bpe")}
 
-#: Lines a learner reads: each notebook's central path, the core's, and ``transformer_block??``.
+#: Lines a learner reads: each notebook's new lines on its central path, the core's, and ``transformer_block??``.
 BUDGETS = {"08": 60, "10": 90, "13": 90, "14": 200, "core": 1000, "transformer_block??": 30}
 
 PRINTED = re.compile(r"(?:getsource|show_source)\(\s*([A-Za-z_][\w.]*)|([A-Za-z_][\w.]*)\?\?")
@@ -182,13 +189,23 @@ def _walk(entries, classes):
     return seen
 
 
+def first_read(paths):
+    """``{notebook: {name: lines}}`` of each path's functions that no earlier notebook's path holds."""
+    known, new = set(), {}
+    for number in sorted(paths):
+        new[number] = {name: lines for name, lines in paths[number].items() if name not in known}
+        known.update(paths[number])
+    return new
+
+
 def measure(notebooks):
     paths = {nb.name[:2]: central_path(entry_points(nb)) for nb in notebooks}
     core = {}
     for path in paths.values():
         core.update(path)
     block = importlib.import_module("attn_helpers.block").transformer_block
-    return {"paths": paths, "core": core, "transformer_block??": _shown(inspect.unwrap(block))}
+    return {"paths": paths, "new": first_read(paths), "core": core,
+            "transformer_block??": _shown(inspect.unwrap(block))}
 
 
 def main(argv=None):
@@ -206,12 +223,13 @@ def main(argv=None):
             print(json.dumps(result))
             return 0
         for number, path in result["paths"].items():
-            budget = BUDGETS.get(number)
-            print(f"{number}: {sum(path.values()):5d} lines in {len(path):3d} functions"
+            budget, new = BUDGETS.get(number), result["new"][number]
+            print(f"{number}: {sum(new.values()):5d} new lines in {len(new):3d} functions"
+                  f"   (whole path {sum(path.values()):3d} lines in {len(path):3d})"
                   + ("" if budget is None else f"   (budget {budget})"))
             if args.show == number:
                 for name, lines in sorted(path.items(), key=lambda item: -item[1]):
-                    print(f"      {lines:4d}  {name}")
+                    print(f"      {lines:4d}  {name}" + ("" if name in new else "   (read on an earlier path)"))
         print(f"core: {sum(result['core'].values()):5d} lines in {len(result['core']):3d} functions   "
               f"(budget {BUDGETS['core']})")
         print(f"transformer_block??: {result['transformer_block??']} lines (budget {BUDGETS['transformer_block??']})")

@@ -100,6 +100,17 @@ class Wrong:
     hint: str
 
 
+def each_slip(variant: Callable[..., Callable[..., Any]], slips: Mapping[str, tuple[dict, str]]) -> list[Wrong]:
+    """Every slip of ``slips`` as a known wrong answer: ``variant(**options)`` is the solution with the slip
+    ``options``; ``slips`` maps a slip's name to ``(options, hint)``.
+
+    >>> wrongs = each_slip(lambda power=1: lambda x: x ** power, {"squared": ({"power": 2}, "no square")})
+    >>> wrongs[0].hint, wrongs[0].fn(3)
+    ('no square', 9)
+    """
+    return [Wrong(variant(**options), hint) for options, hint in slips.values()]
+
+
 def two_slips(reference: Callable[..., Any], slips: Mapping[str, tuple[dict, str]]) -> list[Wrong]:
     """Every slip of ``slips`` alone, then every two at once, as known wrong answers of ``reference``.
 
@@ -115,14 +126,13 @@ def two_slips(reference: Callable[..., Any], slips: Mapping[str, tuple[dict, str
     >>> wrongs[2].fn(3)
     10
     """
-    def variant(options):
+    def variant(**options):
         return lambda *args, **kwargs: reference(*args, **{**kwargs, **options})
 
-    singles = [Wrong(variant(options), hint) for options, hint in slips.values()]
-    pairs = [Wrong(variant({**a, **b}), f"two slips at once: (1) {hint_a}; (2) {hint_b}")
+    pairs = [Wrong(variant(**a, **b), f"two slips at once: (1) {hint_a}; (2) {hint_b}")
              for i, (a, hint_a) in enumerate(slips.values()) for b, hint_b in list(slips.values())[i + 1:]
              if not set(a) & set(b)]
-    return singles + pairs
+    return each_slip(variant, slips) + pairs
 
 
 class TimeLimit(BaseException):

@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._grader import Verdict, read_filled, whole_number
+from ._grader import Verdict, grade_choice, grade_value, read_filled, whole_number
 
-__all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex", "read_choice", "read_letter"]
+__all__ = ["as_token_set", "grade_token_set", "as_shape", "is_complex", "read_choice", "read_letter",
+           "grade_named_choice", "grade_measurement", "filled_in"]
+
+
+def filled_in(name: str, example: str):
+    """Decorator for a checker of one answer (its first argument): while the answer is not filled in (still
+    ``...``, or None), the checker says so (:func:`read_filled`) instead of grading it.
+
+    >>> @filled_in("my_guess", example="a number")
+    ... def check_guess(guess):
+    ...     return Verdict(guess == 2, "guess is 2")
+    >>> check_guess(...)
+    ❌ Not yet: my_guess is not filled in yet
+    💡 Hint: replace the ... with a number
+    """
+
+    def decorate(checker):
+        first = next(iter(inspect.signature(checker).parameters))
+
+        @functools.wraps(checker)
+        def checking(*args, **kwargs):
+            if args or first in kwargs:
+                _, problem = read_filled(args[0] if args else kwargs[first], name, example=example, numbers=False)
+                if problem is not None:
+                    return problem
+            return checker(*args, **kwargs)
+
+        return checking
+
+    return decorate
 
 
 def is_complex(item) -> bool:
@@ -132,3 +163,26 @@ def read_letter(answer, questions, question, whose: str, quote: str):
         letters = ", ".join(quote.format(key) for key in questions[question]["choices"])
         return None, Verdict(False, f"{answer[:40]!r} is not one of the choices", f"answer {letters}")
     return choice, None
+
+
+def grade_named_choice(prediction, truth: str, choices: Mapping[str, str], **grading) -> Verdict:
+    """:func:`grade_choice` of a prediction that names one of ``choices`` by its letter ("b", "(b)", "B.") or its text.
+
+    >>> grade_named_choice("(B).", "b", {"a": "early", "b": "late"}).passed
+    True
+    """
+    if isinstance(prediction, str):
+        prediction = read_choice(prediction, choices) or prediction
+    return grade_choice(prediction, truth, list(choices), **grading)
+
+
+def grade_measurement(prediction, truth: float, *, atol: float, success: str, hint: str) -> Verdict:
+    """:func:`grade_value` of a predicted measurement (within ``atol``); a miss is told whether the measurement is
+    higher or lower, then ``hint``.
+
+    >>> grade_measurement(0.2, 0.5, atol=0.1, success="measured 0.5.", hint="see the next cell").hint
+    'the measurement is higher. see the next cell'
+    """
+    guess = float(prediction) if isinstance(prediction, (int, float, np.floating, np.integer)) else truth
+    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=atol, success=success,
+                       hint=f"the measurement is {'higher' if guess < truth else 'lower'}. {hint}")

@@ -11,7 +11,7 @@ from ..core import softmax
 from ..examples import SEED
 from ..pretrained import FINGERPRINT_SENTENCES, head_fingerprints, load_minilm, weighted_value_norms
 from ._grader import Case, Verdict, Wrong, grade_function, read_filled, register_solution, shows_verdict, whole_number
-from ._predict import read_choice, read_letter
+from ._predict import filled_in, read_choice, read_letter
 
 __all__ = ["check_previous_token_weight", "check_previous_token_head", "check_two_back_head", "check_sink_prediction",
            "check_ablation_prediction", "sink_measurements", "ablated_heads", "ABLATION_QUESTIONS"]
@@ -91,11 +91,9 @@ def _model_fingerprints():
 
 
 @shows_verdict
+@filled_in("previous_head", example="(layer, head), two integers")
 def check_previous_token_head(answer):
     """Grade ``(layer, head)``: the head with the largest mean weight on the previous token (0-based)."""
-    answer, problem = read_filled(answer, "previous_head", example="(layer, head), two integers", numbers=False)
-    if problem is not None:
-        return problem
     try:
         fingerprints = _model_fingerprints()
     except Exception as err:  # noqa: BLE001 - a missing model becomes a message, never a traceback
@@ -242,12 +240,9 @@ def sink_prediction():
 
 
 @shows_verdict
+@filled_in("my_prediction", example='"a", "b" or "c", before you measure')
 def check_sink_prediction(prediction):
     """Compare a prediction ("a", "b" or "c") with the measurement on the real model."""
-    prediction, problem = read_filled(prediction, "my_prediction", example='"a", "b" or "c", before you measure',
-                                      numbers=False)
-    if problem is not None:
-        return problem
     choice = read_choice(prediction, {key: text for key, (text, _, _) in SINK_CHOICES.items()})
     if choice is None:
         return Verdict(False, f"{prediction!r} is not one of the choices", 'answer "a", "b" or "c"')

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import scaled_dot_product_attention, softmax
 from ..efficient import tile_count
 from ..kv_cache import PUBLISHED_CONFIGS, kv_cache_bytes
-from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution, shows_verdict
+from ._grader import Case, Wrong, each_slip, grade_function, grade_value, never_raises, register_solution, shows_verdict
 
 __all__ = ["check_online_softmax", "check_online_attention", "check_skipped_tiles", "check_cache_prediction",
            "check_merge_softmax_states", "check_attention_by_splits"]
@@ -130,6 +130,27 @@ def _attention_variant(rescale_sum=True, rescale_acc=True, divide=True, scale=Tr
     return variant
 
 
+#: The slips of exercise 13.2, each with its hint (``each_slip``).
+_ONLINE_SLIPS = {
+    "accumulator": ({"rescale_acc": False},
+                    "the accumulator is not rescaled: when the max grows, the weighted values summed so far were "
+                    "weighted by exp(s - m_old). Multiply acc by exp(m_old - m_new) too, exactly like the sum"),
+    "sum": ({"rescale_sum": False},
+            "the running sum is not rescaled when the max grows (the accumulator is): multiply l by "
+            "exp(m_old - m_new) before adding the new term"),
+    "neither": ({"rescale_sum": False, "rescale_acc": False},
+                "neither the sum nor the accumulator is rescaled when the max grows: both hold terms relative to "
+                "the old max; multiply both by exp(m_old - m_new)"),
+    "no division": ({"divide": False}, "you returned the accumulator itself: divide it by the running sum l at the "
+                                       "end (the softmax's denominator)"),
+    "no scale": ({"scale": False}, "the scores are not scaled: divide query @ key by sqrt(d_k)"),
+    "d_k": ({"scale": "d_k"}, "you divided the scores by d_k: divide by its square root, np.sqrt(d_k) (notebook 06)"),
+    "sqrt(T)": ({"scale": "sqrt(T)"}, "you divided by the square root of the number of keys T: the scale is "
+                                      "1 / sqrt(d_k), with d_k the length of the query (len(query)), whatever the "
+                                      "number of keys"),
+}
+
+
 @shows_verdict
 def check_online_attention(fn):
     """Grade ``fn(query, keys, values) -> context`` (one query row) against the core."""
@@ -144,28 +165,8 @@ def check_online_attention(fn):
     def reference(query, keys, values):
         return scaled_dot_product_attention(query[None, :], keys, values)[0][0]  # (1, d_v) -> (d_v,)
 
-    wrongs = [
-        Wrong(_attention_variant(rescale_acc=False),
-              "the accumulator is not rescaled: when the max grows, the weighted values summed so far were "
-              "weighted by exp(s - m_old). Multiply acc by exp(m_old - m_new) too, exactly like the sum"),
-        Wrong(_attention_variant(rescale_sum=False),
-              "the running sum is not rescaled when the max grows (the accumulator is): multiply l by "
-              "exp(m_old - m_new) before adding the new term"),
-        Wrong(_attention_variant(rescale_sum=False, rescale_acc=False),
-              "neither the sum nor the accumulator is rescaled when the max grows: both hold terms relative to "
-              "the old max; multiply both by exp(m_old - m_new)"),
-        Wrong(_attention_variant(divide=False),
-              "you returned the accumulator itself: divide it by the running sum l at the end (the softmax's "
-              "denominator)"),
-        Wrong(_attention_variant(scale=False),
-              "the scores are not scaled: divide query @ key by sqrt(d_k)"),
-        Wrong(_attention_variant(scale="d_k"),
-              "you divided the scores by d_k: divide by its square root, np.sqrt(d_k) (notebook 06)"),
-        Wrong(_attention_variant(scale="sqrt(T)"),
-              "you divided by the square root of the number of keys T: the scale is 1 / sqrt(d_k), with d_k the "
-              "length of the query (len(query)), whatever the number of keys"),
-    ]
-    return grade_function(fn, reference, cases, what="online_attention_row", wrongs=wrongs,
+    return grade_function(fn, reference, cases, what="online_attention_row",
+                          wrongs=each_slip(_attention_variant, _ONLINE_SLIPS),
                           shape_hint="the context of one query has one number per value feature: shape (d_v,)",
                           success="the context of scaled_dot_product_attention, in one pass over the keys and "
                                   "without ever storing a weight.")

@@ -21,11 +21,11 @@ from ._grader import (
     call_quietly,
     failed_call,
     grade_function,
-    read_filled,
     register_solution,
     shows_verdict,
     whole_number,
 )
+from ._predict import filled_in
 
 __all__ = ["check_first_pair", "check_merge_pair", "check_layer_norm_backward"]
 
@@ -58,12 +58,9 @@ def first_pair():
 
 
 @shows_verdict
+@filled_in("my_first_pair", example='two characters in quotes, e.g. "ab"')
 def check_first_pair(prediction):
     """Grade a prediction of the most frequent pair of neighbouring bytes in the training text (inside chunks)."""
-    prediction, problem = read_filled(prediction, "my_first_pair", example='two characters in quotes, e.g. "ab"',
-                                      numbers=False)
-    if problem is not None:
-        return problem
     pair = _as_pair(prediction)
     if pair is None:
         what = "two characters" if isinstance(prediction, (str, tuple, list)) else "a string"

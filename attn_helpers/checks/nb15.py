@@ -11,12 +11,11 @@ from ._grader import (
     Wrong,
     call_quietly,
     grade_function,
-    read_filled,
     register_solution,
     shows_verdict,
     whole_number,
 )
-from ._predict import is_complex
+from ._predict import filled_in, is_complex
 
 __all__ = ["check_previous_token_heads", "check_top_p"]
 
@@ -42,13 +41,10 @@ def previous_token_heads():
 
 
 @shows_verdict
+@filled_in("my_previous_token_heads", example="a whole number from 0 to 8")
 def check_previous_token_heads(prediction):
     """Grade a prediction of how many of the tiny GPT's heads put more than half of their weight on the previous
     token, on :func:`attention_sentence`."""
-    prediction, problem = read_filled(prediction, "my_previous_token_heads", example="a whole number from 0 to 8",
-                                      numbers=False)
-    if problem is not None:
-        return problem
     if whole_number(prediction) is None:
         kind = "complex" if is_complex(prediction) else type(prediction).__name__
         return Verdict(False, f"{prediction!r:.40} is {kind}, not a whole number",
@@ -73,6 +69,7 @@ def check_previous_token_heads(prediction):
                        "weight goes to the other tokens it may see (the heat maps below show where)")
     return Verdict(False, f"you predicted {prediction}; measured: {measured}",
                    "predicting the next token rewards looking one step back: a model learns it early")
+
 
 
 # ------------------------------------------------------------------------------- top-p

@@ -9,17 +9,8 @@ from ..gguf_file import dequantize_q4_1
 from ..kv_cache import kv_cache_bytes, repeat_kv_heads
 from ..llm import SMOLLM2_CONFIG
 from ..llm_measures import induction_score
-from ._grader import (
-    Case,
-    Wrong,
-    grade_choice,
-    grade_function,
-    grade_value,
-    never_raises,
-    register_solution,
-    shows_verdict,
-)
-from ._predict import read_choice
+from ._grader import Case, Wrong, each_slip, grade_function, grade_value, never_raises, register_solution, shows_verdict
+from ._predict import grade_measurement, grade_named_choice
 
 __all__ = ["check_q4_1_block", "check_shared_kv_heads", "check_induction_score", "check_late_sink_prediction",
            "check_induction_layers_prediction", "check_cache_size_prediction", "q4_1_cases"]
@@ -69,6 +60,29 @@ def q4_1_cases():
     return [*blocks, ordered]
 
 
+#: The slips of exercise 16.1, each with its hint (``each_slip``).
+_Q4_1_SLIPS = {
+    "interleaved": ({"order": "interleaved"},
+                    "your codes are interleaved (low half, high half of byte 0, then of byte 1...): Q4_1 puts the 16 "
+                    "LOW halves first (numbers 0..15), then the 16 HIGH halves (numbers 16..31)"),
+    "high first": ({"order": "high_first"},
+                   "the halves are the wrong way round: numbers 0..15 are the LOW four bits (byte & 0x0F), numbers "
+                   "16..31 the HIGH four bits (byte >> 4)"),
+    "no minimum": ({"plus_m": False}, "the minimum m is missing: each number is d * q + m"),
+    "swapped": ({"swap": True}, "d and m are swapped: the first two bytes are the scale d, the next two the minimum m"),
+    "Q4_0": ({"offset": 8, "plus_m": False},
+             "d * (q - 8) is Q4_0, the format without a minimum; Q4_1 stores m and computes d * q + m"),
+    "d as a whole number": ({"as_int": True}, "d was read as a 16-bit whole number: its two bytes are a float16, "
+                                              "block[0:2].view(np.float16)"),
+    "high halves not shifted": ({"high": "masked"},
+                                "your high halves are masked but not shifted: byte & 0xF0 keeps the four high bits "
+                                "where they are, 16 times their value (0, 16, ..., 240); shift them down to 0..15 "
+                                "with byte >> 4"),
+    "low halves whole": ({"low": "whole"},
+                         "your low halves are the whole byte: byte & 0x0F keeps only the four low bits (0..15)"),
+}
+
+
 @shows_verdict
 def check_q4_1_block(fn):
     """Grade ``fn(block) -> (32,)`` on 20-byte Q4_1 blocks, against :func:`attn_helpers.gguf_file.dequantize_q4_1`."""
@@ -76,27 +90,8 @@ def check_q4_1_block(fn):
     cases = [Case((blocks[0],), label="a block with d = 0.25, m = -1.5"),
              Case((blocks[1],), label="a block with d = 0.0123, m = 0.05"),
              Case((blocks[2],), label="a block whose low halves count 0..15 and high halves 15..0")]
-    wrongs = [
-        Wrong(_q4_1_variant(order="interleaved"),
-              "your codes are interleaved (low half, high half of byte 0, then of byte 1...): Q4_1 puts the 16 LOW "
-              "halves first (numbers 0..15), then the 16 HIGH halves (numbers 16..31)"),
-        Wrong(_q4_1_variant(order="high_first"),
-              "the halves are the wrong way round: numbers 0..15 are the LOW four bits (byte & 0x0F), numbers 16..31 "
-              "the HIGH four bits (byte >> 4)"),
-        Wrong(_q4_1_variant(plus_m=False), "the minimum m is missing: each number is d * q + m"),
-        Wrong(_q4_1_variant(swap=True),
-              "d and m are swapped: the first two bytes are the scale d, the next two the minimum m"),
-        Wrong(_q4_1_variant(offset=8, plus_m=False),
-              "d * (q - 8) is Q4_0, the format without a minimum; Q4_1 stores m and computes d * q + m"),
-        Wrong(_q4_1_variant(as_int=True),
-              "d was read as a 16-bit whole number: its two bytes are a float16, block[0:2].view(np.float16)"),
-        Wrong(_q4_1_variant(high="masked"),
-              "your high halves are masked but not shifted: byte & 0xF0 keeps the four high bits where they are, "
-              "16 times their value (0, 16, ..., 240); shift them down to 0..15 with byte >> 4"),
-        Wrong(_q4_1_variant(low="whole"),
-              "your low halves are the whole byte: byte & 0x0F keeps only the four low bits (0..15)"),
-    ]
-    return grade_function(fn, dequantize_q4_1, cases, what="q4_1_block", wrongs=wrongs, rtol=1e-5, atol=1e-6,
+    return grade_function(fn, dequantize_q4_1, cases, what="q4_1_block", wrongs=each_slip(_q4_1_variant, _Q4_1_SLIPS),
+                          rtol=1e-5, atol=1e-6,
                           shape_hint="one block of 20 bytes holds 32 numbers: return an array of shape (32,)",
                           success="scale, minimum and 32 codes of 4 bits, low halves first: exactly what the "
                                   "loader does for every block of the file.")
@@ -198,12 +193,11 @@ def check_late_sink_prediction(prediction):
 
     with np.errstate(all="ignore"):  # the measurement, whatever np.seterr the learner set (cached after once)
         truth = float(sink_study(load_smollm2())[:, 15:].mean())  # (prompts, layers 15..29, heads) -> one number
-    guess = float(prediction) if isinstance(prediction, (int, float, np.floating, np.integer)) else truth
-    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.15, success=(
+    return grade_measurement(prediction, truth, atol=0.15, success=(
         f"measured {truth:.2f}: in the second half of the model, the typical head puts most of its weight on the "
         "first token, whatever the prompt."), hint=(
-        f"the measurement is {'higher' if guess < truth else 'lower'}. For scale: a head that spread its weight "
-        "evenly would give the first token 1/(i+1) at query i; the next cells show it layer by layer"))
+        "For scale: a head that spread its weight evenly would give the first token 1/(i+1) at query i; the next "
+        "cells show it layer by layer"))
 
 
 _THIRDS = {"a": "the first third (layers 0-9)", "b": "the middle third (layers 10-19)",
@@ -219,11 +213,9 @@ def check_induction_layers_prediction(prediction):
     with np.errstate(all="ignore"):
         layer = induction_study(load_smollm2())["top"][0][0]
     truth = "abc"[min(layer // 10, 2)]
-    if isinstance(prediction, str):  # "(b)", "B.", or the choice's text
-        prediction = read_choice(prediction, _THIRDS) or prediction
     early = ("an induction head needs to know, at each earlier position, which token came BEFORE it: an earlier "
              "layer's previous-token head writes that first. It cannot sit in the very first layers")
-    return grade_choice(prediction, truth, list(_THIRDS), wrongs={"a": early}, hint=(
+    return grade_named_choice(prediction, truth, _THIRDS, wrongs={"a": early}, hint=(
         "run the test and look at the map of scores: the strongest heads share a few layers"), success=(
         f"the strongest induction head is in layer {layer}, {_THIRDS[truth]}: after the previous-token heads that it "
         "reads."))

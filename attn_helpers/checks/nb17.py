@@ -9,17 +9,8 @@ from ..core import softmax
 from ..linear_attention import RECALL_METHODS, recall_accuracy
 from ..published import ATTENTION_VARIANTS
 from ..sparse import top_k_mask
-from ._grader import (
-    Case,
-    Wrong,
-    grade_choice,
-    grade_function,
-    grade_value,
-    never_raises,
-    register_solution,
-    shows_verdict,
-)
-from ._predict import read_choice
+from ._grader import Case, Wrong, grade_function, grade_value, never_raises, register_solution, shows_verdict
+from ._predict import grade_measurement, grade_named_choice
 
 __all__ = ["check_rolling_slot", "check_sink_weights", "check_absorbed_query", "check_linear_step",
            "check_top_k_mask", "check_window_loss_prediction", "check_latent_cache_prediction",
@@ -228,12 +219,11 @@ def check_window_loss_prediction(prediction):
     runs = load_streaming_runs()
     losses = runs["losses"][:, int(runs["from_position"]):].mean(axis=1)  # (4,): one mean per run
     truth, full = float(losses[1]), float(losses[0])
-    guess = float(prediction) if isinstance(prediction, (int, float, np.floating, np.integer)) else truth
-    return grade_value(prediction, truth, name="prediction", rtol=0.0, atol=0.3, success=(
+    return grade_measurement(prediction, truth, atol=0.3, success=(
         f"measured {truth:.2f} nats against {full:.2f} with full attention: perplexity {np.exp(truth):.0f} instead "
         f"of {np.exp(full):.0f}. The window still holds the last 128 tokens, yet the model is lost."), hint=(
-        f"the measurement is {'higher' if guess < truth else 'lower'}. Full attention gives {full:.2f}; "
-        "the 128 tokens the window keeps are most of what a next word depends on, but not what the heads park on"))
+        f"Full attention gives {full:.2f}; the 128 tokens the window keeps are most of what a next word depends "
+        "on, but not what the heads park on"))
 
 
 @never_raises("could not grade this prediction", "give a whole number, for example my_latent_numbers = 1000")
@@ -264,9 +254,7 @@ def check_recall_prediction(prediction):
     accuracy = {m: recall_accuracy(64, 32, m) for m in RECALL_METHODS}
     perfect = [m for m in ("softmax cache", "linear state", "best fixed state") if accuracy[m] == 1.0]
     truth = {"softmax cache": "a", "linear state": "b", "best fixed state": "c"}[perfect[0]] if perfect else "d"
-    if isinstance(prediction, str):
-        prediction = read_choice(prediction, RECALL_CHOICES) or prediction
-    return grade_choice(prediction, truth, list(RECALL_CHOICES), wrongs={
+    return grade_named_choice(prediction, truth, RECALL_CHOICES, wrongs={
         "c": "a state of 32 x 32 numbers can map at most 32 independent keys exactly: with 64 pairs, least squares "
              "spreads the error over all of them",
         "b": "the plain sum already blurs pairs at 8: every key's read-out picks up every other pair's value",
