@@ -22,9 +22,7 @@ density = load_tool("density")
 OVER = {"05": {"core_path_minutes": 102, "cells_over_150": 4},
  "07": {"core_path_minutes": 81},
  "11": {"core_path_minutes": 107, "independent_minutes": 78},
- "12": {"core_path_minutes": 78},
- "14": {"core_path_minutes": 123, "independent_minutes": 88},
- "16": {"core_path_minutes": 84, "independent_minutes": 78, "cells_over_150": 3}}
+ "14": {"core_path_minutes": 123, "independent_minutes": 88}}
 
 
 @pytest.fixture(scope="module")
