@@ -104,6 +104,10 @@ def test_shared_head_slips_get_their_hint(fn, hint):
     (_score_variant(offset=2), "one key too far"),
     (_score_variant(rows="all"), "every query"),
     (lambda w, p: np.sum([w[i, i - p + 1] for i in range(p, 2 * p)]), "sum over the queries"),
+    # as a learner writes them: the transpose, and the range of queries off by one (issue 46's walk)
+    (lambda w, p: np.mean([w[i - p + 1, i] for i in range(p, 2 * p)]), "the transpose"),
+    (lambda w, p: np.mean([w[i, i - p + 1] for i in range(p + 1, 2 * p)]), "one too late"),
+    (lambda w, p: np.mean([w[i, i - p + 1] for i in range(p - 1, 2 * p - 1)]), "one position early"),
 ])
 def test_induction_score_slips_get_their_hint(fn, hint):
     verdict = check_induction_score(fn)
@@ -116,7 +120,9 @@ def test_each_slip_is_told_apart_on_the_checkers_cases():
         ([_q4_1_variant(order="interleaved"), _q4_1_variant(order="high_first"), _q4_1_variant(plus_m=False),
           _q4_1_variant(swap=True), _q4_1_variant(offset=8, plus_m=False), _q4_1_variant(as_int=True)],
          [(b,) for b in q4_1_cases()]),
-        ([_score_variant(offset=0), _score_variant(offset=None), _score_variant(offset=2), _score_variant(rows="all")],
+        ([_score_variant(offset=0), _score_variant(offset=None), _score_variant(offset=2), _score_variant(rows="all"),
+          _score_variant(transposed=True), _score_variant(rows="one more"), _score_variant(rows="one late"),
+          _score_variant(rows="shifted early")],
          [(np.tril(np.random.default_rng(n).random((8, 8))), 4) for n in range(2)]),
     ):
         outputs = [np.concatenate([np.ravel(v(*case)) for case in cases]) for v in variants]

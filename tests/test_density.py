@@ -19,8 +19,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 density = load_tool("density")
 
 #: What is still over budget, notebook by notebook (``tools/density.py --over``); issue 46 keeps count.
-OVER = {"12": {"core_path_minutes": 78},
- "16": {"core_path_minutes": 84, "independent_minutes": 78, "cells_over_150": 3}}
+OVER = {}
 
 
 @pytest.fixture(scope="module")

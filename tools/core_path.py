@@ -465,13 +465,15 @@ PLANS = {
               "check before class that `load_smollm2()` runs on the machines you use (see section 15).",
         unless=[NOTEBOOK_17]),
     "models 1 of 4": session(
-        ("12", None, "The hash check and WordPiece; the head view; measured head habits; predict the sink; weight is "
-                     "not influence; removing a head."),
+        ("12", None, "WordPiece, checked against Hugging Face; the head view; measured head habits; predict the sink; "
+                     "weight is not influence; removing three heads."),
+        exercises("12", "Exercise 12.3 in pairs, while you can help: one writes the diagonal, one checks it on the "
+                        "head view."),
         BREAK,
         ("13 §1-3", None, "Time and memory like $T^2$, measured; the online softmax; tiled attention."),
         title="Session 1: a real pretrained model, and what attention costs. It needs the model files of notebook "
               "12: check before class that `load_minilm()` runs on the machines you use (see section 12).",
-        requires=[NOTEBOOK_17]),
+        fill=["exercises 12"], requires=[NOTEBOOK_17]),
     "models 2 of 4": session(
         ("13 §4a", None, "The KV cache: what a step keeps, and why the cached scores equal the recomputed ones."),
         ("13 §4b-5", None, "The cost per generated token; what grouped-query attention saves; the cache table."),
@@ -489,8 +491,8 @@ PLANS = {
                      "generating with the cache; its heads; from GPT-2 to Llama."),
         exercises("15"),
         BREAK,
-        ("16 §1-3", None, "A real model from a GGUF file: one 4-bit block by hand; the tokenizer; the model from the "
-                          "series' one block."),
+        ("16 §1-3", None, "A real model from a GGUF file: its 4-bit blocks; the tokenizer; the model from the series' "
+                          "one block."),
         title="Session 3: the tiny GPT trained, and a real language model opened. It needs the model file of "
               "notebook 16: check before class that `load_smollm2()` runs on the machines you use (see section 15).",
         fill=["exercises 15"], requires=[NOTEBOOK_17]),

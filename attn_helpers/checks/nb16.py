@@ -138,11 +138,13 @@ def my_induction_score(weights, period):
 def _score_variant(offset=1, rows="repeat", transposed=False):
     """The score with one slip: the key ``i - period + offset`` (``offset=None``: the previous token, ``i - 1``), over
     the queries of the repeat (``rows``: ``"all"`` every query that has such a key; ``"one more"``, ``"one late"``:
-    the repeat's range off by one at its end or its start), read as ``weights[j, i]`` if ``transposed``."""
+    the repeat's range off by one at its end or its start; ``"shifted early"``: the whole range one query early),
+    read as ``weights[j, i]`` if ``transposed``."""
     def variant(weights, period):
         queries = {"repeat": range(period, 2 * period), "all": range(len(weights)),
                    "one more": range(period, min(2 * period + 1, len(weights))),
-                   "one late": range(period + 1, 2 * period)}[rows]
+                   "one late": range(period + 1, 2 * period),
+                   "shifted early": range(period - 1, 2 * period - 1)}[rows]
         keys = [i - 1 if offset is None else i - period + offset for i in queries]
         read = (lambda i, j: weights[j, i]) if transposed else (lambda i, j: weights[i, j])
         return np.mean([read(i, j) for i, j in zip(queries, keys) if 0 <= j <= i])
@@ -177,6 +179,9 @@ def check_induction_score(fn):
         Wrong(_score_variant(rows="one late"),
               "your queries start one too late: the repeat's first query is position period (its earlier copy is "
               "position 0), so range(period, 2 * period)"),
+        Wrong(_score_variant(rows="shifted early"),
+              "your queries are one position early: the repeat is queries period .. 2 period - 1, "
+              "range(period, 2 * period), not period - 1 .. 2 period - 2"),
     ]
     return grade_function(fn, induction_score, cases, what="induction score", wrongs=wrongs,
                           shape_hint="return one number, the mean weight",
