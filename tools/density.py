@@ -18,7 +18,11 @@ Two estimates of the self-paced minutes, which must both stay within one sitting
   an explorer (a live widget) -- rates set apart from the guide's, so that the two disagree where either is off.
 
 Budgets (``BUDGETS``): at most 75 minutes by each estimate; no markdown cell over 200 words and at most two over
-150; a mean sentence of at most 18 words and at most three sentences over 40; a summary of at most six bullets.
+150; a mean sentence of at most 18 words and at most three sentences over 40; a summary of at most six bullets;
+a picture within the first two screens (``lines_before_picture``: the lines a learner scrolls past before the first
+stored figure, every cell counted, optional or not, as JupyterLab shows it at 1280 x 720: a markdown line of
+``LINE_CHARS`` characters per line, a heading as two, the code as it is and its printed output; a collapsed input
+as one line; a screen is ``SCREEN_LINES`` lines).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ NOTEBOOKS = ROOT / "notebooks"
 
 BUDGETS = {"core_path_minutes": 75, "independent_minutes": 75, "longest_cell": 200, "cells_over_150": 2,
            "mean_sentence": 18.0, "sentences_over_40": 3, "summary_bullets": 6}
+LINE_CHARS, SCREEN_LINES = 100, 35  # JupyterLab at 1280 x 720: a line of prose, the lines one screen shows
+BUDGETS["lines_before_picture"] = 2 * SCREEN_LINES
 RATES = {"words_per_minute": 110, "code": 50 / 60, "prediction": 3.0, "exercise": 4.0, "explorer": 4.0}
 
 WORD = re.compile(r"[A-Za-z]+")
@@ -85,6 +91,34 @@ def summary_bullets(cells: list) -> int:
     return 0
 
 
+def _shown_lines(cell) -> int:
+    """How many lines ``cell`` takes on the screen (its source and its text outputs), one more for the gap."""
+    source = "".join(cell["source"])
+    if cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+        return 2
+    if cell["cell_type"] == "markdown":
+        return 1 + sum(2 if line.startswith("#") else max(1, -(-len(line) // LINE_CHARS))
+                       for line in source.splitlines() or [""])
+    printed = 0
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if output.get("output_type") == "stream":
+            printed += len("".join(output["text"]).splitlines())
+        elif "text/plain" in data and "image/png" not in data:
+            printed += len("".join(data["text/plain"]).splitlines())
+    return 1 + len(source.splitlines()) + printed
+
+
+def lines_before_picture(cells: list) -> int:
+    """The lines shown above the first stored figure (the source of its cell included), or all of them if none."""
+    lines = 0
+    for cell in cells:
+        if any("image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+            return lines + 1 + len("".join(cell["source"]).splitlines())
+        lines += _shown_lines(cell)
+    return lines
+
+
 def measure(path: Path, tool=None) -> dict:
     """The density figures of one notebook's core path."""
     tool = tool or _core_path_tool()
@@ -124,6 +158,7 @@ def measure(path: Path, tool=None) -> dict:
         **counts,
         "independent_minutes": round(independent),
         "core_path_minutes": tool.core_path(path)["self_paced_minutes"],
+        "lines_before_picture": lines_before_picture(cells),
     }
 
 
@@ -150,8 +185,9 @@ def main(argv=None) -> int:
         print("OVER = " + pprint.pformat({k: v for k, v in record.items() if v}, width=110, sort_dicts=False))
         return 0
     columns = ["notebook", "core_prose_words", "longest_cell", "cells_over_150", "cells_over_200", "mean_sentence",
-               "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes"]
-    short = ["nb", "words", "longest", ">150", ">200", "mean sent", ">40 w", "bullets", "min (indep.)", "min (guide)"]
+               "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes", "lines_before_picture"]
+    short = ["nb", "words", "longest", ">150", ">200", "mean sent", ">40 w", "bullets", "min (indep.)", "min (guide)",
+             "lines to a picture"]
     print("| " + " | ".join(short) + " |")
     print("|" + " --- |" * len(short))
     for row in rows:
