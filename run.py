@@ -361,7 +361,7 @@ def classroom(args):
     say("the course needs the notebooks' packages (requirements.txt, to run the learners' notebooks when "
         "grading) and the teacher extra of pyproject.toml: " + ", ".join(extra_packages("teacher")))
     python = ensure_env("requirements.txt", extra="teacher")  # nbgrader: a teacher's dependency, not a learner's
-    return subprocess.call([python, str(ROOT / "classroom_kit" / "classroom.py"), *args])
+    return subprocess.call([python, "-m", "classroom_kit", *args])  # the kit as installed there (pyproject.toml)
 
 
 def slides(args):

@@ -28,10 +28,10 @@ def main(argv) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose grader and checkers grade")
     tree = parser.parse_args(argv[1:]).tree.resolve()
-    sys.path[:0] = [str(ROOT / "tests")]
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "classroom")]
     import test_grading_hostile as hostile  # the submissions (this checkout's)
 
-    sys.path[:0] = [str(tree), str(tree / "tools")]
+    sys.path[:0] = [str(tree), str(tree / "classroom_kit"), str(tree / "tools")]  # the kit, or tools/ before it
     for name in [n for n in sys.modules if n.split(".")[0] in ("attn_helpers", "grade", "grade_cases", "grade_worker")]:
         del sys.modules[name]
     import grade

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tools")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "classroom")]
 
 import test_grading_hostile as hostile  # noqa: E402 - the submissions the tests grade
 from tool_loader import load_tool  # noqa: E402

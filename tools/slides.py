@@ -4,6 +4,7 @@
     python3 run.py slides                          # the usual way: writes slides/NN_topic.html
     python tools/slides.py [--out DIR] [NN ...]
     python tools/slides.py --figures [NN ...]     # what each figure's smallest text measures on a slide
+    python tools/slides.py --measure [NN ...]     # measure it again (executes the notebooks; writes FIGURE_TEXT)
 
 A deck is the notebook's core path (the cells tagged ``optional`` are left out), rendered from
 its stored outputs exactly as the static site renders it (tools/build_site.py: equations as
@@ -18,9 +19,12 @@ down to fit the window only as far as ``MIN_ZOOM`` (code never under ``SMALLEST_
 projector). So a long code cell is cut into pieces of at most ``LINES_PER_PIECE`` lines (wrapped lines
 counted), its long text outputs too, and the browser cuts a slide that is still too tall at a cell. No line of
 code is wider than a slide where Python allows a narrower one (``display_source``: a wrapped line would start at
-the left margin and mislead about indentation). A figure is drawn large enough that its ``FIGURE_TEXT_PT`` text
-measures ``SMALLEST_FIGURE_PX`` on a 1280x720 projector, as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow
-(``--figures`` prints what each figure's text measures).
+the left margin and mislead about indentation). A figure has a slide of its own (never scaled down to fit), drawn large
+enough that its smallest text measures ``SMALLEST_FIGURE_PX`` on a 1280x720 projector, as far as ``FIGURE_WIDTH_PX``
+(the slide's full width) and ``FIGURE_PX`` allow. Its smallest text is measured from the text matplotlib drew in it:
+``--measure`` executes the notebooks (in memory) and writes ``FIGURE_TEXT``; a figure drawn again since (another
+PNG size) is sized for ``FIGURE_TEXT_PT``. ``--figures`` prints what each figure's text measures on a slide, and how
+large a figure drawn too wide or tall for its text may be.
 Emoji are replaced by words (``EMOJI``): a projector's computer may have no emoji font.
 
 A few lines of script show one slide at a time, scaled down to fit the window when taller or wider
@@ -62,9 +66,12 @@ WORDS_PER_PIECE = 90  # a longer markdown cell is cut between paragraphs, so tha
 FONT_PX = 22  # prose and code on a slide, at full size
 MIN_ZOOM = 0.82  # the smallest scale a slide is shown at: code and prose stay at 18 px or more
 SMALLEST_CODE_PX = 18  # what a person at the back of a room can still read on a 1280x720 projector
-FIGURE_PX = 640  # the tallest a figure is drawn on a slide: a slide of its own at full size
-FIGURE_WIDTH_PX = 1160  # the widest a figure is drawn: a slide's width less its margins, at full size
-FIGURE_TEXT_PT = 10  # the smallest text in the series' figures (plotting.py's annotations of a wide heatmap)
+FIGURE_PX = 640  # the tallest a figure is drawn: its slide (a slide of its own) is 720 px tall with its margins
+FIGURE_WIDTH_PX = 1240  # the widest a figure is drawn: its slide's full width (no side margins, no prompt)
+FIGURE_TEXT_PT = 10  # a figure not measured is sized as if its smallest text were 10 pt (a wide heatmap's numbers)
+#: Each figure's smallest text in points, measured from the text matplotlib drew (``--measure``), by ``cell id/k``
+#: (the cell's k-th figure; cell ids are unique across the notebooks), with the PNG's size it was measured on.
+FIGURE_TEXT = ROOT / "tools" / "slides_figure_text.json"
 SMALLEST_FIGURE_PX = 18  # what that text should measure on a 1280x720 projector: a figure is drawn larger to get it
 SLIDE_LINES = 20  # lines of text (at FONT_PX, line height 1.5) that a 720-px slide holds at MIN_ZOOM
 LINES_PER_PIECE = 12  # lines of code, or of a text output, that one piece of a cell holds
@@ -88,6 +95,10 @@ html.deck { overflow-x: hidden; scrollbar-gutter: stable; }  /* the same width w
 html.deck section.slide { display: none; }
 html.deck section.slide.current { display: block; }
 html.deck section.slide .jp-RenderedImage img { max-width: 100%; height: auto; }
+section.slide:has(.jp-RenderedImage) { padding-left: 0; padding-right: 0; }  /* a figure alone: the full width */
+section.slide:has(.jp-RenderedImage) :is(.jp-OutputPrompt, .jp-InputArea) { display: none; }
+section.slide:has(.jp-RenderedImage) :is(.jp-Cell, .jp-OutputArea-output, .jp-OutputArea-child) { padding: 0;
+  margin: 0; }
 html.deck math[display="block"] { overflow: visible; max-width: none; }
 .deck-counter { position: fixed; right: 1rem; bottom: 0.6rem; font: 0.9rem system-ui, sans-serif; color: #595959; }
 html:not(.deck) .deck-counter { display: none; }
@@ -266,7 +277,8 @@ def core_path_cells(nb):
     for k, cell in enumerate(cells):
         left = opens.index(True, k + 1) - k  # this cell and the rest of its section
         full = cell.cell_type == "markdown" and (since >= CELLS_PER_SLIDE or weight >= 3) and left >= 2
-        cell.metadata["slide_start"] = k > 0 and (opens[k] or full or answers[k])
+        alone = cell.metadata.get("figure_alone") or k > 0 and cells[k - 1].metadata.get("figure_alone")
+        cell.metadata["slide_start"] = k > 0 and bool(opens[k] or full or answers[k] or alone)
         since, weight = (0, 0) if cell.metadata["slide_start"] else (since, weight)
         since += 1
         weight += 1 + 2 * any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
@@ -318,34 +330,51 @@ def png_header(png_base64: str) -> tuple[int, int, float]:
     return width, height, dpi
 
 
-def figure_size(png_base64: str) -> tuple[int, int]:
-    """The width and height (CSS px, at full size) a figure is drawn at on a slide: large enough that its
-    ``FIGURE_TEXT_PT`` text measures ``SMALLEST_FIGURE_PX`` (a figure drawn at 90 dpi is enlarged 1.44 times),
-    as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow."""
+def figure_size(png_base64: str, points: float = FIGURE_TEXT_PT) -> tuple[int, int]:
+    """The width and height (CSS px, at full size) a figure is drawn at on a slide: large enough that its smallest
+    text (``points``; ``FIGURE_TEXT_PT`` when not measured) measures ``SMALLEST_FIGURE_PX`` (a figure drawn at 90
+    dpi with 10 pt text is enlarged 1.44 times), as far as ``FIGURE_WIDTH_PX`` and ``FIGURE_PX`` allow."""
     width, height, dpi = png_header(png_base64)
     if not width or not height:
         return width, height
-    legible = SMALLEST_FIGURE_PX / (FIGURE_TEXT_PT * dpi / 72)
+    legible = SMALLEST_FIGURE_PX / (points * dpi / 72)
     scale = min(legible, FIGURE_WIDTH_PX / width, FIGURE_PX / height)
     return round(width * scale), round(height * scale)
 
 
-def figure_text_px(png_base64: str, drawn_width: float) -> float:
-    """What the figure's ``FIGURE_TEXT_PT`` text measures when the figure is ``drawn_width`` CSS px wide."""
+def figure_text_px(png_base64: str, drawn_width: float, points: float = FIGURE_TEXT_PT) -> float:
+    """What the figure's smallest text (``points``) measures when the figure is ``drawn_width`` CSS px wide."""
     width, _, dpi = png_header(png_base64)
-    return FIGURE_TEXT_PT * dpi / 72 * drawn_width / width
+    return points * dpi / 72 * drawn_width / width
+
+
+def measured_points(path: Path) -> dict:
+    """``{PNG (base64): smallest text in points}`` for the stored figures of the notebook at ``path`` that
+    ``FIGURE_TEXT`` measured (the same cell, the same PNG size); a figure it has not measured is left out (it is
+    sized for ``FIGURE_TEXT_PT``)."""
+    record = json.loads(FIGURE_TEXT.read_text(encoding="utf-8")) if FIGURE_TEXT.exists() else {}
+    points = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        pngs = [o["data"]["image/png"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        for k, png in enumerate(pngs):
+            entry = record.get(f"{cell.get('id')}/{k}")
+            if entry and list(png_header(png)[:2]) == entry[:2]:
+                points[png] = entry[2]
+    return points
 
 
 IMAGE = re.compile(r'<img\b(?P<before>[^>]*?)src="data:image/png;base64,(?P<png>[^"]+)"(?P<after>[^>]*?)(?P<end>/?>)')
 
 
-def sized_figures(page: str) -> str:
-    """``page`` with every embedded figure given its slide size (``figure_size``) and its resolution."""
+def sized_figures(page: str, points=None) -> str:
+    """``page`` with every embedded figure given its slide size (``figure_size`` for its smallest text, from
+    ``points``: ``measured_points``), its resolution and that text's size in points."""
     def size(match):
-        width, _ = figure_size(match.group("png"))
+        pt = (points or {}).get(match.group("png"), FIGURE_TEXT_PT)
+        width, _ = figure_size(match.group("png"), pt)
         dpi = png_header(match.group("png"))[2]
         return (f'<img{match.group("before")}src="data:image/png;base64,{match.group("png")}"{match.group("after")}'
-                f' style="width: {width}px" data-dpi="{dpi:.0f}"{match.group("end")}')
+                f' style="width: {width}px" data-dpi="{dpi:.0f}" data-pt="{pt:g}"{match.group("end")}')
 
     return IMAGE.sub(size, page)
 
@@ -531,9 +560,11 @@ def pieces_of(cell) -> list:
     used = visual_lines(shown and line_pieces(shown)[-1])
     for output in outputs:
         lines = output_lines(output)
-        if cells[-1].outputs and used + lines > SLIDE_LINES or not cells[-1].outputs and used and \
-                used + lines > SLIDE_LINES:
+        figure = "image/png" in output.get("data", {})
+        if figure or cells[-1].metadata.get("figure_alone") or cells[-1].outputs and used + lines > SLIDE_LINES \
+                or not cells[-1].outputs and used and used + lines > SLIDE_LINES:
             cells.append(piece("", len(cells), show_source=False))
+            cells[-1].metadata["figure_alone"] = figure  # a slide of its own: drawn at full size, never scaled
             used = 0
         cells[-1].outputs.append(output)
         used += lines
@@ -649,10 +680,12 @@ def slide_notes(cells, after_prediction: bool = False) -> list:
         shown = first and next((line for line in first.source.splitlines() if line.strip()), "")
         notes.append(["Reveal", _short("run " + (f"`{shown.strip()}`" if shown else "the cell") + "; ask who "
                                        "predicted what before saying which was right.")])
-    figures = [c for c in cells if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    figures = [o for c in cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     if figures:
+        alt = figures[0].get("metadata", {}).get("image/png", {}).get("alt", "")
+        said = body[-1] if body and len(body) > 1 else alt.removeprefix("Figure: ")
         notes.append(["Figure", "let the room read the figure for half a minute; ask what it shows before you "
-                                "say it" + (f" ({_short(body[-1], 120)})" if body and len(body) > 1 else ".")])
+                                "say it" + (f" ({_short(said, 120)})" if said else ".")])
     code = [c for c in cells if c.cell_type == "code" and c.source.strip()]
     if code and not any(kind in ("Ask for a prediction", "Reveal") for kind, _ in notes):
         comment = next((line.strip().lstrip("#").strip() for c in code for line in c.source.splitlines()
@@ -698,7 +731,7 @@ def deck(path: Path, html_exporter=None) -> str:
                  "deck": {"script": SCRIPT, "notes": speaker_notes(path.name[:2]), "notes_css": NOTES_CSS,
                           "first_notes": nb.cells[0].metadata.get("slide_notes", "[]") if nb.cells else "[]"}}
     body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)
-    return sized_figures(without_emoji(site.link_pages(body)))
+    return sized_figures(without_emoji(site.link_pages(body)), measured_points(path))
 
 
 def build(out: Path = OUT, numbers=None) -> list[Path]:
@@ -712,37 +745,126 @@ def build(out: Path = OUT, numbers=None) -> list[Path]:
 
 
 def figure_report(numbers=None) -> list:
-    """``(notebook, cell id, natural width, natural height, drawn width, text px)`` for every figure on the core
-    path: the size each is drawn at on a slide, and what its ``FIGURE_TEXT_PT`` text then measures (at full size;
-    a slide scaled down to fit scales it too)."""
+    """``(notebook, cell id, natural width, natural height, its width in inches, smallest text pt, drawn width,
+    text px)`` for every figure on the core path: the size each is drawn at on a slide (a slide of its own, never
+    scaled down), and what its smallest text (measured: ``FIGURE_TEXT``; else ``FIGURE_TEXT_PT``) then measures on
+    a 1280x720 projector."""
     rows = []
     for number, path in core_path.notebooks(ROOT, numbers).items():
+        points = measured_points(path)
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type != "code" or "optional" in cell.metadata.get("tags", []):
                 continue
             for output in cell.get("outputs", []):
                 png = output.get("data", {}).get("image/png")
                 if png:
-                    width, height, _ = png_header(png)
-                    drawn = figure_size(png)[0]
-                    rows.append((number, cell.get("id"), width, height, drawn, figure_text_px(png, drawn)))
+                    width, height, dpi = png_header(png)
+                    pt = points.get(png, FIGURE_TEXT_PT)
+                    drawn = figure_size(png, pt)[0]
+                    rows.append((number, cell.get("id"), width, height, width / dpi, pt, drawn,
+                                 figure_text_px(png, drawn, pt)))
     return rows
+
+
+#: Run in the kernel before a notebook's first cell (``measure_figures``): every figure IPython shows is noted with
+#: the source of the cell that showed it and the smallest font size (points) of the text matplotlib drew in it.
+MEASURE_HOOK = r"""
+def _attn_measure_figures():
+    import functools
+    from IPython.core import pylabtools
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+    shell, state, drawn = get_ipython(), {"cell": None}, []
+    shell.events.register("pre_run_cell", lambda info: state.update(cell=info.raw_cell))
+    draw, show = Text.draw, pylabtools.print_figure
+
+    def noting_draw(self, renderer):
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self.get_fontsize())
+        return draw(self, renderer)
+
+    def noting_show(fig, *args, **kwargs):
+        drawn.clear()
+        Text.draw = noting_draw
+        try:
+            data = show(fig, *args, **kwargs)
+        finally:
+            Text.draw = draw
+        if kwargs.get("fmt", args[0] if args else "png") == "png" and data:
+            measured.append([state["cell"], min(drawn, default=None)])
+        return data
+
+    measured = []
+    pylabtools.print_figure = noting_show
+    formatter = shell.display_formatter.formatters["image/png"]
+    try:
+        old = formatter.lookup_by_type(Figure)
+        if isinstance(old, functools.partial):
+            formatter.for_type(Figure, functools.partial(noting_show, *old.args, **old.keywords))
+    except KeyError:
+        pass
+    return measured
+
+_attn_measured_figures = _attn_measure_figures()
+"""
+
+
+def measure_figures(path: Path) -> dict:
+    """``{"cell id/k": [png width, png height, smallest pt]}`` for the ``k``-th figure of each cell of the notebook at
+    ``path``: the notebook executed (in memory, nothing written) with ``MEASURE_HOOK``, which notes the font size of
+    every text matplotlib draws in a figure that IPython shows. The stored PNG's size ties a record to the
+    stored figure: a figure drawn again at another size is measured again."""
+    import nbtool
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    hook = nbformat.v4.new_code_cell(MEASURE_HOOK)
+    report = nbformat.v4.new_code_cell("import json\nprint('ATTN-MEASURED ' + json.dumps(_attn_measured_figures))")
+    hook.id, report.id = "attn-measure-hook", "attn-measure-report"
+    nb.cells = [hook, *nb.cells, report]
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(nbtool.NOTEBOOKS)}}).execute()
+    text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("output_type") == "stream")
+    found = re.search(r"ATTN-MEASURED (.*)", text)
+    if not found:
+        raise RuntimeError(f"{path.name}: the figures were not measured: {text[-500:]}")
+    smallest = {}
+    for source, pt in json.loads(found.group(1)):
+        smallest.setdefault(source, []).append(pt)
+    records = {}
+    for cell in nb.cells[1:-1]:
+        pngs = [o["data"]["image/png"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        for k, (png, pt) in enumerate(zip(pngs, smallest.pop(cell.source, []))):
+            if pt is not None:
+                records[f"{cell.get('id')}/{k}"] = [*png_header(png)[:2], round(float(pt), 2)]
+    return records
 
 
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if "--measure" in argv:  # execute the notebooks (in memory) and note each figure's smallest text
+        record = json.loads(FIGURE_TEXT.read_text(encoding="utf-8")) if FIGURE_TEXT.exists() else {}
+        for path in core_path.notebooks(ROOT, set(a for a in argv if a != "--measure")).values():
+            ids = {cell.get("id") for cell in nbformat.read(path, as_version=4).cells}
+            found = measure_figures(path)
+            record = {key: value for key, value in record.items() if key.split("/")[0] not in ids} | found
+            print(f"{path.name}: {len(found)} figures measured, their smallest text "
+                  f"{min((pt for *_, pt in found.values()), default=float('nan')):g} pt")
+            FIGURE_TEXT.write_text("{\n" + ",\n".join(f" {json.dumps(key)}: {json.dumps(value)}" for key, value in
+                                                     sorted(record.items())) + "\n}\n", encoding="utf-8")
+        return 0
     if "--figures" in argv:  # how large each figure's smallest text is on a slide, and what would make it 18 px
         rows = figure_report(set(a for a in argv if a != "--figures"))
-        inches = (FIGURE_WIDTH_PX * FIGURE_TEXT_PT / (72 * SMALLEST_FIGURE_PX),
-                  FIGURE_PX * FIGURE_TEXT_PT / (72 * SMALLEST_FIGURE_PX))
-        print("notebook  cell            natural   drawn  text px")
-        for number, cell_id, width, height, drawn, px in rows:
-            print(f"{number:<9} {cell_id:<15} {width:>4}x{height:<4} {drawn:>6} {px:>8.1f}")
+        print("notebook  cell            natural    text pt  drawn  text px  widest for 18 px (inches)")
+        for number, cell_id, width, height, inches, pt, drawn, px in rows:
+            widest = FIGURE_WIDTH_PX * pt / (72 * SMALLEST_FIGURE_PX)  # at full width, its text at 18 px
+            print(f"{number:<9} {cell_id:<15} {width:>4}x{height:<4} {pt:>7g} {drawn:>6} {px:>8.1f}  "
+                  + (f"{widest:.1f} (its PNG: {inches:.1f})" if px < SMALLEST_FIGURE_PX - 0.05 else ""))
         legible = sum(px >= SMALLEST_FIGURE_PX - 0.05 for *_, px in rows)
-        print(f"{legible} of {len(rows)} figures reach {SMALLEST_FIGURE_PX} px ({FIGURE_TEXT_PT} pt text); the "
-              f"smallest {min(px for *_, px in rows):.1f} px. A figure reaches it when drawn at most "
-              f"{inches[0]:.1f} x {inches[1]:.1f} inches with {FIGURE_TEXT_PT} pt text")
+        print(f"{legible} of {len(rows)} figures' smallest text reaches {SMALLEST_FIGURE_PX} px on a slide at "
+              f"1280x720; the smallest {min(px for *_, px in rows):.1f} px")
         return 0
     args = core_path.selection(argv, __doc__.splitlines()[0], OUT)
     try:

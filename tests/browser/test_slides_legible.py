@@ -1,12 +1,13 @@
 """What the back of the room reads, measured in headless Chromium at 1280x720 on every slide of every deck.
 
-- **Figure text.** A figure's smallest text is ``FIGURE_TEXT_PT`` (10 pt, plotting.py's annotations) drawn at the
-  PNG's dpi (90), so on screen it measures ``10 * dpi / 72 * drawn width / natural width * slide zoom`` px: the
-  image's natural and displayed widths and the slide's zoom are read in the page. Every figure is drawn at the size
-  the deck gives it (``slides.figure_size``: enlarged until that text is 18 px, as far as a slide's width and
-  height allow; no stylesheet shrinks it), and one whose shape allows it measures 18 px before the slide's zoom.
-  The smallest and the count of figures at 18 px are printed (``-s``): the rest need to be drawn smaller than
-  ``python tools/slides.py --figures`` says.
+- **Figure text.** A figure's smallest text is measured from the text matplotlib drew in it (``slides.FIGURE_TEXT``,
+  ``tools/slides.py --measure``; the deck writes it on the image as ``data-pt``) at the PNG's dpi (90), so on screen
+  it measures ``pt * dpi / 72 * drawn width / natural width * slide zoom`` px: the image's natural and displayed
+  widths and the slide's zoom are read in the page. Every figure is on a slide of its own, never scaled down, drawn
+  at the size the deck gives it (``slides.figure_size``: enlarged until that text is 18 px, as far as a slide's
+  full width and height allow; no stylesheet shrinks it), and one whose shape allows it measures 18 px. The
+  smallest and the count of figures at 18 px are printed (``-s``): the rest are drawn too wide or tall for their
+  text by their notebooks (tests/test_slides.py's record, ``python tools/slides.py --figures``).
 - **Code lines.** No line of code wraps on a slide (a wrapped line starts at the left margin and misleads about
   indentation), except a line that Python cannot break (a long field of an f-string): the rendered lines of each
   code block, counted from the text's line boxes, are its lines.
@@ -39,7 +40,8 @@ MEASURE = """() => {
   const zoom = parseFloat(slide.dataset.zoom || '1');
   const figures = [...slide.querySelectorAll('img')].filter(i => i.offsetParent !== null).map(img => ({
     natural: img.naturalWidth, drawn: img.offsetWidth, styled: parseFloat(img.style.width),
-    dpi: parseFloat(img.dataset.dpi), png: img.src.slice(0, 4000)}));
+    dpi: parseFloat(img.dataset.dpi), pt: parseFloat(img.dataset.pt), png: img.src.slice(0, 4000),
+    alone: slide.querySelectorAll('.jp-Cell').length === 1}));
   const code = [...slide.querySelectorAll('.jp-InputArea pre')]
     .filter(e => e.offsetParent !== null && e.textContent.trim()).map(pre => {
       const range = document.createRange();
@@ -60,7 +62,6 @@ def test_figure_text_code_lines_and_speaker_notes_on_every_slide(decks, offline_
     page, blocked = offline_page
     page.set_viewport_size({"width": 1280, "height": 720})
     sizes, problems = [], []
-    legible = slides.SMALLEST_FIGURE_PX / (slides.FIGURE_TEXT_PT * 90 / 72)
     for path in decks:
         page.goto(path.as_uri(), wait_until="load")
         count = page.evaluate("() => document.querySelectorAll('section.slide').length")
@@ -69,15 +70,20 @@ def test_figure_text_code_lines_and_speaker_notes_on_every_slide(decks, offline_
             seen = page.evaluate(MEASURE)
             where = f"{path.name} slide {k + 1}"
             for figure in seen["figures"]:
-                px = slides.FIGURE_TEXT_PT * figure["dpi"] / 72 * figure["drawn"] / figure["natural"] * seen["zoom"]
+                pt = figure["pt"]
+                px = pt * figure["dpi"] / 72 * figure["drawn"] / figure["natural"] * seen["zoom"]
                 sizes.append(px)
                 png = figure["png"].split("base64,", 1)[1]
-                full = slides.figure_text_px(png, slides.figure_size(png)[0])  # what the deck sized it for
-                if abs(figure["drawn"] - figure["styled"]) > 1 or figure["styled"] != slides.figure_size(png)[0]:
+                size = slides.figure_size(png, pt)[0]
+                full = slides.figure_text_px(png, size, pt)  # what the deck sized it for
+                if abs(figure["drawn"] - figure["styled"]) > 1 or figure["styled"] != size:
                     problems.append((where, "a figure drawn at another size than the deck gave it",
                                      figure["drawn"], figure["styled"]))
-                if px < full * max(seen["zoom"], slides.MIN_ZOOM) - 0.1:
+                if not figure["alone"] or seen["zoom"] < 1:
+                    problems.append((where, "a figure not on a slide of its own at full size", seen["zoom"]))
+                if px < full - 0.1:
                     problems.append((where, "figure text smaller than its slide size gives", px, full))
+                legible = slides.SMALLEST_FIGURE_PX / (pt * figure["dpi"] / 72)
                 enlarged = figure["styled"] >= round(figure["natural"] * legible) - 1
                 if enlarged and full < slides.SMALLEST_FIGURE_PX - 0.1:
                     problems.append((where, "figure text under 18 px", full))
@@ -94,6 +100,6 @@ def test_figure_text_code_lines_and_speaker_notes_on_every_slide(decks, offline_
     assert not problems, problems[:5]
     assert sizes and not blocked
     at_18 = sum(px >= slides.SMALLEST_FIGURE_PX - 0.05 for px in sizes)
-    print(f"\nfigure text ({slides.FIGURE_TEXT_PT} pt) on slides at 1280x720: smallest {min(sizes):.1f} px, median "
+    print(f"\nfigures' smallest text (measured) on slides at 1280x720: smallest {min(sizes):.1f} px, median "
           f"{sorted(sizes)[len(sizes) // 2]:.1f} px, {at_18} of {len(sizes)} figures at {slides.SMALLEST_FIGURE_PX} px "
           "or more")
