@@ -185,7 +185,8 @@ def main(argv=None) -> int:
         print("OVER = " + pprint.pformat({k: v for k, v in record.items() if v}, width=110, sort_dicts=False))
         return 0
     columns = ["notebook", "core_prose_words", "longest_cell", "cells_over_150", "cells_over_200", "mean_sentence",
-               "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes", "lines_before_picture"]
+               "sentences_over_40", "summary_bullets", "independent_minutes", "core_path_minutes",
+               "lines_before_picture"]
     short = ["nb", "words", "longest", ">150", ">200", "mean sent", ">40 w", "bullets", "min (indep.)", "min (guide)",
              "lines to a picture"]
     print("| " + " | ".join(short) + " |")
