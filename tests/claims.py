@@ -437,7 +437,7 @@ ALLOWED: dict[str, list[tuple[str, str, str]]] = {
            ("15-047", "**grouped-query** (notebook 13) at 70B | a smaller KV cache", DESIGN),
            ("15-047", "X is the *gate*, which decides, feature by feature, how much of X pass", DEFINITION),
            ("15-051", "Almost all of Llama's parameters are in the blocks", PRINTED),
-           ("15-047", "In every panel the top-left square is bright for another reason: query 0 can see only itself", DEFINITION),
+           ("15-047", "In every panel the top-left square is bright for another reason", DEFINITION),
            ("15-064", "**Trained** with Adam on one CPU core, the two-block model beats the u", PRINTED),
            ("15-064", "Its heads look back one token more than an even spread would, none as", PRINTED),
            ("15-064", "Scale it up: more blocks, a wider X, a longer context, a larger vocabu", HEADING),

@@ -30,7 +30,6 @@ OVER = {"00": {"lines_before_picture": 137},
  "10": {"lines_before_picture": 104},
  "11": {"lines_before_picture": 562},
  "12": {"lines_before_picture": 255},
- "13": {"lines_before_picture": 107},
  "16": {"lines_before_picture": 469}}
 
 

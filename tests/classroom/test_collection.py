@@ -1,6 +1,6 @@
-"""The collection boundary of the classroom kit (classroom_kit/submissions.py, classroom_kit/classroom.py): only the assignment's
-notebook is taken from a submission, never followed through a link, and a notebook nbgrader cannot grade costs only
-its learner.
+"""The collection boundary of the classroom kit (classroom_kit/submissions.py, classroom_kit/classroom.py): only the
+assignment's notebook is taken from a submission, never followed through a link, and a notebook nbgrader cannot
+grade costs only its learner.
 
 - ``accepted_files`` and ``clean_copy`` on trees of links, FIFOs, devices, hard links, odd names and huge files,
   crafted and generated (Hypothesis): nothing but the notebook is ever copied, no link is followed;
@@ -296,8 +296,8 @@ def kit_files(*folders: Path):
 
 
 def bob_attack(classroom_module, base: Path, alice: str, bob: str, in_submitted: bool = True) -> dict:
-    """Bob's attack, played with ``classroom_module`` (today's or an older classroom_kit/classroom.py): links and a FIFO in
-    his own inbound folder, then links, a hard link and a device placed in submitted/; collect, the kit's autograde,
+    """Bob's attack, played with ``classroom_module`` (today's or an older classroom_kit/classroom.py): links and a FIFO
+    in his own inbound folder, then links, a hard link and a device placed in submitted/; collect, the kit's autograde,
     release_feedback, fetch_feedback as bob (``in_submitted=False``: the inbound links only). Returns what
     happened: ``grades`` (student -> (score, reason)), the kit's files that are no notebook nor page, those with
     /etc/shadow's or the gradebook's content, bob's feedback files."""

@@ -93,8 +93,8 @@ SECRET = bytes(range(32))  # a course's secret (the real one: 32 random bytes, t
 
 @pytest.mark.parametrize("name", sorted(cases.FRESH))
 def test_a_table_of_the_cases_a_student_can_compute_earns_nothing_with_the_courses_secret(name):
-    """The student knows their name, the assignment and classroom_kit/grade_cases.py, not the course's secret: a table of
-    the visible cases and of the new cases computed without the secret passes without it (the hole of f6b00f9,
+    """The student knows their name, the assignment and classroom_kit/grade_cases.py, not the course's secret: a table
+    of the visible cases and of the new cases computed without the secret passes without it (the hole of f6b00f9,
     whose seed was the name and assignment alone) and fails with it."""
     checker = _checker(name)
     computed = cases.fresh_cases(name, checker, "ada/assignment")  # all a student can draw
