@@ -14,7 +14,7 @@ __all__ = ["setup_style", "heatmap", "heatmap_grid", "place_labels", "text_colou
            "MASKED_COLOUR", "HATCH_COLOUR", "CONTEXT_COLOUR", "HIGHLIGHT_EDGE", "PAPER_COLOUR", "LABEL_BOX",
            "OUTLINE_COLOUR", "GUIDE_COLOUR", "FAINT_COLOUR", "OKABE_ITO", "SERIES_COLOURS", "drawable_labels",
            "NO_GLYPH", "DIAGRAM_FONT_SIZE", "DIAGRAM_MAX_WIDTH", "PARAMETER_COLOUR", "shape_label", "Node",
-           "array_node", "step_node", "flow_diagram", "describe_flow", "induction_nodes",
+           "array_node", "step_node", "flow_diagram", "describe_flow", "induction_nodes", "block_nodes",
            "describe_arrows"]
 
 #: Colour of masked cells: visibly different from any weight, even 0.
@@ -606,6 +606,42 @@ def induction_nodes(tokens, ids, previous_weights, induction_weights, previous_q
                           {"bend": -bend if level else bend, "width": 0.5 + 2.5 * float(weights[i, j])}))
     for n, j in enumerate(dict.fromkeys(keys.values())):
         edges.append((f"0 {j}", f"1 {j}", f"after {tokens[j - 1]}" if n == 0 and j else None, {"dashed": True}))
+    return nodes, edges
+
+
+def block_nodes(tokens, x, stream, out, params, norm_first=True):
+    """The nodes and edges of one transformer block on the residual stream, for :func:`flow_diagram`.
+
+    ``x``, ``stream`` (after the attention half) and ``out`` are the block's arrays ``(T, d_model)``, one row per
+    name of ``tokens``; ``params`` its :class:`~attn_helpers.block.BlockParams` (the boxes' shapes and head count
+    come from it). The stream runs along ``y = 0``; each sub-layer branches off above it and is added back at a
+    "+". ``norm_first``: pre-norm (each sub-layer reads a normalised copy); else post-norm (the sum is normalised).
+    Returns ``nodes, edges``.
+
+    >>> from attn_helpers.block import init_block_params
+    >>> x = np.zeros((3, 8))
+    >>> nodes, edges = block_nodes(["a", "b", "c"], x, x, x, init_block_params(d_model=8, num_heads=2))
+    >>> nodes[0].text, len(nodes), len(edges)
+    ('x (T, d_model) = (3, 8)', 10, 11)
+    """
+    p, rows = params, {"tokens": tokens, "dims": ("T", "d_model")}
+    attention = f"attention, {p.num_heads} heads\nW_q, W_k, W_v, W_o\n{p.W_q.shape} each"   # shapes from the block
+    nodes = [array_node("x", x, (0, 0), **rows), step_node(attention, (4.4, 2.3), key="attention"),
+             step_node("+", (6.6, 0), key="+1"), array_node("W_1", p.W_1, (11.2, 2.3), parameter=True),
+             array_node("W_2", p.W_2, (13.4, 2.3), parameter=True), step_node("+", (14.8, 0), key="+2"),
+             array_node("out", out, (17.4, 0), **rows)]
+    if norm_first:   # pre-norm: each sub-layer reads a normalised copy; the stream itself is never normalised
+        nodes += [step_node("LN", (1.8, 2.3), key="LN 1"), array_node("stream", stream, (8.4, 0), **rows),
+                  step_node("LN", (9.8, 2.3), key="LN 2")]
+        edges = [("x", "LN 1"), ("LN 1", "attention"), ("+1", "stream"), ("stream", "LN 2"), ("LN 2", "W_1"),
+                 ("+2", "out")]
+    else:            # post-norm: the sum itself is normalised
+        nodes += [step_node("LN", (7.6, 0), key="LN 1"), array_node("stream", stream, (9.0, 0), **rows),
+                  step_node("LN", (15.8, 0), key="LN 2")]
+        edges = [("x", "attention"), ("+1", "LN 1"), ("LN 1", "stream"), ("stream", "W_1"), ("+2", "LN 2"),
+                 ("LN 2", "out")]
+    edges += [("x", "+1", "residual"), ("attention", "+1"), ("W_1", "W_2", "GELU"), ("W_2", "+2"),
+              ("stream", "+2", "residual")]
     return nodes, edges
 
 
