@@ -12,8 +12,8 @@ from ..glove import load_glove, most_similar, pca_2d, word_to_index
 from ..plotting import OKABE_ITO, heatmap, token_colour
 from . import Explorer, FullRedraw, dropdown, slider
 
-__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_lookup", "draw_neighbours", "update_neighbours", "draw_analogy", "update_analogy",
-           "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
+__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_lookup", "draw_neighbours", "update_neighbours", "draw_analogy",
+           "update_analogy", "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
 
 #: Words offered by the neighbour explorer: some with one clear meaning, some with several.
 NEIGHBOUR_WORDS = (
@@ -57,6 +57,8 @@ def draw_lookup(fig, tokens=JOURNEY_TOKENS, vocabulary=None, table=None):
             colorbar=False, xlabel="feature", ylabel="vocabulary, by id", title=f"table E, shape {table.shape}")
     image = heatmap(X, tokens, features, ax=right, vmin=0, vmax=1, colorbar=False, xlabel="feature",
                     ylabel="sentence (token order)", title=f"X = E[token_ids], shape {X.shape}")
+    for text in (*left.texts, *right.texts):
+        text.set_fontsize(12)  # the entries, legible on a projector
     right.yaxis.tick_right()
     right.yaxis.set_label_position("right")
     fig.colorbar(image, ax=[left, gap, right], location="bottom", shrink=0.4, label="value")
