@@ -25,11 +25,12 @@ def _arrow(ax, start, end, colour, width=1.5, bend=0.0):
                                  connectionstyle=f"arc3,rad={bend}", shrinkA=14, shrinkB=14))
 
 
-def draw_bottleneck(fig, tokens=JOURNEY_TOKENS, keep=0.5):
+def draw_bottleneck(fig, tokens=JOURNEY_TOKENS, keep=0.5, show_shares=True):
     """Top: a recurrent summary, one vector passed from token to token; bottom: attention's direct connections.
 
     The numbers under the top row are :func:`attn_helpers.measures.summary_shares`: how much of
-    each token is left in the final summary ``s``. Every arc of the bottom row is one step long.
+    each token is left in the final summary ``s`` (with ``show_shares=False``, a question mark each: the
+    setting of the question, before its answer). Every arc of the bottom row is one step long.
     """
     tokens = list(tokens)
     T = len(tokens)
@@ -47,8 +48,10 @@ def draw_bottleneck(fig, tokens=JOURNEY_TOKENS, keep=0.5):
         _arrow(top, (t, 0.12), (t, 0.85), GUIDE_COLOUR)
         if t:
             _arrow(top, (t - 0.8, 1.0), (t - 0.2, 1.0), CONTEXT_COLOUR, width=2)
-        top.text(t, -0.55, f"{100 * shares[t]:.3g} %", ha="center", va="center", fontsize=12, color=GUIDE_COLOUR)
-    top.text(-0.65, -0.9, f"share of each token in s{T}, the one vector passed on", fontsize=12, color=GUIDE_COLOUR)
+        top.text(t, -0.55, f"{100 * shares[t]:.3g} %" if show_shares else "?", ha="center", va="center", fontsize=12,
+                 color=GUIDE_COLOUR)
+    top.text(-0.65, -0.9, f"share of each token in s{T}, the one vector passed on"
+             + ("" if show_shares else ": how much is left of each?"), fontsize=12, color=GUIDE_COLOUR)
     top.set_title(f"a recurrent network: one fixed-size summary, updated token by token (s = {keep:g}·s + "
                   f"{1 - keep:g}·x)", fontsize=13)
     bottom.set_ylim(-0.6, 1.6)

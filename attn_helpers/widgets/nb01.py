@@ -5,14 +5,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.patches import FancyArrowPatch
+from matplotlib.patches import ConnectionPatch, FancyArrowPatch
 
+from ..examples import JOURNEY_TOKENS, journey_embeddings
 from ..glove import load_glove, most_similar, pca_2d, word_to_index
-from ..plotting import OKABE_ITO
+from ..plotting import OKABE_ITO, heatmap, token_colour
 from . import Explorer, FullRedraw, dropdown, slider
 
-__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_neighbours", "update_neighbours", "draw_analogy", "update_analogy",
-           "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
+__all__ = ["NEIGHBOUR_WORDS", "ANALOGY_WORDS", "draw_lookup", "draw_neighbours", "update_neighbours", "draw_analogy",
+           "update_analogy", "neighbour_explorer", "analogy_explorer", "EXPLORERS"]
 
 #: Words offered by the neighbour explorer: some with one clear meaning, some with several.
 NEIGHBOUR_WORDS = (
@@ -33,6 +34,43 @@ _COLOURS = {"cosine": OKABE_ITO["blue"], "dot": OKABE_ITO["vermillion"], "length
 
 #: The live neighbour figure keeps room for this many bars (the k slider's maximum), so moving k edits bars only.
 _K_SLOTS = 15
+
+
+def draw_lookup(fig, tokens=JOURNEY_TOKENS, vocabulary=None, table=None):
+    """Left: the embedding table E, one row per vocabulary word (its id first); right: X = E[token_ids], one row per
+    token of the sentence. An arrow joins row ``token_ids[i]`` of E to row i of X; returns ``token_ids``.
+
+    By default the vocabulary is the sentence's words in alphabetical order and E holds notebook 00's vectors in that
+    order, as notebook 01 builds them.
+    """
+    tokens = list(tokens)
+    vocabulary = sorted(tokens, key=str.lower) if vocabulary is None else list(vocabulary)
+    if table is None:
+        table = journey_embeddings()[[JOURNEY_TOKENS.index(word) for word in vocabulary]]  # (V, d_model)
+    table = np.asarray(table)
+    token_ids = np.array([vocabulary.index(token) for token in tokens])
+    X = table[token_ids]  # (T,) ids index the rows of (V, d_model) -> (T, d_model)
+    left, gap, right = fig.subplots(1, 3, width_ratios=[1, 0.7, 1])
+    gap.set_axis_off()
+    features = [str(j) for j in range(table.shape[1])]  # short labels stay horizontal
+    heatmap(table, [f"id {v}: {word}" for v, word in enumerate(vocabulary)], features, ax=left, vmin=0, vmax=1,
+            colorbar=False, xlabel="feature", ylabel="vocabulary, by id", title=f"table E, shape {table.shape}")
+    image = heatmap(X, tokens, features, ax=right, vmin=0, vmax=1, colorbar=False, xlabel="feature",
+                    ylabel="sentence (token order)", title=f"X = E[token_ids], shape {X.shape}")
+    for text in (*left.texts, *right.texts):
+        text.set_fontsize(12)  # the entries, legible on a projector
+    right.yaxis.tick_right()
+    right.yaxis.set_label_position("right")
+    fig.colorbar(image, ax=[left, gap, right], location="bottom", shrink=0.4, label="value")
+    arrows = []
+    for i, (token, token_id) in enumerate(zip(tokens, token_ids, strict=True)):
+        arrow = ConnectionPatch((table.shape[1] - 0.5, token_id), (-0.5, i), coordsA=left.transData,
+                                coordsB=right.transData, arrowstyle="-|>", mutation_scale=16, linewidth=2,
+                                color=token_colour(token, i))
+        fig.add_artist(arrow)
+        arrows.append(arrow)
+    fig.handles = {"token_ids": token_ids, "X": X, "arrows": arrows}
+    return token_ids
 
 
 @lru_cache(maxsize=1)
