@@ -48,7 +48,7 @@ CORE = {f"attn_helpers.{name}" for name in ("core", "multihead", "block", "kv_ca
                                             "online", "backprop", "training", "gpt", "pretrained", "llama", "bpe")}
 
 #: Lines a learner reads: each notebook's new lines on its central path, the core's, and ``transformer_block??``.
-BUDGETS = {"08": 60, "10": 90, "13": 90, "14": 200, "core": 1000, "transformer_block??": 30}
+BUDGETS = {"08": 60, "10": 90, "13": 90, "14": 200, "15": 200, "core": 1000, "transformer_block??": 30}
 
 PRINTED = re.compile(r"(?:getsource|show_source)\(\s*([A-Za-z_][\w.]*)|([A-Za-z_][\w.]*)\?\?")
 NOTEBOOK_NAMED = re.compile(r"[Nn]otebooks? (\d\d)(?:(?:, | and | or )(\d\d))*")
