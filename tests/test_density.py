@@ -22,7 +22,6 @@ density = load_tool("density")
 OVER = {"00": {"lines_before_picture": 137},
  "01": {"lines_before_picture": 188},
  "02": {"lines_before_picture": 210},
- "06": {"lines_before_picture": 149},
  "08": {"lines_before_picture": 91},
  "09": {"lines_before_picture": 263},
  "10": {"lines_before_picture": 104},
