@@ -29,7 +29,7 @@ from attn_helpers import plotting  # noqa: E402
 from attn_helpers.plotting import array_node, describe_flow, flow_diagram, induction_nodes, step_node  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DIAGRAM_NOTEBOOKS = ("02", "05", "08", "10", "11", "13", "15", "16")
+DIAGRAM_NOTEBOOKS = ("02", "03", "04", "05", "08", "10", "11", "13", "15", "16")
 #: The widest stored figure a notebook cell at 1280 pixels shows at its own size (so 12 pt stays 12 pt).
 MAX_PIXELS = 1100
 SHAPE = re.compile(r"\(([\d, ]+)\)")
