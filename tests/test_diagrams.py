@@ -1,6 +1,6 @@
 """Every mechanism has a picture, drawn from the arrays of its notebook (issue 46, item 3).
 
-- Notebooks 02, 05, 08, 10, 11, 13, 15 and 16 each hold a code cell tagged ``diagram`` that draws a figure with
+- Notebooks 02, 03, 04, 05, 08, 10, 11, 13, 15 and 16 each hold a code cell tagged ``diagram`` that draws a figure with
   ``flow_diagram`` and prints its text version (``describe_flow``), with alt text for the site that names every box
   and every shape of that text version: nbval recomputes the text from the arrays, so the alt text cannot drift.
 - The helper labels each box with the shape of the array it was given (change the array, the label follows), draws
