@@ -33,7 +33,7 @@ OVER = {"00": {"lines_before_picture": 137},
  "13": {"lines_before_picture": 107},
  "14": {"lines_before_picture": 150},
  "15": {"lines_before_picture": 83},
- "16": {"lines_before_picture": 469}}
+}
 
 
 @pytest.fixture(scope="module")
