@@ -172,9 +172,9 @@ def sink_moves_with_the_position():
 @claim("16", "16-031t", "The tiny GPT has none of it: its heads give the first token *less* than an even spread would, "
        "and the first token's values are as long as any other's")
 def tiny_gpt_parks_nothing():
-    weight = printed_number("16", "16-030", r"tiny GPT \(14\), 8 windows\s+([\d.]+)")
+    weight = printed_number("16", "16-030", r"tiny GPT \(15\), 8 windows\s+([\d.]+)")
     even = printed_number("16", "16-030", r"an even spread over 64 tokens gives the first one ([\d.]+)")
-    ratio = printed_number("16", "16-030", r"tiny GPT \(14\), 8 windows\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
+    ratio = printed_number("16", "16-030", r"tiny GPT \(15\), 8 windows\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
     assert weight < even and ratio > 0.9, (weight, even, ratio)
 
 

@@ -32,6 +32,18 @@ def _cell(number, cell_id):
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=NUMBERS)
+def test_the_title_and_the_answer_key_carry_the_notebooks_number(notebook):
+    """A renumbered notebook keeps no old number in its title, in its answer key's title or in its guide section."""
+    number = notebook.name[:2]
+    title = _source(_cells(notebook)[0]).splitlines()[0]
+    assert title.startswith(f"# {number} · "), (notebook.name, title)
+    key = ROOT / "docs" / "answers" / f"{number}.md"
+    assert key.read_text(encoding="utf-8").startswith(f"# {number} · "), key.name
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    assert f"\n### {number} · " in guide, (number, "its section of the guide")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=NUMBERS)
 def test_the_first_cell_links_the_glossary(notebook):
     first = _source(_cells(notebook)[0])
     assert "](../docs/glossary.md)" in first, f"{notebook.name}: its first cell does not link docs/glossary.md"
