@@ -1,4 +1,4 @@
-r"""One decoder runner and one generation loop, shared by the tiny GPT (notebooks 13, 14) and SmolLM2 (notebook 16).
+r"""One decoder runner and one generation loop, shared by the tiny GPT (notebooks 13 to 15) and SmolLM2 (notebook 16).
 
 :func:`run_blocks` runs a stack of notebook 10's blocks on embedded tokens under the decoder's mask, through a KV
 cache or without one; :func:`generate_tokens` appends tokens one at a time, each chosen from the scores of the last

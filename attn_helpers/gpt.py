@@ -651,7 +651,7 @@ def load_tiny_gpt(path=WEIGHTS_PATH, sha256=None):
 
 
 def load_dropout_record(path=DROPOUT_RECORD_PATH, sha256=None):
-    """The record of the tiny GPT's recipe trained with dropout, checked by its SHA-256 (notebook 14).
+    """The record of the tiny GPT's recipe trained with dropout, checked by its SHA-256 (notebook 15).
 
     ``python tools/train_tiny_gpt.py --dropout 0.1 --out ...`` wrote it: ``recipe``, the training loss every 10
     steps (``steps``, ``losses``), ``train_loss`` and ``val_loss`` measured by :func:`mean_loss` on the whole

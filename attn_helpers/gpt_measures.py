@@ -1,4 +1,4 @@
-"""What notebook 14 measures about its trained tiny GPT, over many samples and windows rather than one.
+"""What notebook 15 measures about its trained tiny GPT, over many samples and windows rather than one.
 
 * :func:`known_word_share`: how many of a text's words occur in the training text (invented words do not);
 * :func:`sample_word_shares`: that share for samples of the GPT and of the bigram baseline, drawn alike;

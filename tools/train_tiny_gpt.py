@@ -1,4 +1,4 @@
-"""Train notebook 14's tiny GPT on *Pride and Prejudice* and write ``attn_helpers/data/tiny_gpt.npz``.
+"""Train the tiny GPT of notebooks 14 and 15 on *Pride and Prejudice* and write ``attn_helpers/data/tiny_gpt.npz``.
 
 The recipe: a byte-pair encoding of vocabulary 512 learned from the training split; a GPT of
 2 pre-norm blocks, d_model 64, 4 heads, context 64 tokens (:func:`attn_helpers.gpt.init_tiny_gpt`);
@@ -14,7 +14,7 @@ write into ``attn_helpers/gpt.py`` (``WEIGHTS_SHA256``).
 steps, and ``--out PATH.json`` writes only the training record (recipe, loss curve every 10 steps, training
 and validation loss measured alike, the corpus's SHA-256 and the code's commit) instead of the weights, so the
 shipped model is not overwritten: ``python tools/train_tiny_gpt.py --dropout 0.1 --out
-attn_helpers/data/tiny_gpt_dropout_record.json`` made notebook 14's dropout comparison.
+attn_helpers/data/tiny_gpt_dropout_record.json`` made notebook 15's dropout comparison.
 """
 
 from __future__ import annotations
