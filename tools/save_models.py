@@ -1,4 +1,4 @@
-"""Maintainer code that writes the package's data files: notebook 11's training runs and the tiny GPT of notebooks 14 and 15.
+"""Maintainer code that writes the package's data files: notebook 11's training runs and the tiny GPT (14, 15).
 
 ``tools/build_training_runs.py``, ``tools/build_position_runs.py`` and ``tools/train_tiny_gpt.py`` call it;
 the package only reads these files (:func:`attn_helpers.training.load_runs`, :func:`attn_helpers.gpt.load_tiny_gpt`).
