@@ -249,7 +249,7 @@ def test_the_speaker_notes_of_a_slide_are_its_own(decks):
         assert len({json.dumps(n) for n in notes}) == len(notes), f"{notebook.name}: two slides share their notes"
         for note, (_, body) in zip(notes, sections):
             assert note and all(kind and text for kind, text in note)
-            alts = " ".join(re.findall(r'\balt="([^"]*)"', body))  # what a figure shows, in words
+            alts = " ".join(a + b for a, b in re.findall(r"""\balt=(?:"([^"]*)"|'([^']*)')""", body))  # in words
             shown = re.sub(r"\W", "", re.sub(r"<math.*?</math>|<[^>]+>", " ", html.unescape(body + alts)).lower())
             words = re.findall(r"\w+", " ".join(text for _, text in note).lower())
             runs = {"".join(words[k:k + 3]) for k in range(len(words) - 2)}  # three words in a row, as shown
