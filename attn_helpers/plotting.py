@@ -627,12 +627,12 @@ def block_nodes(tokens, x, stream, out, params, norm_first=True):
     p, rows = params, {"tokens": tokens, "dims": ("T", "d_model")}
     attention = f"attention, {p.num_heads} heads\nW_q, W_k, W_v, W_o\n{p.W_q.shape} each"   # shapes from the block
     nodes = [array_node("x", x, (0, 0), **rows), step_node(attention, (4.4, 2.3), key="attention"),
-             step_node("+", (6.6, 0), key="+1"), array_node("W_1", p.W_1, (11.2, 2.3), parameter=True),
-             array_node("W_2", p.W_2, (13.4, 2.3), parameter=True), step_node("+", (14.8, 0), key="+2"),
+             step_node("+", (6.6, 0), key="+1"), array_node("W_1", p.W_1, (11.0, 2.3), parameter=True),
+             array_node("W_2", p.W_2, (13.6, 2.3), parameter=True), step_node("+", (14.8, 0), key="+2"),
              array_node("out", out, (17.4, 0), **rows)]
     if norm_first:   # pre-norm: each sub-layer reads a normalised copy; the stream itself is never normalised
         nodes += [step_node("LN", (1.8, 2.3), key="LN 1"), array_node("stream", stream, (8.4, 0), **rows),
-                  step_node("LN", (9.8, 2.3), key="LN 2")]
+                  step_node("LN", (9.6, 2.3), key="LN 2")]
         edges = [("x", "LN 1"), ("LN 1", "attention"), ("+1", "stream"), ("stream", "LN 2"), ("LN 2", "W_1"),
                  ("+2", "out")]
     else:            # post-norm: the sum itself is normalised

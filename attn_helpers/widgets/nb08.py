@@ -175,7 +175,7 @@ def draw_head(fig, num_heads=2, head=0, causal=False, tokens=CREATURE_TOKENS, ex
     fig.colorbar(image, cax=bar_ax, label="attention weight", ticks=[0, 0.5, 1])
     own = right.barh(range(T), np.zeros(T), label="this head")
     others = right.barh(range(T), np.zeros(T), color=FAINT_COLOUR, label="other heads")
-    texts = [right.text(0, t, "", ha="center", va="center", fontsize=10) for t in range(T)]
+    texts = [right.text(0, t, "", ha="center", va="center", fontsize=11) for t in range(T)]
     equal = right.axvline(0.25, color=GUIDE_COLOUR, linestyle="--", linewidth=1)
     right.set_xlim(0, 1)
     right.set_ylim(T - 0.5, -0.5)

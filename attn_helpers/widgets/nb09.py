@@ -87,7 +87,7 @@ def order_explorer():
     y_max = _largest_change()
     controls = {"sentence": dropdown("word order", list(ORDERS), "man bites dog"),
                 "positions": toggle("add sinusoidal positions", False)}
-    return Explorer(partial(draw_order, y_max=y_max), controls, figsize=(11, 3.9), update=update_order)
+    return Explorer(partial(draw_order, y_max=y_max), controls, figsize=(10.2, 3.9), update=update_order)
 
 
 #: Positions the encoding explorer draws (rows of its heatmap).
@@ -143,7 +143,7 @@ def encoding_explorer():
     """Move the position, change d_model: the encoding's heatmap and one position's similarities."""
     controls = {"position": slider("position p", 10, 0, ENCODING_POSITIONS - 1, 1, integer=True),
                 "d_model": dropdown("d_model", D_MODEL_CHOICES, 64)}
-    return Explorer(draw_encoding, controls, figsize=(11, 4.2), update=update_encoding)
+    return Explorer(draw_encoding, controls, figsize=(10.2, 4.2), update=update_encoding)
 
 
 #: The query and key pair the rotation explorer rotates (features 0 and 1 of a query and a key).
@@ -210,7 +210,7 @@ def rotation_explorer():
     controls = {"query_position": slider("query position m", 3, 0, 8, 1, integer=True),
                 "key_position": slider("key position n", 1, 0, 8, 1, integer=True),
                 "shift": slider("shift both by", 0, 0, 20, 1, integer=True)}
-    return Explorer(draw_rotation, controls, figsize=(5.6, 5.4), update=update_rotation)
+    return Explorer(draw_rotation, controls, figsize=(5.4, 5.2), update=update_rotation)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -143,8 +143,8 @@ def draw_stream(fig, placement="pre-norm (GPT-2)", residual=True, num_blocks=6, 
     """Left: token length per block; middle: own-input and between-token similarity; right: similarity matrix."""
     diagnostics = all_diagnostics() if diagnostics is None else diagnostics
     fig.set_layout_engine("none")  # fixed margins: a constrained layout would double the render time
-    length_ax, cosine_ax, matrix_ax = fig.subplots(1, 3, width_ratios=[1, 1, 1.05], gridspec_kw={
-        "left": 0.06, "right": 0.92, "top": 0.86, "bottom": 0.24, "wspace": 0.45})
+    length_ax, cosine_ax, matrix_ax = fig.subplots(1, 3, width_ratios=[1, 1, 1.3], gridspec_kw={
+        "left": 0.07, "right": 0.91, "top": 0.86, "bottom": 0.26, "wspace": 0.4})
     depth = len(next(iter(diagnostics.values()))["norm"]) - 1
     blocks = np.arange(depth + 1)
     for d in diagnostics.values():  # every setting, faint: the context the highlighted curve sits in
@@ -209,7 +209,7 @@ def stream_explorer(example=None):
         "placement": dropdown("layer norm", PLACEMENTS, "pre-norm (GPT-2)"),
         "residual": toggle("residual connections (x + ...)", True),
     }
-    return Explorer(partial(draw_stream, diagnostics=diagnostics), controls, figsize=(13, 4.4), update=update_stream)
+    return Explorer(partial(draw_stream, diagnostics=diagnostics), controls, figsize=(10.4, 4.2), update=update_stream)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -84,14 +84,15 @@ def draw_snapshots(fig, run, steps=None, layer=0, head=0):
     labels = position_labels(run)
     # fixed margins (no layout engine): a row of many heatmaps is slow to lay out, and these never need it
     axes = np.atleast_1d(fig.subplots(1, len(steps), sharey=True, gridspec_kw={
-        "left": 0.06, "right": 0.9, "bottom": 0.2, "top": 0.74, "wspace": 0.12}))
+        "left": 0.06, "right": 0.9, "bottom": 0.2, "top": 0.7, "wspace": 0.06}))
     image = None
     for k, (ax, step) in enumerate(zip(axes, steps)):
         weights = masked_weights(run, run.snapshots[step][layer, head])
         loss = run.losses[max(step - 1, 0)]  # the loss of the batch of the step that led here
         image = heatmap(weights, labels, labels, ax=ax, vmin=0, vmax=1, annotate=False, colorbar=False,
                         title=f"step {step}\nloss {loss:.2f}", xlabel="key", ylabel="query" if k == 0 else None)
-    fig.colorbar(image, cax=fig.add_axes((0.92, 0.2, 0.012, 0.54)), label="attention weight")
+    fig.colorbar(image, cax=fig.add_axes((0.92, 0.2, 0.012, 0.5)), label="attention weight",
+                 ticks=[0, 0.5, 1])
     return "; ".join(f"step {s}: loss {run.losses[max(s - 1, 0)]:.3f}" for s in steps)
 
 
@@ -206,7 +207,7 @@ def training_explorer(runs=None):
                                         layout=widgets.Layout(width="420px")),
         "task": dropdown("task", list(runs), "reverse"),
     }
-    return Explorer(partial(draw_training, runs=runs), controls, figsize=(12, 4.2), update=update_training)
+    return Explorer(partial(draw_training, runs=runs), controls, figsize=(10.3, 4.0), update=update_training)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
