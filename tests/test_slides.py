@@ -325,16 +325,6 @@ def test_a_figure_is_on_a_slide_of_its_own_drawn_for_its_measured_text(decks, no
 #: its text on a slide in px, its smallest text in pt, its PNG's size, the largest PNG whose text of that size
 #: reaches 18 px.
 FIGURE_TEXT_UNDER_18_PX = {
-    "00-pic-01": (17.5, 12, "10.6 x 6.1 in", "11.5 x 5.9 in"),
-    "00-new-07": (17.5, 12, "10.6 x 6.1 in", "11.5 x 5.9 in"),
-    "01-015": (17.1, 11, "11.1 x 3.9 in", "10.5 x 5.4 in"),
-    "01-041": (14.8, 11, "9.1 x 6.6 in", "10.5 x 5.4 in"),
-    "02-pic-01": (14.3, 12, "9.0 x 7.4 in", "11.5 x 5.9 in"),
-    "02-017": (17.0, 11, "11.1 x 4.3 in", "10.5 x 5.4 in"),
-    "03-picture": (17.3, 12, "12.0 x 2.0 in", "11.5 x 5.9 in"),
-    "03-021": (17.0, 11, "11.1 x 4.3 in", "10.5 x 5.4 in"),
-    "03-026": (15.7, 11, "12.1 x 5.1 in", "10.5 x 5.4 in"),
-    "04-picture": (16.2, 12, "12.2 x 6.6 in", "11.5 x 5.9 in"),
     "04-009": (12.5, 11, "15.1 x 5.1 in", "10.5 x 5.4 in"),
     "04-029": (14.4, 11, "13.1 x 4.5 in", "10.5 x 5.4 in"),
     "05-dgm": (15.8, 12, "12.2 x 6.8 in", "11.5 x 5.9 in"),

@@ -113,7 +113,7 @@ def update_scores(fig, query="journey", metric="dot product", **_):
 def score_explorer(X=None, tokens=JOURNEY_TOKENS):
     """Choose a query token (and dot product or cosine): see its row of the score matrix."""
     controls = {"query": query_dropdown(tokens), "metric": dropdown("measure", METRICS, "dot product")}
-    return sentence_explorer(draw_scores, update_scores, controls, figsize=(11, 4.2), tokens=tokens, X=X)
+    return sentence_explorer(draw_scores, update_scores, controls, figsize=(10.2, 4.2), tokens=tokens, X=X)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

@@ -118,7 +118,7 @@ def update_temperature(fig, query="journey", temperature=1.0, **_):
 def temperature_explorer(X=None, tokens=JOURNEY_TOKENS):
     """Choose a query and a temperature: see the weights sharpen (τ < 1) or flatten (τ > 1)."""
     controls = {"query": query_dropdown(tokens), "temperature": temperature_slider(1.0)}
-    return sentence_explorer(draw_temperature, update_temperature, controls, figsize=(11, 4.2), tokens=tokens, X=X)
+    return sentence_explorer(draw_temperature, update_temperature, controls, figsize=(10.2, 4.2), tokens=tokens, X=X)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).
