@@ -174,7 +174,8 @@ def update_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, **_):
         longest = _show_tokens(h["labels"], labels, families)  # the axis titles go just outside the longest label
         xlabel, ylabel = h["axis_titles"]
         xlabel.set_y(-0.05 - 0.028 * longest)
-        ylabel.set_x(-0.06 - 0.036 * longest)
+        width = h["big_ax"].get_position().width * fig.get_figwidth()  # the enlarged map's width in inches
+        ylabel.set_x(-(0.16 + 0.094 * longest) / width)                # about 0.094 in a character at 11 pt
         fig.middle_changed = True
         h.update(sentence=sentence, result=result, notes=(cut_note, font_note))
     result = h["result"]
@@ -197,7 +198,7 @@ def head_view(sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
     controls = {"sentence": text_box,
                 "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
                 "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
-    return Explorer(partial(draw_head_view, model=model), controls, figsize=(13, 5.2), update=update_head_view,
+    return Explorer(partial(draw_head_view, model=model), controls, figsize=(10.5, 5.2), update=update_head_view,
                     samples={"sentence": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
 
 
