@@ -90,7 +90,7 @@ def draw_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
     model = load_minilm() if model is None else model
     layers, heads = model.num_layers, model.num_heads
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
-    grid_ax = fig.add_axes((0.04, 0.1, 0.55, 0.8))
+    grid_ax = fig.add_axes((0.04, 0.1, 0.5, 0.8))
     big_ax = fig.add_axes((0.7, 0.27, 0.2, 0.6))
     bar_ax = fig.add_axes((0.915, 0.27, 0.012, 0.6))
     grid = grid_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
