@@ -90,7 +90,7 @@ def draw_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
     model = load_minilm() if model is None else model
     layers, heads = model.num_layers, model.num_heads
     fig.set_layout_engine("none")  # fixed margins: constrained layout would double the render time
-    grid_ax = fig.add_axes((0.04, 0.1, 0.55, 0.8))
+    grid_ax = fig.add_axes((0.04, 0.1, 0.5, 0.8))
     big_ax = fig.add_axes((0.7, 0.27, 0.2, 0.6))
     bar_ax = fig.add_axes((0.915, 0.27, 0.012, 0.6))
     grid = grid_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
@@ -174,7 +174,8 @@ def update_head_view(fig, sentence=EXAMPLE_TEXT, layer=0, head=0, **_):
         longest = _show_tokens(h["labels"], labels, families)  # the axis titles go just outside the longest label
         xlabel, ylabel = h["axis_titles"]
         xlabel.set_y(-0.05 - 0.028 * longest)
-        ylabel.set_x(-0.06 - 0.036 * longest)
+        width = h["big_ax"].get_position().width * fig.get_figwidth()  # the enlarged map's width in inches
+        ylabel.set_x(-(0.16 + 0.094 * longest) / width)                # about 0.094 in a character at 11 pt
         fig.middle_changed = True
         h.update(sentence=sentence, result=result, notes=(cut_note, font_note))
     result = h["result"]
@@ -197,7 +198,7 @@ def head_view(sentence=EXAMPLE_TEXT, layer=0, head=0, model=None):
     controls = {"sentence": text_box,
                 "layer": slider("layer", layer, 0, model.num_layers - 1, 1, integer=True),
                 "head": slider("head", head, 0, model.num_heads - 1, 1, integer=True)}
-    return Explorer(partial(draw_head_view, model=model), controls, figsize=(13, 5.2), update=update_head_view,
+    return Explorer(partial(draw_head_view, model=model), controls, figsize=(10.5, 5.2), update=update_head_view,
                     samples={"sentence": FINGERPRINT_SENTENCES})  # sentences to type, for the latency benchmark
 
 

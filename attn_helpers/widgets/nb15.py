@@ -66,7 +66,7 @@ def draw_sampling(fig, model, prompt, temperature, top_k, top_p):
     ax.legend(handles=[Patch(color=_RAW, label="the model (temperature 1, no filter)"),
                        Patch(color=_KEPT, label="what sampling draws from"),
                        Patch(color=_REMOVED, label="removed by top-k / top-p (its probability before)")],
-              loc="upper right", fontsize=10)
+              loc="upper right", fontsize=11)
     ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=11, family=families)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("probability of the next token")
