@@ -66,8 +66,12 @@ def draw_sum_panel(ax, X, weights_row, context, dims=(0, 1), tokens=JOURNEY_TOKE
     for where, text in (_label_groups(P, tokens, radius=0.06 * span) if labels else ()):
         names = text.split(" / ")
         colour = colours[tokens.index(names[0])] if len(names) == 1 else CONTEXT_COLOUR
-        text = " / ".join(f"{n} (moved)" if moved is not None and n == tokens[moved] else n for n in names)
-        right = where[0] > high[0] - 0.25 * span  # near the right edge: put the name to the left of the tip
+        # names that share a point go on lines of their own ("journey /" over "starts"): one long line would run
+        # out of a small panel
+        text = " /\n".join(f"{n} (moved)" if moved is not None and n == tokens[moved] else n for n in names)
+        # near the right edge, or just left of the ring that marks z (with room on the left): name left of the tip
+        right = where[0] > high[0] - 0.25 * span or (0 < z[0] - where[0] < 0.3 * span and abs(z[1] - where[1])
+                                                      < 0.1 * span and where[0] - low[0] > 0.2 * span)
         ax.text(where[0] - pad if right else where[0] + pad, where[1] + pad, text, fontsize=12, color=colour,
                 fontweight="bold", ha="right" if right else "left", in_layout=False, clip_on=True, zorder=6,
                 bbox=LABEL_BOX)
@@ -210,7 +214,7 @@ def context_explorer():
         "delta_1": slider("Δ feature 1", 0.0, -1.0, 1.0, 0.1, readout_format=".1f"),
         "delta_2": slider("Δ feature 2", 0.0, -1.0, 1.0, 0.1, readout_format=".1f"),
     }
-    return Explorer(draw_context, controls, figsize=(13, 4.4), update=update_context)
+    return Explorer(draw_context, controls, figsize=(10.4, 4.2), update=update_context)
 
 
 #: Every explorer of this notebook, by name (the latency benchmark drives each one).

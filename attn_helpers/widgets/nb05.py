@@ -48,7 +48,7 @@ def draw_qkv(fig, tokens=I_LOVE_AI_TOKENS, X=None, **entries):
     W = _matrices(entries)
     steps = qkv_attention_steps(X, W["W_q"], W["W_k"], W["W_v"])
     fig.set_layout_engine("none")  # a fixed layout: constrained layout would double the cost of each redraw
-    grid = fig.add_gridspec(1, 3, left=0.07, right=0.97, bottom=0.2, top=0.9, wspace=0.55, width_ratios=[1, 1, 0.75])
+    grid = fig.add_gridspec(1, 3, left=0.08, right=0.97, bottom=0.2, top=0.9, wspace=0.55, width_ratios=[1, 1, 0.75])
     left, middle, right = (fig.add_subplot(cell) for cell in grid)
     low, high = _limits(steps["scaled"], signed=True)
     heatmap(steps["scaled"], tokens, tokens, ax=left, title="scores Q Kᵀ / √d_k", cbar_label="score", vmin=low,
@@ -100,7 +100,7 @@ def update_qkv(fig, **entries):
 class MatrixExplorer(Explorer):
     """An :class:`Explorer` whose 12 number boxes are laid out as the three 2x2 matrices W_q, W_k, W_v."""
 
-    def __init__(self, draw, controls, figsize=(12, 3.9), update=None):
+    def __init__(self, draw, controls, figsize=(10.4, 3.8), update=None):
         super().__init__(draw, controls, figsize, update=update)
         self.defaults = {name: control.value for name, control in self.controls.items()}
         grids = []

@@ -55,7 +55,7 @@ def draw_masking(fig, causal=True, query="creature", length=8, example=None, tok
     cells = _hatch(left, facecolor="none")
     outline = left.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=OUTLINE_COLOUR, linewidth=3))
     row_hatch = _hatch(right, facecolor=MASKED_COLOUR)
-    bars, labels = value_bars(right, T, EARLIER_COLOUR, fontsize=10)
+    bars, labels = value_bars(right, T, EARLIER_COLOUR, fontsize=11)
     right.set_xticks(range(T), labels=tokens, rotation=45, ha="right", rotation_mode="anchor")
     right.set_ylim(0, 1.3)
     right.set_ylabel("attention weight")
