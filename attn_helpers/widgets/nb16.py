@@ -49,8 +49,8 @@ def draw_chat(fig, model, message, layer, head):
     for tick in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
         tick.set_family(families)
     ax.axhline(view["answer_start"] - 0.5, color="black", linewidth=1.5)
-    ax.set_title(f"layer {layer}, head {head}: rows below the line are the answer's tokens; weight on the "
-                 f"chat's first token (not shown), mean {view['first'].mean():.2f}", fontsize=10)
+    ax.set_title(f"layer {layer}, head {head}: rows below the line are the answer's tokens;\nweight on the "
+                 f"chat's first token (not shown), mean {view['first'].mean():.2f}", fontsize=11)
     return f"<b>SmolLM2:</b> {view['answer']!s:.400}"
 
 
@@ -63,7 +63,7 @@ def chat_explorer(model=None, message="What is the capital of France?"):
         "message": widgets.Text(value=message, description="message (press Enter)", continuous_update=False,
                                 style=LABEL_STYLE, layout=widgets.Layout(width="520px")),
     }
-    return Explorer(partial(draw_chat, model=model), controls, figsize=(9.5, 8.5),
+    return Explorer(partial(draw_chat, model=model), controls, figsize=(8.4, 7.0),
                     samples={"message": SAMPLE_MESSAGES})
 
 

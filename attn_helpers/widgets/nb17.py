@@ -52,7 +52,9 @@ def draw_window(fig, window, sinks):
             label=f"window {window}" + (f" + {sinks} sink{'s' * (sinks != 1)}" if sinks else ""))
     ax.axvline(window, color="black", linewidth=1, linestyle=":")
     ax.set_ylim(2.0, 8.0)
-    ax.text(window + 2, 7.8, "the first token leaves the window", fontsize=9, va="top")
+    right = window > 96  # a late window: the note goes left of the line, clear of the legend
+    ax.text(window - 2 if right else window + 2, 7.8, "the first token leaves the window", va="top",
+            ha="right" if right else "left")
     ax.set(xlabel="position in the text (query)", ylabel=f"next-token loss, nats (mean of {SMOOTH})",
            title="SmolLM2 with a sliding window: loss by position, first 256 tokens")
     ax.legend(loc="upper right")
@@ -69,51 +71,63 @@ def window_explorer():
     return Explorer(draw_window, controls, figsize=(9, 4.2))
 
 
-def _box(ax, x, y, width, height, label, colour):
-    ax.add_patch(Rectangle((x, y), width, height, facecolor=colour, edgecolor="black", alpha=0.35))
-    ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", fontsize=9)
+#: The text of the mechanism diagrams, in points: the boxes are sized to it, so it reads on a projector.
+MECHANISM_FONT_SIZE = 11
+_PAD = 0.08  # inches of box around a label
+_GAP = 0.35  # inches between two steps (room for an arrow)
+
+
+def _box(ax, x, y, label, colour, renderer):
+    """A box of ``label`` with its left edge at ``x`` and its centre at height ``y`` (inches); returns its width."""
+    text = ax.text(x + _PAD, y, label, ha="left", va="center", fontsize=MECHANISM_FONT_SIZE, zorder=2)
+    extent = text.get_window_extent(renderer)
+    width, height = extent.width / ax.figure.dpi + 2 * _PAD, extent.height / ax.figure.dpi + 2 * _PAD
+    ax.add_patch(Rectangle((x, y - height / 2), width, height, facecolor=colour, edgecolor="black", alpha=0.35,
+                           clip_on=False))
+    return width
 
 
 def _arrow(ax, start, end):
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="->", mutation_scale=12, color="black"))
 
 
-#: Each mechanism as boxes ``(x, y, width, height, label, colour index)`` and arrows ``(start, end)``.
+#: Each mechanism as its steps, left to right: a step is one box ``(label, colour index)`` or two stacked (the
+#: arrays computed side by side); an arrow joins each box to each box of the next step.
 MECHANISMS = {
-    "rolling buffer": ([(0, 1, 2, 1, "new k, v\n(h_kv, 1, d_h)", 0), (3, 1, 1, 1, "sinks\n(s, d_h)", 2),
-                        (4.2, 1, 3, 1, "window slots\n(w, d_h): slot (t-s) % w", 1),
-                        (3, -0.6, 4.2, 1, "cache: (h_kv, s + w, d_h),\nnever larger", 3)],
-                       [((2, 1.5), (4.2, 1.5)), ((5.2, 1), (5.2, 0.4))]),
-    "sink logit": ([(0, 1, 2.4, 1, "scores\n(h, T, T_k)", 0), (2.6, 1, 0.9, 1, "b\n(h, T, 1)", 2),
-                    (4.2, 1, 3.2, 1, "softmax over\nT_k + 1 columns", 1),
-                    (4.2, -0.6, 3.2, 1, "weights (h, T, T_k)\nrows sum to < 1", 3)],
-                   [((3.5, 1.5), (4.2, 1.5)), ((5.8, 1), (5.8, 0.4))]),
-    "latent attention": ([(0, 1, 1.6, 1, "x\n(T, d_model)", 0), (2.2, 1, 1.8, 1, "c = x W_down\n(T, d_c): cached", 2),
-                          (4.6, 1.6, 2.8, 0.9, "keys c W_uk\n(h, T, d_h)", 1),
-                          (4.6, 0.3, 2.8, 0.9, "or: q W_uk^T\n(h, T, d_c)", 3)],
-                         [((1.6, 1.5), (2.2, 1.5)), ((4, 1.6), (4.6, 2)), ((4, 1.3), (4.6, 0.8))]),
-    "linear attention": ([(0, 1, 1.8, 1, "k_t, v_t\n(d_k,), (d_v,)", 0),
-                          (2.6, 1, 2.2, 1, "S += k_t^T v_t\n(d_k, d_v)", 2),
-                          (5.6, 1, 1.8, 1, "o_t = q_t S\n(d_v,)", 1),
-                          (2.6, -0.6, 2.2, 1, "state: fixed size,\nany T", 3)],
-                         [((1.8, 1.5), (2.6, 1.5)), ((4.8, 1.5), (5.6, 1.5))]),
-    "sparse attention": ([(0, 1, 2, 1, "indexer scores\n(h, T, T) in r dims", 0),
-                          (2.6, 1, 2, 1, "top-k mask\n(h, T, T)", 2),
-                          (5.2, 1, 2.2, 1, "attend k keys\nper query", 1)],
-                         [((2, 1.5), (2.6, 1.5)), ((4.6, 1.5), (5.2, 1.5))]),
+    "rolling buffer": [[("new k, v\n(h_kv, 1, d_h)", 0)],
+                       [("sinks (s, d_h)", 2), ("window slots (w, d_h):\nslot (t-s) % w", 1)],
+                       [("cache: (h_kv, s + w, d_h),\nnever larger", 3)]],
+    "sink logit": [[("scores (h, T, T_k)", 0), ("b (h, T, 1)", 2)], [("softmax over\nT_k + 1 columns", 1)],
+                   [("weights (h, T, T_k)\nrows sum to < 1", 3)]],
+    "latent attention": [[("x\n(T, d_model)", 0)], [("c = x W_down\n(T, d_c): cached", 2)],
+                         [("keys c W_uk (h, T, d_h)", 1), ("or: q W_uk^T (h, T, d_c)", 3)]],
+    "linear attention": [[("k_t, v_t\n(d_k,), (d_v,)", 0)], [("S += k_t^T v_t (d_k, d_v)\nstate: fixed size, any T", 2)],
+                         [("o_t = q_t S\n(d_v,)", 1)]],
+    "sparse attention": [[("indexer scores\n(h, T, T) in r dims", 0)], [("top-k mask\n(h, T, T)", 2)],
+                         [("attend k keys\nper query", 1)]],
 }
 
 
 def draw_mechanism(ax, name):
-    """A diagram of one of :data:`MECHANISMS`: its arrays as boxes labelled with their shapes, arrows for the
-    steps."""
-    boxes, arrows = MECHANISMS[name]
-    for x, y, width, height, label, colour in boxes:
-        _box(ax, x, y, width, height, label, SERIES_COLOURS[colour])
-    for start, end in arrows:
-        _arrow(ax, start, end)
-    ax.set(xlim=(-0.2, 7.6), ylim=(-0.8, 2.7), title=name)
+    """A diagram of one of :data:`MECHANISMS` in one row of ``ax``: its name, then its arrays as boxes labelled with
+    their shapes, arrows for the steps (the axes' data units are inches, so the boxes fit their text)."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    extent = ax.get_window_extent(renderer)
+    width, height = extent.width / fig.dpi, extent.height / fig.dpi
+    ax.set(xlim=(0, width), ylim=(0, height))
     ax.axis("off")
+    ax.text(0, height / 2, name.replace(" ", "\n"), ha="left", va="center", fontsize=MECHANISM_FONT_SIZE,
+            fontweight="bold")
+    x, previous = 1.0, []
+    for step in MECHANISMS[name]:
+        ys = [height / 2] if len(step) == 1 else [height * 0.74, height * 0.26]
+        widths = [_box(ax, x, y, label, SERIES_COLOURS[colour], renderer) for (label, colour), y in zip(step, ys)]
+        for end, y in ((x, y) for y in ys):
+            for start, y0 in previous:
+                _arrow(ax, (start, y0), (end, y))
+        previous = [(x + w, y) for w, y in zip(widths, ys)]
+        x += max(widths) + _GAP
     return ax
 
 
