@@ -84,32 +84,6 @@ def malformed(path: Path, kind: str) -> None:
     path.write_text(json.dumps(nb), encoding="utf-8")
 
 
-def tree_rss(root: int) -> int:
-    """The summed resident size (bytes) of ``root``'s descendants: nbgrader, the grader and every sandbox."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
-                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    family, todo = set(), [root]
-    while todo:
-        parent = todo.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in family]
-        family.update(children)
-        todo += children
-    total = 0
-    for pid in family:
-        try:
-            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
-                total += next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:")), 0)
-        except OSError:
-            pass
-    return total
-
-
 def main() -> int:
     limit = load_tool("grade").CELL_LIMIT
     stopped = loop_stop(limit)
@@ -137,7 +111,7 @@ def main() -> int:
 
         def watch():
             while not stop.wait(0.1):
-                peak[0] = max(peak[0], tree_rss(os.getpid()))
+                peak[0] = max(peak[0], hostile.descendants_rss(os.getpid(), only=None))
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()

@@ -265,11 +265,11 @@ def explorer_head_induces_in_the_window():
     from attn_helpers.widgets.nb16 import chat_view
     view = chat_view(smollm2(), "Repeat: red fox, blue owl, green frog.", layer=18, head=6)
     assert "red fox, blue owl, green frog" in view["answer"], view["answer"]
-    labels = view["labels"]
+    keys = view["keys"]
     for word, after in (("·red", "·fox"), ("·blue", "·owl"), ("·green", "·frog")):
-        n = labels.index(word, view["answer_start"])  # the answer's copy
-        first = labels.index(word)
-        assert first < view["answer_start"] and labels[first + 1] == after and view["weights"][n, first + 1] > 0.9
+        n = view["queries"].index(word)  # the answer's copy
+        first = keys.index(word)
+        assert first < view["answer_column"] and keys[first + 1] == after and view["weights"][n, first + 1] > 0.9
 
 
 @claim("16", "16-038b", "asked \"My cat is called Tom. What is my cat called?\", it writes a story about a cat named "

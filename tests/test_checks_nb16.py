@@ -223,7 +223,7 @@ def test_repeated_random_tokens_repeat():
 # --- the widget --------------------------------------------------------------------------------------
 
 def test_the_chat_explorer_draws_and_never_raises(model):
-    from attn_helpers.widgets.nb16 import EXPLORERS, chat_view
+    from attn_helpers.widgets.nb16 import COLUMNS, EXPLORERS, ROWS, chat_view
 
     explorer = EXPLORERS["chat_explorer"](model)
     for message, layer, head in (("Hi", 0, 0), ("", 29, 8), ("🙂 über 2+2?", 18, 6)):
@@ -231,8 +231,24 @@ def test_the_chat_explorer_draws_and_never_raises(model):
         assert "Error" not in fig.note and "SmolLM2:" in fig.note
     view = chat_view(model, "What is the capital of France?", 18, 6)
     assert "Paris" in view["answer"]
-    n = len(view["labels"])
-    assert view["weights"].shape == (n, n) and np.allclose(np.triu(view["weights"], 1), 0)
+    rows, columns = view["weights"].shape
+    assert (rows, columns) == (len(view["queries"]), len(view["keys"])) and rows <= ROWS and columns <= COLUMNS
+    assert view["keys"][view["answer_column"]:] == view["queries"]  # the rows are the answer's tokens, in order
+    assert np.allclose(np.triu(view["weights"], view["answer_column"] + 1), 0)  # causal: nothing after a row's own
+    assert view["weights"].sum(1).max() <= 1 + 1e-6  # a row's shown weights: its whole row but the unshown start
+
+
+def test_the_chat_explorer_shows_a_row_when_the_answer_is_empty(model, monkeypatch):
+    from attn_helpers.widgets import nb16
+
+    monkeypatch.setattr(model, "generate", lambda ids, n: [model.end_id])
+    nb16._chat.cache_clear()
+    try:
+        view = nb16.chat_view(model, "Say nothing.", 0, 0)
+        assert view["answer"] == "" and view["weights"].shape[0] == 1 and view["queries"] == view["keys"][-1:]
+        assert "SmolLM2:" in nb16.EXPLORERS["chat_explorer"](model).figure(message="Say nothing.", layer=0, head=0).note
+    finally:
+        nb16._chat.cache_clear()
 
 
 

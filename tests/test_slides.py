@@ -318,21 +318,10 @@ def test_a_figure_is_on_a_slide_of_its_own_drawn_for_its_measured_text(decks, no
     assert figures
 
 
-#: The figures whose smallest text cannot measure 18 px on a 1280x720 slide however the slide draws them (a slide
-#: of its own, at a slide's full width or height): their notebook's plotting call draws them too wide (or tall) for
-#: their text. This record may only shrink: when a notebook draws one narrower or with larger text, take it out.
-#: ``python tools/slides.py --figures`` says how wide each may be. By cell id (they are unique across the notebooks):
-#: its text on a slide in px, its smallest text in pt, its PNG's size, the largest PNG whose text of that size
-#: reaches 18 px.
-FIGURE_TEXT_UNDER_18_PX = {
-    "16-039": (13.7, 11, "8.5 x 7.1 in", "10.5 x 5.4 in"),
-}
-
-
-def test_each_figures_smallest_text_measures_18_px_on_a_slide_or_is_on_the_record():
+def test_each_figures_smallest_text_measures_18_px_on_a_slide():
     """Each core-path figure's smallest text, measured from the text matplotlib drew (``tools/slides.py --measure``,
     which executes the notebooks) times the scale the slide draws the PNG at (a slide of its own, never scaled
-    down: ``figure_report``), is at least ``SMALLEST_FIGURE_PX`` at 1280x720, or the figure is on the record."""
+    down: ``figure_report``), is at least ``SMALLEST_FIGURE_PX`` at 1280x720."""
     rows = slides.figure_report()
     record = json.loads(slides.FIGURE_TEXT.read_text(encoding="utf-8"))
     unmeasured = []
@@ -342,7 +331,5 @@ def test_each_figures_smallest_text_measures_18_px_on_a_slide_or_is_on_the_recor
             unmeasured.append(f"{number} {cell_id}")
     assert not unmeasured, f"figures drawn again since measured: python tools/slides.py --measure NN ({unmeasured})"
     under = {cell_id: round(px, 1) for number, cell_id, *_, px in rows if px < slides.SMALLEST_FIGURE_PX - 0.05}
-    assert set(under) <= set(FIGURE_TEXT_UNDER_18_PX), {k: v for k, v in under.items()
-                                                         if k not in FIGURE_TEXT_UNDER_18_PX}
-    assert set(FIGURE_TEXT_UNDER_18_PX) <= set(under), ("now 18 px or more: take them off the record",
-                                                        set(FIGURE_TEXT_UNDER_18_PX) - set(under))
+    assert not under, ("figure text under 18 px on a slide: draw these narrower or their text larger "
+                       "(python tools/slides.py --figures says how wide each may be)", under)

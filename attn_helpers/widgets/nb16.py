@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache, partial
 
 import ipywidgets as widgets
+import numpy as np
 
 from ..llm import chat_prompt, load_smollm2
 from ..plotting import drawable_labels, heatmap
@@ -14,8 +15,9 @@ __all__ = ["chat_view", "draw_chat", "chat_explorer", "EXPLORERS"]
 
 SAMPLE_MESSAGES = ("What is the capital of France?", "Name three colours.", "", "Translate 'cat' into French.",
                    "🙂 über 2+2?")
-#: The most tokens the figure shows (the last ones: the end of the message and the answer).
-SHOWN = 28
+#: The figure's rows: the answer's first ``ROWS`` tokens; its columns: the ``COLUMNS`` tokens up to the last row's
+#: (the end of the message, the template's tokens, the answer so far). 12 x 28 labels read on a slide at 18 px.
+ROWS, COLUMNS = 12, 28
 
 
 @lru_cache(maxsize=8)
@@ -28,29 +30,39 @@ def _chat(model, message, max_new_tokens):
 
 
 def chat_view(model, message, layer, head, max_new_tokens=24):
-    """The figure's numbers: ``answer`` (text), ``labels`` and ``weights (n, n)`` of head ``(layer, head)`` over the
-    last ``n <= SHOWN`` tokens of the chat (the message and the answer; rows: queries), ``first`` (the weight of
-    every shown query on the chat's first token), ``answer_start`` (the row of the answer's first token)."""
+    """The figure's numbers: ``answer`` (text); ``weights (r, c)`` of head ``(layer, head)``: rows, the answer's
+    first ``r <= ROWS`` tokens (``queries``, their labels), looking at columns, the ``c <= COLUMNS`` tokens up to
+    the last row's (``keys``); ``answer_column`` (the column of the answer's first token); ``first`` (the weight
+    of each row on the chat's first token)."""
     ids, prompt_length, weights = _chat(model, message, max_new_tokens)
     weights = weights[layer, head]  # (T, T)
-    start = max(0, len(ids) - SHOWN)
-    labels = [model.decode([i]).replace(" ", "·").replace("\n", "⏎") for i in ids[start:]]
-    return {"answer": model.decode(ids[prompt_length:]), "labels": labels, "weights": weights[start:, start:],
-            "first": weights[start:, 0], "answer_start": prompt_length - start}
+    first_row = min(prompt_length, len(ids) - 1)  # an empty answer: the prompt's last token, which chose to stop
+    end = min(len(ids), first_row + ROWS)
+    start = max(0, end - COLUMNS)
+    labels = [model.decode([i]).replace(" ", "·").replace("\n", "⏎") for i in ids[start:end]]
+    return {"answer": model.decode(ids[prompt_length:]), "queries": labels[first_row - start:], "keys": labels,
+            "weights": weights[first_row:end, start:end], "answer_column": first_row - start,
+            "first": weights[first_row:end, 0]}
 
 
 def draw_chat(fig, model, message, layer, head):
-    """Heatmap of one head's weights over the end of the chat; the answer under the figure."""
+    """Heatmap of one head's weights: the answer's tokens looking at the end of the chat; the answer under it."""
     view = chat_view(model, message, layer, head)
-    labels, families, _ = drawable_labels(view["labels"])
+    queries, query_families, _ = drawable_labels(view["queries"])
+    keys, key_families, _ = drawable_labels(view["keys"])
     ax = fig.add_subplot()
-    heatmap(view["weights"], labels, labels, ax=ax, vmin=0.0, vmax=1.0, annotate=False,  # causal: 0 above the diagonal
-            xlabel="key: the token looked at", ylabel="query: the token looking", cbar_label="attention weight")
-    for tick in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
-        tick.set_family(families)
-    ax.axhline(view["answer_start"] - 0.5, color="black", linewidth=1.5)
-    ax.set_title(f"layer {layer}, head {head}: rows below the line are the answer's tokens;\nweight on the "
-                 f"chat's first token (not shown), mean {view['first'].mean():.2f}", fontsize=11)
+    rows, columns = view["weights"].shape
+    seen = np.arange(columns) <= view["answer_column"] + np.arange(rows)[:, None]  # causal: hatched after a row's own
+    heatmap(view["weights"], queries, keys, ax=ax, vmin=0.0, vmax=1.0, annotate=False, mask=seen,
+            xlabel="key: the token looked at", ylabel="query: the answer's token looking",
+            cbar_label="attention weight")
+    for tick in ax.get_xticklabels():
+        tick.set_family(key_families)
+    for tick in ax.get_yticklabels():
+        tick.set_family(query_families)
+    ax.axvline(view["answer_column"] - 0.5, color="black", linewidth=1.5)
+    ax.set_title(f"layer {layer}, head {head}; right of the line, the answer's own tokens;\n"
+                 f"weight on the chat's first token (not shown), mean {view['first'].mean():.2f}", fontsize=11)
     return f"<b>SmolLM2:</b> {view['answer']!s:.400}"
 
 
@@ -63,7 +75,7 @@ def chat_explorer(model=None, message="What is the capital of France?"):
         "message": widgets.Text(value=message, description="message (press Enter)", continuous_update=False,
                                 style=LABEL_STYLE, layout=widgets.Layout(width="520px")),
     }
-    return Explorer(partial(draw_chat, model=model), controls, figsize=(8.4, 7.0),
+    return Explorer(partial(draw_chat, model=model), controls, figsize=(10.3, 5.2),
                     samples={"message": SAMPLE_MESSAGES})
 
 

@@ -5,9 +5,9 @@
   it measures ``pt * dpi / 72 * drawn width / natural width * slide zoom`` px: the image's natural and displayed
   widths and the slide's zoom are read in the page. Every figure is on a slide of its own, never scaled down, drawn
   at the size the deck gives it (``slides.figure_size``: enlarged until that text is 18 px, as far as a slide's
-  full width and height allow; no stylesheet shrinks it), and one whose shape allows it measures 18 px. The
-  smallest and the count of figures at 18 px are printed (``-s``): the rest are drawn too wide or tall for their
-  text by their notebooks (tests/test_slides.py's record, ``python tools/slides.py --figures``).
+  full width and height allow; no stylesheet shrinks it), and every one measures 18 px or more (a figure drawn
+  too wide or tall for its text fails: ``python tools/slides.py --figures`` says how large it may be). The
+  smallest and the median are printed (``-s``).
 - **Code lines.** No line of code wraps on a slide (a wrapped line starts at the left margin and misleads about
   indentation), except a line that Python cannot break (a long field of an f-string): the rendered lines of each
   code block, counted from the text's line boxes, are its lines.
@@ -83,10 +83,8 @@ def test_figure_text_code_lines_and_speaker_notes_on_every_slide(decks, offline_
                     problems.append((where, "a figure not on a slide of its own at full size", seen["zoom"]))
                 if px < full - 0.1:
                     problems.append((where, "figure text smaller than its slide size gives", px, full))
-                legible = slides.SMALLEST_FIGURE_PX / (pt * figure["dpi"] / 72)
-                enlarged = figure["styled"] >= round(figure["natural"] * legible) - 1
-                if enlarged and full < slides.SMALLEST_FIGURE_PX - 0.1:
-                    problems.append((where, "figure text under 18 px", full))
+                if px < slides.SMALLEST_FIGURE_PX - 0.1:
+                    problems.append((where, "figure text under 18 px", px))
             for block in seen["code"]:
                 lines = [line for line in block["text"].split("\n") if line.strip()]
                 allowed = sum(math.ceil(len(line) / slides.CHARS_PER_LINE) - 1 for line in lines

@@ -345,10 +345,10 @@ def test_without_bubblewrap_autograde_refuses_and_says_why(tmp_path, monkeypatch
     assert not list(tmp_path.iterdir()), "nothing is written before the sandbox is there"
 
 
-def descendants_rss(root: int) -> int:
-    """The summed resident size (bytes) of ``root``'s descendant sandboxes (bubblewrap and the worker it runs),
-    read from /proc: other descendants of a test worker (a JupyterLab of the browser tests, its kernels) are not
-    the batch's."""
+def descendants_rss(root: int, only=(b"bwrap", b"kernel.py")) -> int:
+    """The summed resident size (bytes) of ``root``'s descendants whose command line holds a word of ``only``
+    (by default the sandboxes: bubblewrap and the worker it runs; other descendants of a test worker, a JupyterLab
+    of the browser tests and its kernels, are not the batch's; ``None``: every descendant), read from /proc."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -367,7 +367,7 @@ def descendants_rss(root: int) -> int:
     for pid in family:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if not any(word in handle.read() for word in (b"bwrap", b"kernel.py")):
+                if only is not None and not any(word in handle.read() for word in only):
                     continue
             with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
                 total += next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:")), 0)
