@@ -75,6 +75,15 @@ def test_each_mechanism_notebook_has_a_diagram_with_alt_text(number):
             f"notebook {number}, cell {cell.id}: draw with plotting.flow_diagram and print describe_flow, its text")
 
 
+def test_no_stored_figure_is_wider_than_a_notebook_cell():
+    """Every figure of every notebook, optional ones too, shows at its own size in a notebook cell at 1280 pixels
+    (``MAX_PIXELS``): a wider one is scaled down and its 12 pt text with it."""
+    wide = {f"{path.name[:2]} {cell.get('id')}": width
+            for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+            for cell in nbformat.read(path, as_version=4).cells for width in png_width(cell) if width > MAX_PIXELS}
+    assert not wide, f"figures wider than {MAX_PIXELS} px (draw them narrower: figsize): {wide}"
+
+
 @pytest.mark.parametrize("number", DIAGRAM_NOTEBOOKS)
 def test_alt_text_names_every_box_and_shape_the_arrays_gave(number):
     """The printed text version comes from the arrays (and nbval recomputes it); the alt text must say the same."""
