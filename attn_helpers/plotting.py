@@ -145,7 +145,13 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
                 ax.text(j, i, fmt.format(matrix[i, j]), ha="center", va="center", fontsize=10 if cols > 6 else 11,
                         color=text_colour_on(norm(matrix[i, j]), signed))
     col_labels = [str(c) for c in col_labels] if col_labels is not None else [str(c) for c in range(cols)]
-    long_labels = max(map(len, col_labels)) > 3
+    # slanted when a label is long, or when two neighbours (about 0.6 em a character) would meet: never one over
+    # the next
+    cell_points = ax.get_window_extent().width * 72 / ax.figure.dpi / cols  # the axes as laid out so far
+    em = font_manager.FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
+    shown = [(j, len(label)) for j, label in enumerate(col_labels) if label.strip()]
+    crowded = any(0.6 * em * (a + b) / 2 > (j - i) * cell_points for (i, a), (j, b) in zip(shown, shown[1:]))
+    long_labels = max(map(len, col_labels)) > 3 or crowded
     ax.set_xticks(range(cols), labels=col_labels, rotation=45 if long_labels else 0,
                   ha="right" if long_labels else "center", rotation_mode="anchor")
     ax.set_yticks(range(rows), labels=list(row_labels) if row_labels is not None else range(rows))
@@ -424,11 +430,13 @@ def _draw_array(ax, node, cell=_CELL):
     # the labels on a paper-coloured box: an arrow that passes behind them never crosses their letters
     ax.text(x, top + 0.08, node.label, ha="center", va="bottom", fontsize=DIAGRAM_FONT_SIZE + 1, fontweight="bold",
             color=_INK, zorder=3, bbox=LABEL_BOX)
-    ax.text(x, bottom - 0.08, shape_label(node.shape, node.dims).replace(" = ", "\n= "), ha="center", va="top",
-            fontsize=DIAGRAM_FONT_SIZE, color=_INK, zorder=3, bbox=LABEL_BOX)
-    if node.note:
-        ax.text(x, bottom - 0.7, node.note, ha="center", va="top", fontsize=DIAGRAM_FONT_SIZE, color=GUIDE_COLOUR,
-                zorder=3, bbox=LABEL_BOX)
+    shape = shape_label(node.shape, node.dims).replace(" = ", "\n= ")
+    ax.text(x, bottom - 0.08, shape, ha="center", va="top", fontsize=DIAGRAM_FONT_SIZE, color=_INK, zorder=3,
+            bbox=LABEL_BOX)
+    if node.note:  # under the shape's lines (in points, so at any scale), never over them
+        below = (shape.count("\n") + 1) * 1.2 * DIAGRAM_FONT_SIZE + 4
+        ax.annotate(node.note, (x, bottom - 0.08), xytext=(0, -below), textcoords="offset points", ha="center",
+                    va="top", fontsize=DIAGRAM_FONT_SIZE, color=GUIDE_COLOUR, zorder=3, bbox=LABEL_BOX)
     return frame
 
 

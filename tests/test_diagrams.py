@@ -205,3 +205,27 @@ def test_numbers_drawn_in_a_tile_are_the_arrays():
     texts = {t.get_text() for t in _texts(ax.figure)}
     plt.close(ax.figure)
     assert {"4", "0.5", "(2,)"} <= texts, texts
+
+
+def test_a_note_sits_under_its_shape_at_any_scale():
+    """A box's note is placed below its shape label's lines in points, so a diagram drawn at a smaller scale (its
+    boxes closer together) never puts the note over the shape (16's map, before: "BPE (14)" over "(T) = (5,)")."""
+    for width in (2, 10, 20):  # a wider diagram is drawn at a smaller scale
+        ax = flow_diagram([array_node("ids", np.arange(5), (0, 0), dims=("T",), note="BPE (14)"),
+                           step_node("far", (width, 0))], [], cell=0.28)
+        renderer = ax.figure.canvas.get_renderer()
+        shape, note = (next(t for t in ax.texts if t.get_text().startswith(start)) for start in ("(T)", "BPE"))
+        assert note.get_window_extent(renderer).y1 <= shape.get_window_extent(renderer).y0 + 1, width
+        plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("labels, slanted", [
+    (["E₀", "L₁", "I₂", "F₃", "P₄", "J₅", "N₆", "A₇", "P₈", "J₉", "N₁₀", "A₁₁"], True),  # 11's: neighbours would meet
+    ([str(k) if k % 5 == 0 else "" for k in range(30)], False),             # sparse labels have room
+    (["a", "b", "c"], False),
+])
+def test_heatmap_slants_column_labels_only_when_neighbours_would_meet(labels, slanted):
+    fig, ax = plt.subplots(figsize=(2.4 if len(labels) == 12 else 4.6, 2.4))
+    plotting.heatmap(np.zeros((2, len(labels))), ["x", "y"], labels, ax=ax, colorbar=False, annotate=False)
+    assert (ax.get_xticklabels()[0].get_rotation() != 0) == slanted
+    plt.close(fig)

@@ -318,6 +318,15 @@ def test_a_figure_is_on_a_slide_of_its_own_drawn_for_its_measured_text(decks, no
     assert figures
 
 
+def test_no_figure_draws_text_over_text():
+    """No figure of any notebook (optional ones too) draws a text or a box over another, by more than 1.5 px each
+    way: a label over a label, a note over a shape, a tick over the next tick. Measured with the font sizes, from
+    the texts and boxes matplotlib drew (``tools/slides.py --measure``: a record's fourth item names the pairs)."""
+    record = json.loads(slides.FIGURE_TEXT.read_text(encoding="utf-8"))
+    over = {key: entry[3] for key, entry in record.items() if len(entry) > 3 and entry[3]}
+    assert not over, f"figures with text drawn over text (move or shrink one, then --measure again): {over}"
+
+
 def test_each_figures_smallest_text_measures_18_px_on_a_slide():
     """Each core-path figure's smallest text, measured from the text matplotlib drew (``tools/slides.py --measure``,
     which executes the notebooks) times the scale the slide draws the PNG at (a slide of its own, never scaled

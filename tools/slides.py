@@ -767,31 +767,73 @@ def figure_report(numbers=None) -> list:
 
 
 #: Run in the kernel before a notebook's first cell (``measure_figures``): every figure IPython shows is noted with
-#: the source of the cell that showed it and the smallest font size (points) of the text matplotlib drew in it.
+#: the source of the cell that showed it, the smallest font size (points) of the text matplotlib drew in it, and
+#: the texts and boxes it drew over each other.
 MEASURE_HOOK = r"""
+def _attn_overlaps(shapes):
+    # Pairs of texts or boxes drawn over each other by more than 1.5 px each way; a text in a box (its own, a
+    # legend's frame) is the box's, and a box is named by the text it holds.
+    def inside(a, b):
+        return a[0] >= b[0] - 1 and a[1] >= b[1] - 1 and a[2] <= b[2] + 1 and a[3] <= b[3] + 1
+
+    boxes = [extent for text, extent in shapes if text is None]
+    names = {}
+    for text, extent in shapes:
+        if text is not None:
+            holders = [k for k, box in enumerate(boxes) if inside(extent, box)]
+            if holders:
+                names.setdefault(holders[0], text)
+    items = [(names.get(k, "a box"), box) for k, box in enumerate(boxes)]
+    items += [(text, extent) for text, extent in shapes if text is not None
+              and not any(inside(extent, box) for box in boxes)]
+    found = set()
+    for i, (name, a) in enumerate(items):
+        for other, b in items[i + 1:]:
+            if min(a[2], b[2]) - max(a[0], b[0]) > 1.5 and min(a[3], b[3]) - max(a[1], b[1]) > 1.5 \
+                    and not inside(a, b) and not inside(b, a):
+                found.add(" / ".join(sorted((repr(name), repr(other)))))
+    return sorted(found)
+
+
 def _attn_measure_figures():
     import functools
     from IPython.core import pylabtools
     from matplotlib.figure import Figure
+    from matplotlib.patches import FancyBboxPatch
     from matplotlib.text import Text
-    shell, state, drawn = get_ipython(), {"cell": None}, []
+    shell, state, drawn, shapes = get_ipython(), {"cell": None}, [], []
     shell.events.register("pre_run_cell", lambda info: state.update(cell=info.raw_cell))
-    draw, show = Text.draw, pylabtools.print_figure
+    draw, draw_box, draw_figure, show = Text.draw, FancyBboxPatch.draw, Figure.draw, pylabtools.print_figure
+
+    def noting_figure(self, renderer):  # a tight bounding box draws the figure twice: the last draw is the PNG
+        shapes.clear()
+        return draw_figure(self, renderer)
 
     def noting_draw(self, renderer):
+        result = draw(self, renderer)
         if self.get_visible() and self.get_text().strip():
             drawn.append(self.get_fontsize())
-        return draw(self, renderer)
+            if self.get_rotation() % 90 == 0:  # a slanted label's upright extent would cover its neighbours'
+                # the text's own extent (an annotation's would hold its leader line too)
+                shapes.append((self.get_text(), list(Text.get_window_extent(self, renderer).extents)))
+        return result
+
+    def noting_box(self, renderer):  # a diagram's boxes, a label's box, a legend's frame
+        result = draw_box(self, renderer)
+        if self.get_visible():
+            shapes.append((None, list(self.get_window_extent(renderer).extents)))
+        return result
 
     def noting_show(fig, *args, **kwargs):
         drawn.clear()
-        Text.draw = noting_draw
+        shapes.clear()
+        Text.draw, FancyBboxPatch.draw, Figure.draw = noting_draw, noting_box, noting_figure
         try:
             data = show(fig, *args, **kwargs)
         finally:
-            Text.draw = draw
+            Text.draw, FancyBboxPatch.draw, Figure.draw = draw, draw_box, draw_figure
         if kwargs.get("fmt", args[0] if args else "png") == "png" and data:
-            measured.append([state["cell"], min(drawn, default=None)])
+            measured.append([state["cell"], min(drawn, default=None), _attn_overlaps(shapes)])
         return data
 
     measured = []
@@ -811,8 +853,9 @@ _attn_measured_figures = _attn_measure_figures()
 
 def measure_figures(path: Path) -> dict:
     """``{"cell id/k": [png width, png height, smallest pt]}`` for the ``k``-th figure of each cell of the notebook at
-    ``path``: the notebook executed (in memory, nothing written) with ``MEASURE_HOOK``, which notes the font size of
-    every text matplotlib draws in a figure that IPython shows. The stored PNG's size ties a record to the
+    ``path``, and a fourth item, the texts and boxes drawn over each other, when there are any: the notebook
+    executed (in memory, nothing written) with ``MEASURE_HOOK``, which notes the font size and extent of every
+    text (and box) matplotlib draws in a figure that IPython shows. The stored PNG's size ties a record to the
     stored figure: a figure drawn again at another size is measured again."""
     import nbtool
     from nbclient import NotebookClient
@@ -830,14 +873,15 @@ def measure_figures(path: Path) -> dict:
     if not found:
         raise RuntimeError(f"{path.name}: the figures were not measured: {text[-500:]}")
     smallest = {}
-    for source, pt in json.loads(found.group(1)):
-        smallest.setdefault(source, []).append(pt)
+    for source, pt, overlaps in json.loads(found.group(1)):
+        smallest.setdefault(source, []).append((pt, overlaps))
     records = {}
     for cell in nb.cells[1:-1]:
         pngs = [o["data"]["image/png"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
-        for k, (png, pt) in enumerate(zip(pngs, smallest.pop(cell.source, []))):
+        for k, (png, (pt, overlaps)) in enumerate(zip(pngs, smallest.pop(cell.source, []))):
             if pt is not None:
-                records[f"{cell.get('id')}/{k}"] = [*png_header(png)[:2], round(float(pt), 2)]
+                records[f"{cell.get('id')}/{k}"] = [*png_header(png)[:2], round(float(pt), 2)] + ([overlaps] if overlaps
+                                                                                                else [])
     return records
 
 
@@ -851,7 +895,7 @@ def main(argv=None) -> int:
             found = measure_figures(path)
             record = {key: value for key, value in record.items() if key.split("/")[0] not in ids} | found
             print(f"{path.name}: {len(found)} figures measured, their smallest text "
-                  f"{min((pt for *_, pt in found.values()), default=float('nan')):g} pt")
+                  f"{min((entry[2] for entry in found.values()), default=float('nan')):g} pt")
             FIGURE_TEXT.write_text("{\n" + ",\n".join(f" {json.dumps(key)}: {json.dumps(value)}" for key, value in
                                                      sorted(record.items())) + "\n}\n", encoding="utf-8")
         return 0

@@ -29,7 +29,7 @@ def draw_arrows_3d(ax, X, tokens, query=None):
         ax.quiver(0, 0, 0, *row, color=colours[j], linewidth=3.5 if is_query else 1.8, arrow_length_ratio=0.08)
         tip = row * 1.06
         if any(np.linalg.norm(tip - other) < 0.15 for other in placed):  # a near-twin: put its label below and aside
-            tip = tip + np.array([0.12, 0.0, -0.12])
+            tip = tip + np.array([0.12, 0.0, -0.2])
         placed.append(tip)
         ax.text(*tip, token, color=colours[j], fontsize=11, fontweight="bold" if is_query else "normal",
                 bbox=LABEL_BOX)
