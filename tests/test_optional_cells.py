@@ -96,6 +96,10 @@ def core_path_problems(tmp_path_factory):
     return _run_in_own_thread(all_notebooks)
 
 
+# The first test's setup runs every notebook (the module fixture): about 2 minutes on 2 quiet cores, longer
+# beside another worker or on numpy without SIMD. Past pytest-timeout's 300 s the xdist worker would be
+# stopped without a word ("node down: Not properly terminated") and the session would stall.
+@pytest.mark.timeout(1500)
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_runs_without_its_optional_cells(core_path_problems, notebook):

@@ -127,6 +127,10 @@ def rerun_differences():
     return _run_in_own_thread(all_notebooks)
 
 
+# The first test's setup runs every notebook (the module fixture): about 2 minutes on 2 quiet cores, longer
+# beside another worker or on numpy without SIMD. Past pytest-timeout's 300 s the xdist worker would be
+# stopped without a word ("node down: Not properly terminated") and the session would stall.
+@pytest.mark.timeout(1500)
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_every_cell_gives_the_same_output_when_run_again(rerun_differences, notebook):
     result = rerun_differences[notebook]
