@@ -235,6 +235,7 @@ def test_the_chat_explorer_draws_and_never_raises(model):
     assert (rows, columns) == (len(view["queries"]), len(view["keys"])) and rows <= ROWS and columns <= COLUMNS
     assert view["keys"][view["answer_column"]:] == view["queries"]  # the rows are the answer's tokens, in order
     assert np.allclose(np.triu(view["weights"], view["answer_column"] + 1), 0)  # causal: nothing after a row's own
+    assert view["seen"].shape == (rows, columns) and np.allclose(view["weights"][~view["seen"]], 0)  # the hatching
     assert view["weights"].sum(1).max() <= 1 + 1e-6  # a row's shown weights: its whole row but the unshown start
 
 

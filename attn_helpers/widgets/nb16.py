@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import lru_cache, partial
 
 import ipywidgets as widgets
-import numpy as np
 
+from ..core import causal_mask
 from ..llm import chat_prompt, load_smollm2
 from ..plotting import drawable_labels, heatmap
 from . import LABEL_STYLE, Explorer, slider
@@ -33,7 +33,7 @@ def chat_view(model, message, layer, head, max_new_tokens=24):
     """The figure's numbers: ``answer`` (text); ``weights (r, c)`` of head ``(layer, head)``: rows, the answer's
     first ``r <= ROWS`` tokens (``queries``, their labels), looking at columns, the ``c <= COLUMNS`` tokens up to
     the last row's (``keys``); ``answer_column`` (the column of the answer's first token); ``first`` (the weight
-    of each row on the chat's first token)."""
+    of each row on the chat's first token); ``seen`` (notebook 07's causal mask, cut like ``weights``)."""
     ids, prompt_length, weights = _chat(model, message, max_new_tokens)
     weights = weights[layer, head]  # (T, T)
     first_row = min(prompt_length, len(ids) - 1)  # an empty answer: the prompt's last token, which chose to stop
@@ -42,24 +42,20 @@ def chat_view(model, message, layer, head, max_new_tokens=24):
     labels = [model.decode([i]).replace(" ", "·").replace("\n", "⏎") for i in ids[start:end]]
     return {"answer": model.decode(ids[prompt_length:]), "queries": labels[first_row - start:], "keys": labels,
             "weights": weights[first_row:end, start:end], "answer_column": first_row - start,
-            "first": weights[first_row:end, 0]}
+            "first": weights[first_row:end, 0], "seen": causal_mask(len(ids))[first_row:end, start:end]}
 
 
 def draw_chat(fig, model, message, layer, head):
     """Heatmap of one head's weights: the answer's tokens looking at the end of the chat; the answer under it."""
     view = chat_view(model, message, layer, head)
-    queries, query_families, _ = drawable_labels(view["queries"])
-    keys, key_families, _ = drawable_labels(view["keys"])
+    keys, families, _ = drawable_labels(view["keys"])  # the rows, the answer's tokens, are the last columns
     ax = fig.add_subplot()
-    rows, columns = view["weights"].shape
-    seen = np.arange(columns) <= view["answer_column"] + np.arange(rows)[:, None]  # causal: hatched after a row's own
-    heatmap(view["weights"], queries, keys, ax=ax, vmin=0.0, vmax=1.0, annotate=False, mask=seen,
+    heatmap(view["weights"], keys[view["answer_column"]:], keys, ax=ax, vmin=0.0, vmax=1.0, annotate=False,
+            mask=view["seen"],  # hatched: the tokens after a row's own
             xlabel="key: the token looked at", ylabel="query: the answer's token looking",
             cbar_label="attention weight")
-    for tick in ax.get_xticklabels():
-        tick.set_family(key_families)
-    for tick in ax.get_yticklabels():
-        tick.set_family(query_families)
+    for tick in [*ax.get_xticklabels(), *ax.get_yticklabels()]:
+        tick.set_family(families)
     ax.axvline(view["answer_column"] - 0.5, color="black", linewidth=1.5)
     ax.set_title(f"layer {layer}, head {head}; right of the line, the answer's own tokens;\n"
                  f"weight on the chat's first token (not shown), mean {view['first'].mean():.2f}", fontsize=11)
